@@ -1,0 +1,164 @@
+package cacher
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	etcdclient "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/kubernetes"
+	"k8s.io/apiserver/pkg/storage/etcd3"
+	"k8s.io/klog/v2"
+
+	"github.com/kubestore/kubestore/config"
+	"github.com/kubestore/kubestore/etcdembed"
+)
+
+// Timeouts of the etcd client, as kube-apiserver's storage factory uses.
+const (
+	dialTimeout      = 20 * time.Second
+	keepaliveTime    = 30 * time.Second
+	keepaliveTimeout = 10 * time.Second
+	// healthTimeout bounds one /healthz or /readyz probe of etcd.
+	healthTimeout = 2 * time.Second
+)
+
+// compactor is what etcd3.StartCompactorPerEndpoint returns.
+type compactor interface {
+	etcd3.Compactor
+	Stop()
+}
+
+// Backend is the etcd behind every resource: the embedded server (or an
+// external cluster), one client shared by all resources' stores and
+// cachers, and one compactor.
+type Backend struct {
+	cfg       config.Config
+	embedded  *etcdembed.Server
+	client    *kubernetes.Client
+	compactor compactor
+	closeOnce sync.Once
+}
+
+// Open starts the embedded etcd, or connects to cfg.Etcd.Servers, and waits
+// until etcd answers a read, at most cfg.Etcd.StartTimeout. On error
+// nothing is left running.
+func Open(ctx context.Context, cfg config.Config) (b *Backend, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	b = &Backend{cfg: cfg}
+	defer func() {
+		if err != nil {
+			b.Close()
+			b = nil
+		}
+	}()
+
+	endpoints := cfg.Etcd.Servers
+	if !cfg.Etcd.External() {
+		if b.embedded, err = etcdembed.Start(ctx, cfg); err != nil {
+			return nil, err
+		}
+		endpoints = b.embedded.Endpoints()
+	}
+	if b.client, err = newClient(cfg, endpoints); err != nil {
+		return nil, err
+	}
+	if err := b.waitReady(ctx); err != nil {
+		return nil, err
+	}
+	// With an interval of 0 the compactor does not compact but still
+	// follows the compacted revision, which list-from-cache-snapshot needs.
+	b.compactor = etcd3.StartCompactorPerEndpoint(b.client.Client, cfg.Etcd.CompactionInterval.Duration)
+	return b, nil
+}
+
+func newClient(cfg config.Config, endpoints []string) (*kubernetes.Client, error) {
+	tlsInfo := transport.TLSInfo{CertFile: cfg.Etcd.CertFile, KeyFile: cfg.Etcd.KeyFile, TrustedCAFile: cfg.Etcd.CAFile}
+	var ccfg etcdclient.Config
+	if !tlsInfo.Empty() || cfg.Etcd.CAFile != "" {
+		tlsConfig, err := tlsInfo.ClientConfig()
+		if err != nil {
+			return nil, fmt.Errorf("reading etcd client TLS files: %w", err)
+		}
+		ccfg.TLS = tlsConfig
+	}
+	lg, err := etcdembed.Logger(cfg.Log)
+	if err != nil {
+		return nil, err
+	}
+	ccfg.Endpoints = endpoints
+	ccfg.DialTimeout = dialTimeout
+	ccfg.DialKeepAliveTime = keepaliveTime
+	ccfg.DialKeepAliveTimeout = keepaliveTimeout
+	ccfg.Logger = lg.Named("client")
+	c, err := kubernetes.New(ccfg)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to etcd %v: %w", endpoints, err)
+	}
+	return c, nil
+}
+
+// waitReady retries a read until etcd answers.
+func (b *Backend) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.Etcd.StartTimeout.Duration)
+	defer cancel()
+	for {
+		err := b.Check(ctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("etcd %v not ready within --%s %s: %w", b.client.Endpoints(), config.FlagEtcdStartTimeout, b.cfg.Etcd.StartTimeout, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// Check is a linearizable read through raft: it succeeds only when etcd
+// has a leader and applies requests. It backs the etcd entries of /healthz
+// and /readyz.
+func (b *Backend) Check(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, healthTimeout)
+	defer cancel()
+	if b.embedded != nil {
+		select {
+		case err := <-b.embedded.Err():
+			return fmt.Errorf("embedded etcd failed: %w", err)
+		default:
+		}
+	}
+	_, err := b.client.Client.Get(ctx, path.Join(b.cfg.Etcd.Prefix, "health"))
+	return err
+}
+
+// Endpoints are the etcd client URLs in use.
+func (b *Backend) Endpoints() []string { return b.client.Endpoints() }
+
+// Client is the shared etcd client, for operator tooling (snapshot,
+// defrag) and tests.
+func (b *Backend) Client() *etcdclient.Client { return b.client.Client }
+
+// Close stops the compactor, closes the client and then the embedded etcd,
+// in that order, after every store built on it was destroyed. It is
+// idempotent.
+func (b *Backend) Close() {
+	b.closeOnce.Do(func() {
+		if b.compactor != nil {
+			b.compactor.Stop()
+		}
+		if b.client != nil {
+			if err := b.client.Close(); err != nil {
+				klog.V(2).InfoS("Closing etcd client", "err", err)
+			}
+		}
+		if b.embedded != nil {
+			b.embedded.Close()
+		}
+	})
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"go.uber.org/zap/zapcore"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	logsjson "k8s.io/component-base/logs/json"
+	"k8s.io/klog/v2"
+
+	"github.com/kubestore/kubestore/cacher"
+	"github.com/kubestore/kubestore/config"
+	"github.com/kubestore/kubestore/datadir"
+	"github.com/kubestore/kubestore/server"
+)
+
+// serve runs the server until the first signal, then stops it within
+// --shutdown-timeout.
+func serve(c *cli.Context) error {
+	cfg, err := loadConfig(c)
+	if err != nil {
+		return err
+	}
+	if err := setupLogging(cfg.Log); err != nil {
+		return err
+	}
+	unlock, err := datadir.Dir(cfg.DataDir).Lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
+	ctx := c.Context
+	backend, err := cacher.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer backend.Close()
+	srv, err := server.New(cfg, backend)
+	if err != nil {
+		return err
+	}
+
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			select {
+			case <-done:
+			case <-time.After(cfg.Server.ShutdownTimeout.Duration):
+				klog.ErrorS(nil, "Graceful stop took longer than --"+config.FlagShutdownTimeout+"; exiting", "timeout", cfg.Server.ShutdownTimeout)
+				klog.Flush()
+				os.Exit(1)
+			}
+		}
+	}()
+	if err := srv.Run(ctx); err != nil {
+		return err
+	}
+	backend.Close()
+	klog.InfoS("kubestore stopped")
+	return nil
+}
+
+// setupLogging sends klog to stderr at the configured verbosity, as text or
+// as JSON lines.
+func setupLogging(cfg config.Log) error {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	if err := fs.Set("v", strconv.Itoa(cfg.Verbosity)); err != nil {
+		return err
+	}
+	if cfg.Format == config.LogFormatJSON {
+		logger, _ := logsjson.NewJSONLogger(logsapi.VerbosityLevel(cfg.Verbosity), zapcore.Lock(os.Stderr), nil, nil)
+		klog.SetLogger(logger)
+	}
+	return nil
+}
+
+func printVersion(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	b := server.BuildInfo()
+	fmt.Fprintf(c.App.Writer, "kubestore %s\ngit commit: %s\ngo: %s %s\netcd: %s\nkubernetes API: %s\n",
+		b.Version, b.GitCommit, b.GoVersion, b.Platform, b.Etcd, b.Kubernetes)
+	return nil
+}
+
+func printKubeconfig(c *cli.Context) error {
+	cfg, err := loadConfig(c)
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(datadir.Dir(cfg.DataDir).Kubeconfig())
+	if err != nil {
+		return fmt.Errorf("reading the admin kubeconfig (has kubestore run on --%s %s?): %w", config.FlagDataDir, cfg.DataDir, err)
+	}
+	_, err = c.App.Writer.Write(data)
+	return err
+}

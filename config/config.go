@@ -1,0 +1,314 @@
+// Package config holds kubestore's one configuration: its documented
+// defaults, the YAML file, KUBESTORE_* environment variables and flags (in
+// that order of precedence), and the validation that names the flag and the
+// bad value. It is data only and imports none of kubestore's other packages.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+)
+
+// Defaults. Each one is what an unconfigured device gets; the flag help
+// repeats it.
+const (
+	DefaultBindAddress          = "127.0.0.1"
+	DefaultSecurePort           = 6443
+	DefaultShutdownTimeout      = 30 * time.Second
+	DefaultRequestTimeout       = 60 * time.Second
+	DefaultMinRequestTimeout    = 30 * time.Minute
+	DefaultMaxRequestsInFlight  = 400
+	DefaultMaxMutatingInFlight  = 200
+	DefaultMaxRequestBodyBytes  = 3 << 20
+	DefaultEtcdPrefix           = "/registry"
+	DefaultCompactionInterval   = 5 * time.Minute
+	DefaultEtcdStartTimeout     = 60 * time.Second
+	DefaultSnapshotCount        = 5000
+	DefaultSnapshotCatchUp      = 500
+	DefaultBackendBatchInterval = 5 * time.Second
+	DefaultBackendBatchLimit    = 10000
+	DefaultMaxRequestBytes      = 1536 << 10
+	DefaultWatchCacheSize       = 100
+	DefaultHistoryWindow        = 75 * time.Second
+	DefaultLogFormat            = LogFormatText
+
+	// MinHistoryWindow is the shortest event history the upstream cacher
+	// accepts (cacher.DefaultEventFreshDuration: one bookmark period plus
+	// 15 s), so a bookmark is always within the history a client resumes
+	// from.
+	MinHistoryWindow = 75 * time.Second
+
+	LogFormatText = "text"
+	LogFormatJSON = "json"
+)
+
+// DefaultQuotaBackendBytes is the embedded etcd's space quota. bbolt maps
+// the whole database (quota × 1.1) into the address space, which a 32-bit
+// process cannot afford beyond a few hundred MiB; a 64-bit one gets etcd's
+// own default.
+var DefaultQuotaBackendBytes = func() ByteSize {
+	if strconv.IntSize == 32 {
+		return 256 << 20
+	}
+	return 2 << 30
+}()
+
+// Config is the whole configuration. Sub-configs are passed whole to the
+// component that owns them.
+type Config struct {
+	// DataDir holds all state: etcd/, pki/, admin.kubeconfig.
+	DataDir string `json:"dataDir"`
+	Server  Server `json:"server"`
+	Etcd    Etcd   `json:"etcd"`
+	Cache   Cache  `json:"cache"`
+	Log     Log    `json:"log"`
+}
+
+// Server configures the HTTPS API server.
+type Server struct {
+	BindAddress string `json:"bindAddress"`
+	// SecurePort 0 picks a free port (tests); the kubeconfig records it.
+	SecurePort int `json:"securePort"`
+	// TLSSANs are extra names and IPs for the serving certificate.
+	TLSSANs                     []string `json:"tlsSANs,omitempty"`
+	ShutdownTimeout             Duration `json:"shutdownTimeout"`
+	RequestTimeout              Duration `json:"requestTimeout"`
+	MinRequestTimeout           Duration `json:"minRequestTimeout"`
+	MaxRequestsInFlight         int      `json:"maxRequestsInFlight"`
+	MaxMutatingRequestsInFlight int      `json:"maxMutatingRequestsInFlight"`
+	MaxRequestBodyBytes         ByteSize `json:"maxRequestBodyBytes"`
+}
+
+// Etcd configures storage: the embedded etcd server by default, or an
+// external etcd cluster when Servers is set.
+type Etcd struct {
+	// Servers, when set, are the client URLs of an external etcd cluster
+	// and no embedded etcd is started.
+	Servers  []string `json:"servers,omitempty"`
+	CAFile   string   `json:"caFile,omitempty"`
+	CertFile string   `json:"certFile,omitempty"`
+	KeyFile  string   `json:"keyFile,omitempty"`
+	// Prefix is prepended to every key, as kube-apiserver's --etcd-prefix.
+	Prefix string `json:"prefix"`
+	// CompactionInterval is how often old revisions are compacted; 0 never.
+	CompactionInterval Duration `json:"compactionInterval"`
+	// StartTimeout bounds the wait for the embedded etcd (or the external
+	// cluster) to become ready.
+	StartTimeout Duration `json:"startTimeout"`
+
+	// Embedded etcd tuning; ignored with Servers.
+	SnapshotCount          uint64   `json:"snapshotCount"`
+	SnapshotCatchUpEntries uint64   `json:"snapshotCatchUpEntries"`
+	QuotaBackendBytes      ByteSize `json:"quotaBackendBytes"`
+	BackendBatchInterval   Duration `json:"backendBatchInterval"`
+	BackendBatchLimit      int      `json:"backendBatchLimit"`
+	MaxRequestBytes        ByteSize `json:"maxRequestBytes"`
+}
+
+// External reports whether an external etcd cluster is configured.
+func (e Etcd) External() bool { return len(e.Servers) > 0 }
+
+// Cache configures the upstream watch cache per resource, with
+// kube-apiserver's flag syntax.
+type Cache struct {
+	// Enabled is the global switch (--watch-cache).
+	Enabled bool `json:"watchCache"`
+	// DefaultSize applies to resources absent from Sizes: 0 reads them
+	// straight from etcd, any other value caches them.
+	DefaultSize int `json:"defaultWatchCacheSize"`
+	// Sizes are resource[.group]#size entries; size 0 reads that resource
+	// straight from etcd. Upstream sizes caches dynamically, so every
+	// non-zero size means the same: cached.
+	Sizes []string `json:"watchCacheSizes,omitempty"`
+	// HistoryWindow is the minimum duration of events a cache keeps for
+	// watches resuming from an older resourceVersion.
+	HistoryWindow Duration `json:"historyWindow"`
+	// HistoryWindows are resource[.group]#duration overrides.
+	HistoryWindows []string `json:"historyWindows,omitempty"`
+}
+
+// Log configures logging to stderr.
+type Log struct {
+	// Verbosity is klog's -v level.
+	Verbosity int    `json:"verbosity"`
+	Format    string `json:"format"`
+}
+
+// Default returns the configuration of a device that was given none.
+func Default() Config {
+	return Config{
+		DataDir: DefaultDataDir(),
+		Server: Server{
+			BindAddress:                 DefaultBindAddress,
+			SecurePort:                  DefaultSecurePort,
+			ShutdownTimeout:             Duration{DefaultShutdownTimeout},
+			RequestTimeout:              Duration{DefaultRequestTimeout},
+			MinRequestTimeout:           Duration{DefaultMinRequestTimeout},
+			MaxRequestsInFlight:         DefaultMaxRequestsInFlight,
+			MaxMutatingRequestsInFlight: DefaultMaxMutatingInFlight,
+			MaxRequestBodyBytes:         DefaultMaxRequestBodyBytes,
+		},
+		Etcd: Etcd{
+			Prefix:                 DefaultEtcdPrefix,
+			CompactionInterval:     Duration{DefaultCompactionInterval},
+			StartTimeout:           Duration{DefaultEtcdStartTimeout},
+			SnapshotCount:          DefaultSnapshotCount,
+			SnapshotCatchUpEntries: DefaultSnapshotCatchUp,
+			QuotaBackendBytes:      DefaultQuotaBackendBytes,
+			BackendBatchInterval:   Duration{DefaultBackendBatchInterval},
+			BackendBatchLimit:      DefaultBackendBatchLimit,
+			MaxRequestBytes:        DefaultMaxRequestBytes,
+		},
+		Cache: Cache{
+			Enabled:       true,
+			DefaultSize:   DefaultWatchCacheSize,
+			HistoryWindow: Duration{DefaultHistoryWindow},
+		},
+		Log: Log{Format: DefaultLogFormat},
+	}
+}
+
+// DefaultDataDir is /var/lib/kubestore for root and the user's data
+// directory otherwise, so a newcomer can start kubestore without root.
+func DefaultDataDir() string {
+	if os.Geteuid() == 0 {
+		return "/var/lib/kubestore"
+	}
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "kubestore")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "share", "kubestore")
+	}
+	return "kubestore-data"
+}
+
+// invalid is the one shape of every validation message: the flag, the
+// offending value, and what is allowed.
+func invalid(flag string, value any, why string) error {
+	return fmt.Errorf("invalid --%s %q: %s", flag, fmt.Sprint(value), why)
+}
+
+// Validate reports every problem at once, each naming its flag and value.
+func (c Config) Validate() error {
+	var errs []error
+	if c.DataDir == "" {
+		errs = append(errs, invalid(FlagDataDir, c.DataDir, "must not be empty"))
+	}
+	errs = append(errs, c.Server.validate()...)
+	errs = append(errs, c.Etcd.validate()...)
+	errs = append(errs, c.Cache.validate()...)
+	if c.Log.Format != LogFormatText && c.Log.Format != LogFormatJSON {
+		errs = append(errs, invalid(FlagLogFormat, c.Log.Format, "must be text or json"))
+	}
+	if c.Log.Verbosity < 0 {
+		errs = append(errs, invalid(FlagVerbosity, c.Log.Verbosity, "must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+func (s Server) validate() []error {
+	var errs []error
+	if net.ParseIP(s.BindAddress) == nil {
+		errs = append(errs, invalid(FlagBindAddress, s.BindAddress, "must be an IP address"))
+	}
+	if s.SecurePort < 0 || s.SecurePort > 65535 {
+		errs = append(errs, invalid(FlagSecurePort, s.SecurePort, "must be between 0 and 65535"))
+	}
+	for _, san := range s.TLSSANs {
+		if san == "" || strings.ContainsAny(san, " /,") {
+			errs = append(errs, invalid(FlagTLSSAN, san, "must be a DNS name or an IP address"))
+		}
+	}
+	errs = append(errs,
+		positive(FlagShutdownTimeout, s.ShutdownTimeout.Duration),
+		positive(FlagRequestTimeout, s.RequestTimeout.Duration),
+		positive(FlagMinRequestTimeout, s.MinRequestTimeout.Duration),
+	)
+	if s.MaxRequestsInFlight < 0 {
+		errs = append(errs, invalid(FlagMaxRequestsInFlight, s.MaxRequestsInFlight, "must not be negative (0 means unlimited)"))
+	}
+	if s.MaxMutatingRequestsInFlight < 0 {
+		errs = append(errs, invalid(FlagMaxMutatingRequestsInFlight, s.MaxMutatingRequestsInFlight, "must not be negative (0 means unlimited)"))
+	}
+	if s.MaxRequestBodyBytes <= 0 {
+		errs = append(errs, invalid(FlagMaxRequestBodyBytes, s.MaxRequestBodyBytes, "must be positive"))
+	}
+	return errs
+}
+
+func positive(flag string, d time.Duration) error {
+	if d <= 0 {
+		return invalid(flag, d, "must be a positive duration")
+	}
+	return nil
+}
+
+func (e Etcd) validate() []error {
+	var errs []error
+	for _, s := range e.Servers {
+		if !strings.HasPrefix(s, "http://") && !strings.HasPrefix(s, "https://") &&
+			!strings.HasPrefix(s, "unix://") && !strings.HasPrefix(s, "unixs://") {
+			errs = append(errs, invalid(FlagEtcdServers, s, "must be a URL with scheme http, https, unix or unixs"))
+		}
+	}
+	tlsFiles := map[string]string{FlagEtcdCAFile: e.CAFile, FlagEtcdCertFile: e.CertFile, FlagEtcdKeyFile: e.KeyFile}
+	for _, flag := range sets.List(sets.KeySet(tlsFiles)) {
+		if f := tlsFiles[flag]; f != "" && !e.External() {
+			errs = append(errs, invalid(flag, f, "is only used with --etcd-servers"))
+		}
+	}
+	if (e.CertFile == "") != (e.KeyFile == "") {
+		errs = append(errs, invalid(FlagEtcdCertFile, e.CertFile, "--etcd-certfile and --etcd-keyfile must be set together"))
+	}
+	if !strings.HasPrefix(e.Prefix, "/") || e.Prefix == "/" {
+		errs = append(errs, invalid(FlagEtcdPrefix, e.Prefix, `must start with "/" and not be "/" alone`))
+	}
+	if e.CompactionInterval.Duration < 0 {
+		errs = append(errs, invalid(FlagEtcdCompactionInterval, e.CompactionInterval, "must not be negative (0 disables compaction)"))
+	}
+	errs = append(errs, positive(FlagEtcdStartTimeout, e.StartTimeout.Duration))
+	if e.SnapshotCount == 0 {
+		errs = append(errs, invalid(FlagEtcdSnapshotCount, e.SnapshotCount, "must be positive"))
+	}
+	if e.QuotaBackendBytes <= 0 {
+		errs = append(errs, invalid(FlagEtcdQuotaBackendBytes, e.QuotaBackendBytes, "must be positive"))
+	} else if strconv.IntSize == 32 && e.QuotaBackendBytes > 1<<30 {
+		errs = append(errs, invalid(FlagEtcdQuotaBackendBytes, e.QuotaBackendBytes, "must be at most 1Gi on a 32-bit system (bbolt maps quota × 1.1 into the address space)"))
+	}
+	if e.BackendBatchInterval.Duration < 0 {
+		errs = append(errs, invalid(FlagEtcdBackendBatchInterval, e.BackendBatchInterval, "must not be negative"))
+	}
+	if e.BackendBatchLimit < 0 {
+		errs = append(errs, invalid(FlagEtcdBackendBatchLimit, e.BackendBatchLimit, "must not be negative"))
+	}
+	if e.MaxRequestBytes <= 0 {
+		errs = append(errs, invalid(FlagEtcdMaxRequestBytes, e.MaxRequestBytes, "must be positive"))
+	}
+	return errs
+}
+
+func (c Cache) validate() []error {
+	var errs []error
+	if c.DefaultSize < 0 {
+		errs = append(errs, invalid(FlagDefaultWatchCacheSize, c.DefaultSize, "must not be negative"))
+	}
+	if _, err := ParseWatchCacheSizes(c.Sizes); err != nil {
+		errs = append(errs, err)
+	}
+	if c.HistoryWindow.Duration < MinHistoryWindow {
+		errs = append(errs, invalid(FlagWatchCacheHistoryWindow, c.HistoryWindow, "must be at least "+MinHistoryWindow.String()))
+	}
+	if _, err := ParseHistoryWindows(c.HistoryWindows); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
+}

@@ -1,0 +1,235 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+	"sigs.k8s.io/yaml"
+)
+
+// Flag names. Validation messages and the YAML keys' documentation refer to
+// these.
+const (
+	FlagConfig                      = "config"
+	FlagDataDir                     = "data-dir"
+	FlagBindAddress                 = "bind-address"
+	FlagSecurePort                  = "secure-port"
+	FlagTLSSAN                      = "tls-san"
+	FlagShutdownTimeout             = "shutdown-timeout"
+	FlagRequestTimeout              = "request-timeout"
+	FlagMinRequestTimeout           = "min-request-timeout"
+	FlagMaxRequestsInFlight         = "max-requests-inflight"
+	FlagMaxMutatingRequestsInFlight = "max-mutating-requests-inflight"
+	FlagMaxRequestBodyBytes         = "max-request-body-bytes"
+	FlagEtcdServers                 = "etcd-servers"
+	FlagEtcdCAFile                  = "etcd-cafile"
+	FlagEtcdCertFile                = "etcd-certfile"
+	FlagEtcdKeyFile                 = "etcd-keyfile"
+	FlagEtcdPrefix                  = "etcd-prefix"
+	FlagEtcdCompactionInterval      = "etcd-compaction-interval"
+	FlagEtcdStartTimeout            = "etcd-start-timeout"
+	FlagEtcdSnapshotCount           = "etcd-snapshot-count"
+	FlagEtcdSnapshotCatchUpEntries  = "etcd-snapshot-catchup-entries"
+	FlagEtcdQuotaBackendBytes       = "etcd-quota-backend-bytes"
+	FlagEtcdBackendBatchInterval    = "etcd-backend-batch-interval"
+	FlagEtcdBackendBatchLimit       = "etcd-backend-batch-limit"
+	FlagEtcdMaxRequestBytes         = "etcd-max-request-bytes"
+	FlagWatchCache                  = "watch-cache"
+	FlagDefaultWatchCacheSize       = "default-watch-cache-size"
+	FlagWatchCacheSizes             = "watch-cache-sizes"
+	FlagWatchCacheHistoryWindow     = "watch-cache-history-window"
+	FlagWatchCacheHistoryWindows    = "watch-cache-history-windows"
+	FlagVerbosity                   = "v"
+	FlagLogFormat                   = "log-format"
+)
+
+// EnvVar is the environment variable that sets a flag: KUBESTORE_ and the
+// flag name in upper case with underscores.
+func EnvVar(flag string) string {
+	if flag == FlagVerbosity {
+		return "KUBESTORE_VERBOSITY"
+	}
+	return "KUBESTORE_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// binding ties one flag to one field of Config. field selects the field in
+// any Config, so the same binding shows the default in the help text and
+// later copies a set flag into the loaded configuration.
+type binding struct {
+	name  string
+	flag  func(def *Config) cli.Flag
+	apply func(c *cli.Context, dst *Config)
+}
+
+func bind[T any](name, usage string, field func(*Config) *T) binding {
+	b := binding{name: name}
+	env := []string{EnvVar(name)}
+	switch any(field(&Config{})).(type) {
+	case *string:
+		b.flag = func(def *Config) cli.Flag {
+			return &cli.StringFlag{Name: name, Usage: usage, EnvVars: env, Value: any(*field(def)).(string)}
+		}
+		b.apply = func(c *cli.Context, dst *Config) { *any(field(dst)).(*string) = c.String(name) }
+	case *int:
+		b.flag = func(def *Config) cli.Flag {
+			return &cli.IntFlag{Name: name, Usage: usage, EnvVars: env, Value: any(*field(def)).(int)}
+		}
+		b.apply = func(c *cli.Context, dst *Config) { *any(field(dst)).(*int) = c.Int(name) }
+	case *uint64:
+		b.flag = func(def *Config) cli.Flag {
+			return &cli.Uint64Flag{Name: name, Usage: usage, EnvVars: env, Value: any(*field(def)).(uint64)}
+		}
+		b.apply = func(c *cli.Context, dst *Config) { *any(field(dst)).(*uint64) = c.Uint64(name) }
+	case *bool:
+		b.flag = func(def *Config) cli.Flag {
+			return &cli.BoolFlag{Name: name, Usage: usage, EnvVars: env, Value: any(*field(def)).(bool)}
+		}
+		b.apply = func(c *cli.Context, dst *Config) { *any(field(dst)).(*bool) = c.Bool(name) }
+	case *[]string:
+		b.flag = func(def *Config) cli.Flag {
+			return &cli.StringSliceFlag{Name: name, Usage: usage, EnvVars: env, Value: cli.NewStringSlice(any(*field(def)).([]string)...)}
+		}
+		b.apply = func(c *cli.Context, dst *Config) { *any(field(dst)).(*[]string) = c.StringSlice(name) }
+	case *Duration:
+		b.flag = func(def *Config) cli.Flag {
+			v := *any(field(def)).(*Duration)
+			return &cli.GenericFlag{Name: name, Usage: usage, EnvVars: env, Value: &v}
+		}
+		b.apply = func(c *cli.Context, dst *Config) { *any(field(dst)).(*Duration) = *c.Generic(name).(*Duration) }
+	case *ByteSize:
+		b.flag = func(def *Config) cli.Flag {
+			v := *any(field(def)).(*ByteSize)
+			return &cli.GenericFlag{Name: name, Usage: usage, EnvVars: env, Value: &v}
+		}
+		b.apply = func(c *cli.Context, dst *Config) { *any(field(dst)).(*ByteSize) = *c.Generic(name).(*ByteSize) }
+	default:
+		panic(fmt.Sprintf("config: no flag kind for %T", field(&Config{})))
+	}
+	return b
+}
+
+// bindings is the one list of configurable fields. The YAML key of each is
+// its json tag in Config.
+var bindings = []binding{
+	bind(FlagDataDir, "directory holding all state (etcd/, pki/, admin.kubeconfig); default /var/lib/kubestore as root, the user's data directory otherwise",
+		func(c *Config) *string { return &c.DataDir }),
+	bind(FlagBindAddress, "IP address the HTTPS API listens on; 0.0.0.0 listens on every interface",
+		func(c *Config) *string { return &c.Server.BindAddress }),
+	bind(FlagSecurePort, "HTTPS port; 0 picks a free port (written to admin.kubeconfig)",
+		func(c *Config) *int { return &c.Server.SecurePort }),
+	bind(FlagTLSSAN, "extra DNS names or IPs for the serving certificate (repeatable)",
+		func(c *Config) *[]string { return &c.Server.TLSSANs }),
+	bind(FlagShutdownTimeout, "bound on a graceful stop; a second signal stops at once",
+		func(c *Config) *Duration { return &c.Server.ShutdownTimeout }),
+	bind(FlagRequestTimeout, "timeout of non-watch requests",
+		func(c *Config) *Duration { return &c.Server.RequestTimeout }),
+	bind(FlagMinRequestTimeout, "minimum timeout of a watch; each watch gets a random timeout between it and twice it",
+		func(c *Config) *Duration { return &c.Server.MinRequestTimeout }),
+	bind(FlagMaxRequestsInFlight, "maximum concurrent non-mutating requests; 0 means unlimited",
+		func(c *Config) *int { return &c.Server.MaxRequestsInFlight }),
+	bind(FlagMaxMutatingRequestsInFlight, "maximum concurrent mutating requests; 0 means unlimited",
+		func(c *Config) *int { return &c.Server.MaxMutatingRequestsInFlight }),
+	bind(FlagMaxRequestBodyBytes, "largest accepted request body",
+		func(c *Config) *ByteSize { return &c.Server.MaxRequestBodyBytes }),
+	bind(FlagEtcdServers, "client URLs of an external etcd cluster; when set, no embedded etcd is started",
+		func(c *Config) *[]string { return &c.Etcd.Servers }),
+	bind(FlagEtcdCAFile, "CA bundle to verify the external etcd servers",
+		func(c *Config) *string { return &c.Etcd.CAFile }),
+	bind(FlagEtcdCertFile, "client certificate for the external etcd servers",
+		func(c *Config) *string { return &c.Etcd.CertFile }),
+	bind(FlagEtcdKeyFile, "client key for the external etcd servers",
+		func(c *Config) *string { return &c.Etcd.KeyFile }),
+	bind(FlagEtcdPrefix, "prefix of every key in etcd",
+		func(c *Config) *string { return &c.Etcd.Prefix }),
+	bind(FlagEtcdCompactionInterval, "interval of etcd compaction requests; 0 disables compaction",
+		func(c *Config) *Duration { return &c.Etcd.CompactionInterval }),
+	bind(FlagEtcdStartTimeout, "how long to wait for etcd to become ready at start",
+		func(c *Config) *Duration { return &c.Etcd.StartTimeout }),
+	bind(FlagEtcdSnapshotCount, "embedded etcd: applied entries between raft snapshots (fewer keep less log in memory)",
+		func(c *Config) *uint64 { return &c.Etcd.SnapshotCount }),
+	bind(FlagEtcdSnapshotCatchUpEntries, "embedded etcd: raft entries kept after a snapshot",
+		func(c *Config) *uint64 { return &c.Etcd.SnapshotCatchUpEntries }),
+	bind(FlagEtcdQuotaBackendBytes, "embedded etcd: database size quota; writes fail with a clear error beyond it (default 2Gi, 256Mi on 32-bit)",
+		func(c *Config) *ByteSize { return &c.Etcd.QuotaBackendBytes }),
+	bind(FlagEtcdBackendBatchInterval, "embedded etcd: longest time before bbolt commits a batch (the WAL is the commit point; this only trades flash writes for replay time)",
+		func(c *Config) *Duration { return &c.Etcd.BackendBatchInterval }),
+	bind(FlagEtcdBackendBatchLimit, "embedded etcd: most operations in one bbolt commit",
+		func(c *Config) *int { return &c.Etcd.BackendBatchLimit }),
+	bind(FlagEtcdMaxRequestBytes, "embedded etcd: largest request the etcd server accepts",
+		func(c *Config) *ByteSize { return &c.Etcd.MaxRequestBytes }),
+	bind(FlagWatchCache, "serve reads and watches from the upstream watch cache; false sends every read to etcd",
+		func(c *Config) *bool { return &c.Cache.Enabled }),
+	bind(FlagDefaultWatchCacheSize, "watch cache setting of resources not in --watch-cache-sizes; 0 reads them straight from etcd",
+		func(c *Config) *int { return &c.Cache.DefaultSize }),
+	bind(FlagWatchCacheSizes, "per-resource watch cache settings, resource[.group]#size, comma separated; size 0 reads that resource straight from etcd, any other size caches it",
+		func(c *Config) *[]string { return &c.Cache.Sizes }),
+	bind(FlagWatchCacheHistoryWindow, "minimum duration of events each watch cache keeps for watches resuming from an older resourceVersion",
+		func(c *Config) *Duration { return &c.Cache.HistoryWindow }),
+	bind(FlagWatchCacheHistoryWindows, "per-resource history windows, resource[.group]#duration, comma separated",
+		func(c *Config) *[]string { return &c.Cache.HistoryWindows }),
+	bind(FlagVerbosity, "log verbosity, as klog's -v",
+		func(c *Config) *int { return &c.Log.Verbosity }),
+	bind(FlagLogFormat, "log format on stderr: text or json",
+		func(c *Config) *string { return &c.Log.Format }),
+}
+
+// Flags returns the command-line flags of every setting plus --config, with
+// the built-in defaults shown in the help text.
+func Flags() []cli.Flag {
+	def := Default()
+	flags := []cli.Flag{&cli.StringFlag{
+		Name:    FlagConfig,
+		Usage:   "YAML configuration file; KUBESTORE_* variables and flags override it (see: kubestore config defaults)",
+		EnvVars: []string{EnvVar(FlagConfig)},
+	}}
+	for _, b := range bindings {
+		flags = append(flags, b.flag(&def))
+	}
+	return flags
+}
+
+// Load builds the effective configuration of a command: the defaults, then
+// the --config file, then every flag or KUBESTORE_* variable that was set.
+// It does not validate.
+func Load(c *cli.Context) (Config, error) {
+	cfg := Default()
+	if path := c.String(FlagConfig); path != "" {
+		if err := cfg.overlayFile(path); err != nil {
+			return Config{}, err
+		}
+	}
+	for _, b := range bindings {
+		if c.IsSet(b.name) {
+			b.apply(c, &cfg)
+		}
+	}
+	return cfg, nil
+}
+
+// ReadFile returns the defaults overlaid with a YAML configuration file.
+func ReadFile(path string) (Config, error) {
+	cfg := Default()
+	err := cfg.overlayFile(path)
+	return cfg, err
+}
+
+func (c *Config) overlayFile(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("invalid --%s %q: %w", FlagConfig, path, err)
+	}
+	return c.overlayYAML(path, data)
+}
+
+// overlayYAML sets the fields present in data, refusing unknown keys.
+func (c *Config) overlayYAML(name string, data []byte) error {
+	if err := yaml.UnmarshalStrict(data, c); err != nil {
+		return fmt.Errorf("invalid --%s %q: %s", FlagConfig, name, strings.TrimPrefix(err.Error(), "error unmarshaling JSON: while decoding JSON: "))
+	}
+	return nil
+}
+
+// YAML renders the configuration as a file --config accepts.
+func (c Config) YAML() ([]byte, error) { return yaml.Marshal(c) }

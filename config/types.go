@@ -1,0 +1,162 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Duration is a time.Duration written as "75s" in YAML and on the command
+// line.
+type Duration struct{ time.Duration }
+
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("a duration must be a string such as \"30s\": %w", err)
+	}
+	return d.Set(s)
+}
+
+// Set implements flag.Value.
+func (d *Duration) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	d.Duration = v
+	return nil
+}
+
+// ByteSize is a size in bytes written as a Kubernetes quantity ("256Mi",
+// "1536Ki", "1000000").
+type ByteSize int64
+
+func (b ByteSize) String() string {
+	return resource.NewQuantity(int64(b), resource.BinarySI).String()
+}
+
+func (b ByteSize) MarshalJSON() ([]byte, error) { return json.Marshal(b.String()) }
+
+func (b *ByteSize) UnmarshalJSON(data []byte) error {
+	var s string
+	if err := json.Unmarshal(data, &s); err != nil {
+		var n int64
+		if err := json.Unmarshal(data, &n); err != nil {
+			return fmt.Errorf("a size must be a quantity such as \"256Mi\"")
+		}
+		*b = ByteSize(n)
+		return nil
+	}
+	return b.Set(s)
+}
+
+// Set implements flag.Value.
+func (b *ByteSize) Set(s string) error {
+	v, err := ParseByteSize(s)
+	if err != nil {
+		return err
+	}
+	*b = v
+	return nil
+}
+
+// ParseByteSize reads a quantity such as "128Mi" as a whole number of bytes.
+func ParseByteSize(s string) (ByteSize, error) {
+	q, err := resource.ParseQuantity(strings.TrimSpace(s))
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a size such as 256Mi: %w", s, err)
+	}
+	v, ok := q.AsInt64()
+	if !ok || v < 0 {
+		return 0, fmt.Errorf("%q is not a whole, non-negative number of bytes", s)
+	}
+	return ByteSize(v), nil
+}
+
+// perResource splits kube-apiserver's "resource[.group]#value" list syntax
+// and parses each value with parse. flag names the flag in errors.
+func perResource[T any](flag string, entries []string, parse func(string) (T, error)) (map[schema.GroupResource]T, error) {
+	out := make(map[schema.GroupResource]T, len(entries))
+	for _, e := range entries {
+		name, value, ok := strings.Cut(e, "#")
+		if !ok || name == "" || strings.Contains(value, "#") {
+			return nil, invalid(flag, e, "must be resource[.group]#value")
+		}
+		gr := schema.ParseGroupResource(name)
+		if gr.Resource != strings.ToLower(gr.Resource) {
+			return nil, invalid(flag, e, "the resource must be the lowercase plural name, e.g. pods or leases.coordination.k8s.io")
+		}
+		v, err := parse(value)
+		if err != nil {
+			return nil, invalid(flag, e, err.Error())
+		}
+		if _, dup := out[gr]; dup {
+			return nil, invalid(flag, e, "names "+gr.String()+" more than once")
+		}
+		out[gr] = v
+	}
+	return out, nil
+}
+
+// ParseWatchCacheSizes parses --watch-cache-sizes, e.g. "pods#100,secrets#0".
+func ParseWatchCacheSizes(entries []string) (map[schema.GroupResource]int, error) {
+	return perResource(FlagWatchCacheSizes, entries, func(s string) (int, error) {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("the size must be a non-negative integer")
+		}
+		return n, nil
+	})
+}
+
+// ParseHistoryWindows parses --watch-cache-history-windows, e.g. "pods#5m".
+func ParseHistoryWindows(entries []string) (map[schema.GroupResource]time.Duration, error) {
+	return perResource(FlagWatchCacheHistoryWindows, entries, func(s string) (time.Duration, error) {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return 0, fmt.Errorf("the window must be a duration such as 5m")
+		}
+		if d < MinHistoryWindow {
+			return 0, fmt.Errorf("the window must be at least %s", MinHistoryWindow)
+		}
+		return d, nil
+	})
+}
+
+// ResourceCache is the watch-cache setting of one resource.
+type ResourceCache struct {
+	// Enabled false means every read of the resource goes to etcd.
+	Enabled bool
+	// HistoryWindow is the minimum event history the cache keeps.
+	HistoryWindow time.Duration
+}
+
+// ForResource resolves the cache setting of one resource from the global
+// switch, the per-resource overrides and the defaults. The lists must have
+// passed Validate.
+func (c Cache) ForResource(gr schema.GroupResource) (ResourceCache, error) {
+	sizes, err := ParseWatchCacheSizes(c.Sizes)
+	if err != nil {
+		return ResourceCache{}, err
+	}
+	windows, err := ParseHistoryWindows(c.HistoryWindows)
+	if err != nil {
+		return ResourceCache{}, err
+	}
+	rc := ResourceCache{Enabled: c.Enabled && c.DefaultSize > 0, HistoryWindow: c.HistoryWindow.Duration}
+	if size, ok := sizes[gr]; ok {
+		rc.Enabled = c.Enabled && size > 0
+	}
+	if w, ok := windows[gr]; ok {
+		rc.HistoryWindow = w
+	}
+	return rc, nil
+}

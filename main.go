@@ -1,0 +1,78 @@
+// Command kubestore serves the Kubernetes API from an embedded etcd through
+// the upstream watch cache, as one process for edge devices.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/kubestore/kubestore/config"
+)
+
+func main() {
+	ctx, stop := signalContext()
+	defer stop()
+	if err := newApp().RunContext(ctx, os.Args); err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintln(os.Stderr, "kubestore:", err)
+		os.Exit(1)
+	}
+}
+
+// signalContext is cancelled by the first SIGTERM or SIGINT, which starts a
+// graceful stop; a second one exits at once.
+func signalContext() (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		s := <-sigs
+		fmt.Fprintf(os.Stderr, "kubestore: %s: stopping gracefully; send it again to exit at once\n", s)
+		cancel()
+		s = <-sigs
+		fmt.Fprintf(os.Stderr, "kubestore: %s: exiting at once\n", s)
+		os.Exit(1)
+	}()
+	return ctx, func() { signal.Stop(sigs); cancel() }
+}
+
+func newApp() *cli.App {
+	return &cli.App{
+		Name:                 "kubestore",
+		Usage:                "a Kubernetes API store for edge devices: embedded etcd, the upstream watch cache, the Kubernetes REST API",
+		HideVersion:          true,
+		EnableBashCompletion: false,
+		Flags:                config.Flags(),
+		Action:               serve,
+		Commands: []*cli.Command{
+			{Name: "serve", Usage: "serve the Kubernetes API (the default command)", Flags: config.Flags(), Action: serve},
+			{Name: "version", Usage: "print the versions of kubestore, Go, etcd and the Kubernetes API", Action: printVersion},
+			{Name: "kubeconfig", Usage: "print the admin kubeconfig of a data directory", Flags: config.Flags(), Action: printKubeconfig},
+		},
+	}
+}
+
+// noArgs rejects positional arguments, which no command takes.
+func noArgs(c *cli.Context) error {
+	if c.Args().Present() {
+		return fmt.Errorf("unexpected argument %q (flags start with --)", c.Args().First())
+	}
+	return nil
+}
+
+// loadConfig reads and validates the configuration of a command.
+func loadConfig(c *cli.Context) (config.Config, error) {
+	if err := noArgs(c); err != nil {
+		return config.Config{}, err
+	}
+	cfg, err := config.Load(c)
+	if err != nil {
+		return config.Config{}, err
+	}
+	return cfg, cfg.Validate()
+}

@@ -1,0 +1,318 @@
+package server
+
+import (
+	"bytes"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubestore/kubestore/datadir"
+)
+
+const (
+	caValidity   = 10 * 365 * 24 * time.Hour
+	leafValidity = 365 * 24 * time.Hour
+	// renewBefore: a leaf certificate closer than this to expiry is
+	// replaced at start and by the renewal loop.
+	renewBefore = 90 * 24 * time.Hour
+	// clockSkew backdates NotBefore: a device without a battery-backed
+	// clock may boot a little behind the machine that set it.
+	clockSkew = time.Hour
+
+	// AdminUser is the identity of the generated admin certificate.
+	AdminUser = "kubestore-admin"
+	// kubeconfigName names the cluster, user and context in the kubeconfig.
+	kubeconfigName = "kubestore"
+)
+
+// pki is the certificate authority of one data directory and the leaf
+// certificates it signs: the serving certificate and the admin client
+// certificate written into admin.kubeconfig.
+type pki struct {
+	dir    string
+	caCert *x509.Certificate
+	caKey  crypto.Signer
+	caPEM  []byte
+	// hosts are the names and IPs the serving certificate must cover.
+	hosts   []string
+	serving *certKeyProvider
+}
+
+// loadPKI loads the CA and the leaf certificates from <data-dir>/pki,
+// creating whatever is missing, expiring or, for the serving certificate,
+// not covering hosts.
+func loadPKI(dir datadir.Dir, hosts []string) (*pki, error) {
+	p := &pki{dir: dir.PKI(), hosts: hosts}
+	if err := os.MkdirAll(p.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating pki directory: %w", err)
+	}
+	if err := p.loadCA(); err != nil {
+		return nil, err
+	}
+	certPEM, keyPEM, err := p.leaf("serving", p.servingTemplate)
+	if err != nil {
+		return nil, err
+	}
+	p.serving = &certKeyProvider{name: "serving-cert"}
+	p.serving.set(certPEM, keyPEM)
+	return p, nil
+}
+
+func (p *pki) path(name string) string { return filepath.Join(p.dir, name) }
+
+func (p *pki) loadCA() error {
+	certPEM, cert, key, err := readPair(p.path("ca.crt"), p.path("ca.key"))
+	if err == nil {
+		p.caPEM, p.caCert, p.caKey = certPEM, cert, key
+		return nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("loading CA from %s: %w", p.dir, err)
+	}
+	key, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial(),
+		Subject:               pkix.Name{CommonName: "kubestore-ca"},
+		NotBefore:             now.Add(-clockSkew),
+		NotAfter:              now.Add(caValidity),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		return fmt.Errorf("creating CA: %w", err)
+	}
+	p.caCert, _ = x509.ParseCertificate(der)
+	p.caKey = key
+	p.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	return writePair(p.path("ca.crt"), p.path("ca.key"), p.caPEM, key)
+}
+
+// leaf returns the certificate and key stored under name, issuing new ones
+// when they are missing, not signed by the CA, close to expiry, or no
+// longer matching template.
+func (p *pki) leaf(name string, template func() *x509.Certificate) (certPEM, keyPEM []byte, err error) {
+	certFile, keyFile := p.path(name+".crt"), p.path(name+".key")
+	want := template()
+	if certPEM, cert, key, err := readPair(certFile, keyFile); err == nil && p.valid(cert, want) {
+		keyPEM, err := encodeKey(key)
+		return certPEM, keyPEM, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	der, err := x509.CreateCertificate(rand.Reader, want, p.caCert, key.Public(), p.caKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("issuing %s certificate: %w", name, err)
+	}
+	certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	if err := writePair(certFile, keyFile, certPEM, key); err != nil {
+		return nil, nil, err
+	}
+	keyPEM, err = encodeKey(key)
+	return certPEM, keyPEM, err
+}
+
+// valid reports whether cert can be kept in place of want.
+func (p *pki) valid(cert, want *x509.Certificate) bool {
+	if err := cert.CheckSignatureFrom(p.caCert); err != nil {
+		return false
+	}
+	if time.Until(cert.NotAfter) < renewBefore {
+		return false
+	}
+	ips := func(list []net.IP) []string {
+		out := make([]string, 0, len(list))
+		for _, ip := range list {
+			out = append(out, ip.String())
+		}
+		return out
+	}
+	return cert.Subject.CommonName == want.Subject.CommonName &&
+		slices.Equal(cert.Subject.Organization, want.Subject.Organization) &&
+		sets.New(cert.DNSNames...).IsSuperset(sets.New(want.DNSNames...)) &&
+		sets.New(ips(cert.IPAddresses)...).IsSuperset(sets.New(ips(want.IPAddresses)...))
+}
+
+func (p *pki) leafTemplate(cn string, orgs []string, usage x509.ExtKeyUsage) *x509.Certificate {
+	now := time.Now()
+	return &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: cn, Organization: orgs},
+		NotBefore:    now.Add(-clockSkew),
+		NotAfter:     now.Add(leafValidity),
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
+	}
+}
+
+func (p *pki) servingTemplate() *x509.Certificate {
+	t := p.leafTemplate("kubestore", nil, x509.ExtKeyUsageServerAuth)
+	for _, h := range p.hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			t.IPAddresses = append(t.IPAddresses, ip)
+		} else {
+			t.DNSNames = append(t.DNSNames, h)
+		}
+	}
+	return t
+}
+
+func (p *pki) adminTemplate() *x509.Certificate {
+	return p.leafTemplate(AdminUser, []string{user.SystemPrivilegedGroup}, x509.ExtKeyUsageClientAuth)
+}
+
+// renew replaces the serving certificate if it is due; the TLS listener
+// picks the new one up without a restart.
+func (p *pki) renew() error {
+	certPEM, keyPEM, err := p.leaf("serving", p.servingTemplate)
+	if err != nil {
+		return err
+	}
+	p.serving.set(certPEM, keyPEM)
+	return nil
+}
+
+// writeKubeconfig writes <data-dir>/admin.kubeconfig for server (an
+// https:// URL), with a fresh admin certificate when the stored one is due.
+func (p *pki) writeKubeconfig(path, server string) error {
+	certPEM, keyPEM, err := p.leaf("admin", p.adminTemplate)
+	if err != nil {
+		return err
+	}
+	kc := clientcmdv1.Config{
+		Kind:       "Config",
+		APIVersion: "v1",
+		Clusters: []clientcmdv1.NamedCluster{{Name: kubeconfigName, Cluster: clientcmdv1.Cluster{
+			Server: server, CertificateAuthorityData: p.caPEM,
+		}}},
+		AuthInfos: []clientcmdv1.NamedAuthInfo{{Name: AdminUser, AuthInfo: clientcmdv1.AuthInfo{
+			ClientCertificateData: certPEM, ClientKeyData: keyPEM,
+		}}},
+		Contexts: []clientcmdv1.NamedContext{{Name: kubeconfigName, Context: clientcmdv1.Context{
+			Cluster: kubeconfigName, AuthInfo: AdminUser,
+		}}},
+		CurrentContext: kubeconfigName,
+	}
+	data, err := yaml.Marshal(kc)
+	if err != nil {
+		return err
+	}
+	return datadir.WriteFileAtomic(path, data)
+}
+
+// certKeyProvider is a dynamiccertificates.CertKeyContentProvider whose
+// content can be replaced at run time.
+type certKeyProvider struct {
+	name      string
+	mu        sync.Mutex
+	cert, key []byte
+	listeners []dynamiccertificates.Listener
+}
+
+var _ dynamiccertificates.CertKeyContentProvider = (*certKeyProvider)(nil)
+
+func (c *certKeyProvider) Name() string { return c.name }
+
+func (c *certKeyProvider) CurrentCertKeyContent() ([]byte, []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cert, c.key
+}
+
+func (c *certKeyProvider) AddListener(l dynamiccertificates.Listener) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.listeners = append(c.listeners, l)
+}
+
+func (c *certKeyProvider) set(cert, key []byte) {
+	c.mu.Lock()
+	changed := !bytes.Equal(cert, c.cert)
+	c.cert, c.key = cert, key
+	listeners := slices.Clone(c.listeners)
+	c.mu.Unlock()
+	if changed {
+		for _, l := range listeners {
+			l.Enqueue()
+		}
+	}
+}
+
+func serial() *big.Int {
+	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		panic(err)
+	}
+	return n
+}
+
+func readPair(certFile, keyFile string) ([]byte, *x509.Certificate, crypto.Signer, error) {
+	certPEM, err := os.ReadFile(certFile)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	keyPEM, err := os.ReadFile(keyFile)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cert, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	signer, ok := pair.PrivateKey.(crypto.Signer)
+	if !ok {
+		return nil, nil, nil, fmt.Errorf("%s: unsupported key type %T", keyFile, pair.PrivateKey)
+	}
+	return certPEM, cert, signer, nil
+}
+
+func encodeKey(key crypto.Signer) ([]byte, error) {
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
+}
+
+func writePair(certFile, keyFile string, certPEM []byte, key crypto.Signer) error {
+	keyPEM, err := encodeKey(key)
+	if err != nil {
+		return err
+	}
+	// The key first: a certificate without its key is never left behind.
+	if err := datadir.WriteFileAtomic(keyFile, keyPEM); err != nil {
+		return err
+	}
+	return datadir.WriteFileAtomic(certFile, certPEM)
+}

@@ -1,0 +1,544 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+func podDef() *resourceDef {
+	return &resourceDef{
+		gvr:         corev1.SchemeGroupVersion.WithResource("pods"),
+		kind:        "Pod",
+		singular:    "pod",
+		namespaced:  true,
+		shortNames:  []string{"po"},
+		categories:  []string{"all"},
+		keyPrefix:   "pods",
+		newFunc:     func() runtime.Object { return &corev1.Pod{} },
+		newListFunc: func() runtime.Object { return &corev1.PodList{} },
+		defaults:    func(obj any) { defaultPod(obj.(*corev1.Pod)) },
+		fields:      podFields,
+		fieldLabels: []string{"spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName", "spec.hostNetwork", "status.phase", "status.podIP", "status.nominatedNodeName"},
+		index:       &fieldIndex{field: "spec.nodeName", value: func(obj runtime.Object) string { return obj.(*corev1.Pod).Spec.NodeName }},
+		validate: func(obj runtime.Object) field.ErrorList {
+			return validatePodSpec(&obj.(*corev1.Pod).Spec, field.NewPath("spec"))
+		},
+		validateUpdate: func(obj, old runtime.Object) field.ErrorList {
+			return validatePodUpdate(obj.(*corev1.Pod), old.(*corev1.Pod))
+		},
+		returnDeletedObject: true,
+		gracefulDelete:      podGracefulDelete,
+		status: &statusDef{
+			keepStatus: func(obj, old runtime.Object) { obj.(*corev1.Pod).Status = old.(*corev1.Pod).Status },
+			keepSpec: func(obj, old runtime.Object) {
+				p, o := obj.(*corev1.Pod), old.(*corev1.Pod)
+				p.Spec = o.Spec
+				p.DeletionTimestamp = o.DeletionTimestamp
+				p.OwnerReferences = o.OwnerReferences
+			},
+			resetOnCreate: func(obj runtime.Object) {
+				p := obj.(*corev1.Pod)
+				p.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: podQOS(&p.Spec)}
+			},
+			validate: func(obj, _ runtime.Object) field.ErrorList { return validatePodStatus(&obj.(*corev1.Pod).Status) },
+		},
+		columns: []metav1.TableColumnDefinition{
+			nameCol,
+			col("Ready", "string", "The aggregate readiness state of this pod for accepting traffic."),
+			col("Status", "string", "The aggregate status of the containers in this pod."),
+			col("Restarts", "string", "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted."),
+			ageCol,
+			wideCol("IP", "string", corev1.PodStatus{}.SwaggerDoc()["podIP"]),
+			wideCol("Node", "string", corev1.PodSpec{}.SwaggerDoc()["nodeName"]),
+			wideCol("Nominated Node", "string", corev1.PodStatus{}.SwaggerDoc()["nominatedNodeName"]),
+			wideCol("Readiness Gates", "string", corev1.PodSpec{}.SwaggerDoc()["readinessGates"]),
+		},
+		row: func(obj runtime.Object) []any { return podRow(obj.(*corev1.Pod)) },
+	}
+}
+
+func podFields(obj runtime.Object) fields.Set {
+	p := obj.(*corev1.Pod)
+	return fields.Set{
+		"spec.nodeName":            p.Spec.NodeName,
+		"spec.restartPolicy":       string(p.Spec.RestartPolicy),
+		"spec.schedulerName":       p.Spec.SchedulerName,
+		"spec.serviceAccountName":  p.Spec.ServiceAccountName,
+		"spec.hostNetwork":         strconv.FormatBool(p.Spec.HostNetwork),
+		"status.phase":             string(p.Status.Phase),
+		"status.podIP":             p.Status.PodIP,
+		"status.nominatedNodeName": p.Status.NominatedNodeName,
+	}
+}
+
+// podGracefulDelete follows kube-apiserver: a pod bound to a node and not
+// finished is only marked for deletion, and its node agent deletes it with
+// grace period 0 once its containers stopped; any other pod goes at once.
+func podGracefulDelete(_ context.Context, obj runtime.Object, options *metav1.DeleteOptions) bool {
+	if options == nil {
+		return false
+	}
+	pod := obj.(*corev1.Pod)
+	period := int64(0)
+	switch {
+	case options.GracePeriodSeconds != nil:
+		period = *options.GracePeriodSeconds
+	case pod.Spec.TerminationGracePeriodSeconds != nil:
+		period = *pod.Spec.TerminationGracePeriodSeconds
+	}
+	if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		period = 0
+	}
+	if period < 0 {
+		period = 1
+	}
+	options.GracePeriodSeconds = &period
+	return true
+}
+
+func defaultPod(p *corev1.Pod) {
+	s := &p.Spec
+	if s.RestartPolicy == "" {
+		s.RestartPolicy = corev1.RestartPolicyAlways
+	}
+	if s.DNSPolicy == "" {
+		s.DNSPolicy = corev1.DNSClusterFirst
+	}
+	if s.TerminationGracePeriodSeconds == nil {
+		s.TerminationGracePeriodSeconds = ptrTo(int64(corev1.DefaultTerminationGracePeriodSeconds))
+	}
+	if s.SecurityContext == nil {
+		s.SecurityContext = &corev1.PodSecurityContext{}
+	}
+	if s.SchedulerName == "" {
+		s.SchedulerName = corev1.DefaultSchedulerName
+	}
+	if s.EnableServiceLinks == nil {
+		s.EnableServiceLinks = ptrTo(corev1.DefaultEnableServiceLinks)
+	}
+	for i := range s.InitContainers {
+		defaultContainer(&s.InitContainers[i])
+	}
+	for i := range s.Containers {
+		defaultContainer(&s.Containers[i])
+	}
+	for i := range s.Volumes {
+		defaultVolume(&s.Volumes[i])
+	}
+}
+
+func defaultContainer(c *corev1.Container) {
+	if c.TerminationMessagePath == "" {
+		c.TerminationMessagePath = corev1.TerminationMessagePathDefault
+	}
+	if c.TerminationMessagePolicy == "" {
+		c.TerminationMessagePolicy = corev1.TerminationMessageReadFile
+	}
+	if c.ImagePullPolicy == "" {
+		c.ImagePullPolicy = corev1.PullIfNotPresent
+		if tag := imageTag(c.Image); tag == "" || tag == "latest" {
+			c.ImagePullPolicy = corev1.PullAlways
+		}
+	}
+	for i := range c.Ports {
+		if c.Ports[i].Protocol == "" {
+			c.Ports[i].Protocol = corev1.ProtocolTCP
+		}
+	}
+	for i := range c.Env {
+		if f := c.Env[i].ValueFrom; f != nil && f.FieldRef != nil && f.FieldRef.APIVersion == "" {
+			f.FieldRef.APIVersion = "v1"
+		}
+	}
+	// Requests default to limits, as the scheduler and kubelet expect.
+	for name, limit := range c.Resources.Limits {
+		if _, ok := c.Resources.Requests[name]; !ok {
+			if c.Resources.Requests == nil {
+				c.Resources.Requests = corev1.ResourceList{}
+			}
+			c.Resources.Requests[name] = limit.DeepCopy()
+		}
+	}
+	for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
+		defaultProbe(p)
+	}
+}
+
+func defaultProbe(p *corev1.Probe) {
+	if p == nil {
+		return
+	}
+	if p.TimeoutSeconds == 0 {
+		p.TimeoutSeconds = 1
+	}
+	if p.PeriodSeconds == 0 {
+		p.PeriodSeconds = 10
+	}
+	if p.SuccessThreshold == 0 {
+		p.SuccessThreshold = 1
+	}
+	if p.FailureThreshold == 0 {
+		p.FailureThreshold = 3
+	}
+	if h := p.HTTPGet; h != nil {
+		if h.Path == "" {
+			h.Path = "/"
+		}
+		if h.Scheme == "" {
+			h.Scheme = corev1.URISchemeHTTP
+		}
+	}
+}
+
+func defaultVolume(v *corev1.Volume) {
+	vs := &v.VolumeSource
+	if apiequality.Semantic.DeepEqual(*vs, corev1.VolumeSource{}) {
+		vs.EmptyDir = &corev1.EmptyDirVolumeSource{}
+	}
+	mode := int32(corev1.SecretVolumeSourceDefaultMode)
+	if s := vs.Secret; s != nil && s.DefaultMode == nil {
+		s.DefaultMode = ptrTo(mode)
+	}
+	if c := vs.ConfigMap; c != nil && c.DefaultMode == nil {
+		c.DefaultMode = ptrTo(mode)
+	}
+	if p := vs.Projected; p != nil && p.DefaultMode == nil {
+		p.DefaultMode = ptrTo(mode)
+	}
+	if h := vs.HostPath; h != nil && h.Type == nil {
+		h.Type = ptrTo(corev1.HostPathUnset)
+	}
+}
+
+// imageTag returns the tag of an image reference, "" without one.
+func imageTag(image string) string {
+	if i := strings.Index(image, "@"); i >= 0 {
+		return "digest"
+	}
+	slash := strings.LastIndex(image, "/")
+	if i := strings.LastIndex(image, ":"); i > slash {
+		return image[i+1:]
+	}
+	return ""
+}
+
+// podQOS computes the pod's quality-of-service class.
+func podQOS(s *corev1.PodSpec) corev1.PodQOSClass {
+	containers := append(append([]corev1.Container{}, s.InitContainers...), s.Containers...)
+	hasAny, guaranteed := false, true
+	for _, c := range containers {
+		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			req, hasReq := c.Resources.Requests[name]
+			lim, hasLim := c.Resources.Limits[name]
+			if (hasReq && !req.IsZero()) || (hasLim && !lim.IsZero()) {
+				hasAny = true
+			}
+			if !hasLim || lim.IsZero() || (hasReq && req.Cmp(lim) != 0) {
+				guaranteed = false
+			}
+		}
+	}
+	switch {
+	case !hasAny:
+		return corev1.PodQOSBestEffort
+	case guaranteed:
+		return corev1.PodQOSGuaranteed
+	}
+	return corev1.PodQOSBurstable
+}
+
+var (
+	restartPolicies = sets.New(corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever)
+	dnsPolicies     = sets.New(corev1.DNSClusterFirstWithHostNet, corev1.DNSClusterFirst, corev1.DNSDefault, corev1.DNSNone)
+	pullPolicies    = sets.New(corev1.PullAlways, corev1.PullNever, corev1.PullIfNotPresent)
+	protocols       = sets.New(corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP)
+	podPhases       = sets.New(corev1.PodPending, corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed, corev1.PodUnknown)
+)
+
+func validatePodSpec(s *corev1.PodSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if len(s.Containers) == 0 {
+		errs = append(errs, field.Required(path.Child("containers"), "must have at least one container"))
+	}
+	names := sets.New[string]()
+	errs = append(errs, validateContainers(s.InitContainers, path.Child("initContainers"), names)...)
+	errs = append(errs, validateContainers(s.Containers, path.Child("containers"), names)...)
+	if !restartPolicies.Has(s.RestartPolicy) {
+		errs = append(errs, field.NotSupported(path.Child("restartPolicy"), s.RestartPolicy, sets.List(restartPolicies)))
+	}
+	if !dnsPolicies.Has(s.DNSPolicy) {
+		errs = append(errs, field.NotSupported(path.Child("dnsPolicy"), s.DNSPolicy, sets.List(dnsPolicies)))
+	}
+	if s.NodeName != "" {
+		for _, msg := range validation.NameIsDNSSubdomain(s.NodeName, false) {
+			errs = append(errs, field.Invalid(path.Child("nodeName"), s.NodeName, msg))
+		}
+	}
+	if s.ActiveDeadlineSeconds != nil && *s.ActiveDeadlineSeconds <= 0 {
+		errs = append(errs, field.Invalid(path.Child("activeDeadlineSeconds"), *s.ActiveDeadlineSeconds, "must be greater than 0"))
+	}
+	if s.TerminationGracePeriodSeconds != nil && *s.TerminationGracePeriodSeconds < 0 {
+		errs = append(errs, field.Invalid(path.Child("terminationGracePeriodSeconds"), *s.TerminationGracePeriodSeconds, "must be >= 0"))
+	}
+	volumes := sets.New[string]()
+	for i, v := range s.Volumes {
+		p := path.Child("volumes").Index(i).Child("name")
+		errs = append(errs, dnsLabel(p, v.Name)...)
+		if volumes.Has(v.Name) {
+			errs = append(errs, field.Duplicate(p, v.Name))
+		}
+		volumes.Insert(v.Name)
+	}
+	for ci, c := range append(append([]corev1.Container{}, s.InitContainers...), s.Containers...) {
+		for i, m := range c.VolumeMounts {
+			if !volumes.Has(m.Name) {
+				p := path.Child("containers")
+				if ci < len(s.InitContainers) {
+					p = path.Child("initContainers").Index(ci)
+				} else {
+					p = p.Index(ci - len(s.InitContainers))
+				}
+				errs = append(errs, field.NotFound(p.Child("volumeMounts").Index(i).Child("name"), m.Name))
+			}
+		}
+	}
+	return errs
+}
+
+func validateContainers(cs []corev1.Container, path *field.Path, names sets.Set[string]) field.ErrorList {
+	var errs field.ErrorList
+	for i, c := range cs {
+		p := path.Index(i)
+		if c.Name == "" {
+			errs = append(errs, field.Required(p.Child("name"), ""))
+		} else {
+			errs = append(errs, dnsLabel(p.Child("name"), c.Name)...)
+			if names.Has(c.Name) {
+				errs = append(errs, field.Duplicate(p.Child("name"), c.Name))
+			}
+			names.Insert(c.Name)
+		}
+		if strings.TrimSpace(c.Image) == "" {
+			errs = append(errs, field.Required(p.Child("image"), ""))
+		}
+		if !pullPolicies.Has(c.ImagePullPolicy) {
+			errs = append(errs, field.NotSupported(p.Child("imagePullPolicy"), c.ImagePullPolicy, sets.List(pullPolicies)))
+		}
+		portNames := sets.New[string]()
+		for j, port := range c.Ports {
+			pp := p.Child("ports").Index(j)
+			if port.Name != "" {
+				for _, msg := range utilvalidation.IsValidPortName(port.Name) {
+					errs = append(errs, field.Invalid(pp.Child("name"), port.Name, msg))
+				}
+				if portNames.Has(port.Name) {
+					errs = append(errs, field.Duplicate(pp.Child("name"), port.Name))
+				}
+				portNames.Insert(port.Name)
+			}
+			errs = append(errs, portNumber(pp.Child("containerPort"), port.ContainerPort)...)
+			if port.HostPort != 0 {
+				errs = append(errs, portNumber(pp.Child("hostPort"), port.HostPort)...)
+			}
+			if !protocols.Has(port.Protocol) {
+				errs = append(errs, field.NotSupported(pp.Child("protocol"), port.Protocol, sets.List(protocols)))
+			}
+		}
+		for j, e := range c.Env {
+			if e.Name == "" || strings.Contains(e.Name, "=") {
+				errs = append(errs, field.Invalid(p.Child("env").Index(j).Child("name"), e.Name, "must be a non-empty name without '='"))
+			}
+		}
+		errs = append(errs, validateResources(c.Resources, p.Child("resources"))...)
+	}
+	return errs
+}
+
+func validateResources(r corev1.ResourceRequirements, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	check := func(list corev1.ResourceList, p *field.Path) {
+		for name, q := range list {
+			if q.Sign() < 0 {
+				errs = append(errs, field.Invalid(p.Key(string(name)), q.String(), "must be greater than or equal to 0"))
+			}
+		}
+	}
+	check(r.Requests, path.Child("requests"))
+	check(r.Limits, path.Child("limits"))
+	for name, req := range r.Requests {
+		if lim, ok := r.Limits[name]; ok && req.Cmp(lim) > 0 {
+			errs = append(errs, field.Invalid(path.Child("requests").Key(string(name)), req.String(), fmt.Sprintf("must be less than or equal to %s limit of %s", name, lim.String())))
+		}
+	}
+	return errs
+}
+
+// validatePodUpdate enforces that a pod's spec is immutable except for the
+// fields kube-apiserver lets change.
+func validatePodUpdate(p, old *corev1.Pod) field.ErrorList {
+	mutable := old.Spec.DeepCopy()
+	for i := range mutable.Containers {
+		if i < len(p.Spec.Containers) {
+			mutable.Containers[i].Image = p.Spec.Containers[i].Image
+		}
+	}
+	for i := range mutable.InitContainers {
+		if i < len(p.Spec.InitContainers) {
+			mutable.InitContainers[i].Image = p.Spec.InitContainers[i].Image
+		}
+	}
+	mutable.ActiveDeadlineSeconds = p.Spec.ActiveDeadlineSeconds
+	if len(p.Spec.Tolerations) >= len(old.Spec.Tolerations) &&
+		apiequality.Semantic.DeepEqual(p.Spec.Tolerations[:len(old.Spec.Tolerations)], old.Spec.Tolerations) {
+		mutable.Tolerations = p.Spec.Tolerations
+	}
+	if old.Spec.TerminationGracePeriodSeconds != nil && *old.Spec.TerminationGracePeriodSeconds < 0 {
+		mutable.TerminationGracePeriodSeconds = p.Spec.TerminationGracePeriodSeconds
+	}
+	if len(p.Spec.SchedulingGates) <= len(old.Spec.SchedulingGates) {
+		mutable.SchedulingGates = p.Spec.SchedulingGates
+	}
+	if apiequality.Semantic.DeepEqual(*mutable, p.Spec) {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(field.NewPath("spec"),
+		"pod updates may not change fields other than `spec.containers[*].image`, `spec.initContainers[*].image`, "+
+			"`spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing tolerations), "+
+			"`spec.schedulingGates` (only removals) and `spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)")}
+}
+
+func validatePodStatus(s *corev1.PodStatus) field.ErrorList {
+	if s.Phase != "" && !podPhases.Has(s.Phase) {
+		return field.ErrorList{field.NotSupported(field.NewPath("status", "phase"), s.Phase, sets.List(podPhases))}
+	}
+	return nil
+}
+
+func podRow(pod *corev1.Pod) []any {
+	restarts, lastRestart := 0, metav1.Time{}
+	noteRestart := func(cs corev1.ContainerStatus) {
+		restarts += int(cs.RestartCount)
+		if t := cs.LastTerminationState.Terminated; t != nil && lastRestart.Before(&t.FinishedAt) {
+			lastRestart = t.FinishedAt
+		}
+	}
+	total, ready := len(pod.Spec.Containers), 0
+	reason := string(pod.Status.Phase)
+	if pod.Status.Reason != "" {
+		reason = pod.Status.Reason
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Reason == corev1.PodReasonSchedulingGated {
+			reason = corev1.PodReasonSchedulingGated
+		}
+	}
+
+	// Init containers run in order; the first one not done explains the pod.
+	initializing := false
+	for i, cs := range pod.Status.InitContainerStatuses {
+		noteRestart(cs)
+		switch {
+		case cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0:
+			continue
+		case cs.State.Terminated != nil:
+			reason = "Init:" + terminationReason(cs.State.Terminated)
+		case cs.State.Waiting != nil && cs.State.Waiting.Reason != "" && cs.State.Waiting.Reason != "PodInitializing":
+			reason = "Init:" + cs.State.Waiting.Reason
+		default:
+			reason = fmt.Sprintf("Init:%d/%d", i, len(pod.Spec.InitContainers))
+		}
+		initializing = true
+		break
+	}
+	if !initializing {
+		restarts, lastRestart = 0, metav1.Time{}
+		running := false
+		for i := len(pod.Status.ContainerStatuses) - 1; i >= 0; i-- {
+			cs := pod.Status.ContainerStatuses[i]
+			noteRestart(cs)
+			switch {
+			case cs.State.Waiting != nil && cs.State.Waiting.Reason != "":
+				reason = cs.State.Waiting.Reason
+			case cs.State.Terminated != nil:
+				reason = terminationReason(cs.State.Terminated)
+			case cs.Ready && cs.State.Running != nil:
+				running = true
+				ready++
+			}
+		}
+		if reason == "Completed" && running {
+			reason = "NotReady"
+			for _, c := range pod.Status.Conditions {
+				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+					reason = "Running"
+				}
+			}
+		}
+	}
+	if pod.DeletionTimestamp != nil && pod.Status.Reason == "NodeLost" {
+		reason = "Unknown"
+	} else if pod.DeletionTimestamp != nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
+		reason = "Terminating"
+	}
+
+	restartsCell := strconv.Itoa(restarts)
+	if restarts != 0 && !lastRestart.IsZero() {
+		restartsCell = fmt.Sprintf("%d (%s ago)", restarts, age(lastRestart))
+	}
+	gates := "<none>"
+	if n := len(pod.Spec.ReadinessGates); n > 0 {
+		met := 0
+		for _, g := range pod.Spec.ReadinessGates {
+			for _, c := range pod.Status.Conditions {
+				if c.Type == g.ConditionType && c.Status == corev1.ConditionTrue {
+					met++
+				}
+			}
+		}
+		gates = fmt.Sprintf("%d/%d", met, n)
+	}
+	return []any{pod.Name, fmt.Sprintf("%d/%d", ready, total), reason, restartsCell, age(pod.CreationTimestamp),
+		orNone(pod.Status.PodIP), orNone(pod.Spec.NodeName), orNone(pod.Status.NominatedNodeName), gates}
+}
+
+func terminationReason(t *corev1.ContainerStateTerminated) string {
+	switch {
+	case t.Reason != "":
+		return t.Reason
+	case t.Signal != 0:
+		return fmt.Sprintf("Signal:%d", t.Signal)
+	}
+	return fmt.Sprintf("ExitCode:%d", t.ExitCode)
+}
+
+// Shared field validators.
+
+func dnsLabel(path *field.Path, value string) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range utilvalidation.IsDNS1123Label(value) {
+		errs = append(errs, field.Invalid(path, value, msg))
+	}
+	return errs
+}
+
+func portNumber(path *field.Path, port int32) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range utilvalidation.IsValidPortNum(int(port)) {
+		errs = append(errs, field.Invalid(path, port, msg))
+	}
+	return errs
+}
+
+func ptrTo[T any](v T) *T { return &v }

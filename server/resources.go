@@ -1,0 +1,224 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/registry/generic"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+)
+
+// resourceDef is everything kubestore knows about one built-in resource
+// that upstream keeps in k8s.io/kubernetes: how it is named, stored,
+// defaulted, validated, selected and printed. The catalog in catalog.go
+// lists them all.
+type resourceDef struct {
+	gvr        schema.GroupVersionResource
+	kind       string
+	singular   string
+	namespaced bool
+	shortNames []string
+	categories []string
+	// keyPrefix is the etcd key prefix under --etcd-prefix, the same as
+	// kube-apiserver's so that etcd data is laid out as on a cluster.
+	keyPrefix   string
+	newFunc     func() runtime.Object
+	newListFunc func() runtime.Object
+
+	// nameFunc validates metadata.name; DNS subdomain when nil.
+	nameFunc validation.ValidateNameFunc
+	// defaults is the scheme defaulting function of the kind.
+	defaults func(obj any)
+	// fields are the kind's selectable fields besides metadata.name and
+	// metadata.namespace; fieldLabels lists their names.
+	fields      func(obj runtime.Object) fields.Set
+	fieldLabels []string
+	// index, when set, is a field the watch cache indexes, so that a watch
+	// or list selecting one value does not scan every object.
+	index *fieldIndex
+
+	prepareForCreate    func(obj runtime.Object)
+	prepareForUpdate    func(obj, old runtime.Object)
+	validate            func(obj runtime.Object) field.ErrorList
+	validateUpdate      func(obj, old runtime.Object) field.ErrorList
+	allowCreateOnUpdate bool
+	returnDeletedObject bool
+	// gracefulDelete implements rest.RESTGracefulDeleteStrategy for kinds
+	// whose deletion waits for an agent (pods).
+	gracefulDelete func(ctx context.Context, obj runtime.Object, options *metav1.DeleteOptions) bool
+	// ttl, when set, expires objects (events).
+	ttl time.Duration
+
+	status *statusDef
+
+	columns []metav1.TableColumnDefinition
+	row     func(obj runtime.Object) []any
+}
+
+// statusDef describes a status subresource ("<resource>/status").
+type statusDef struct {
+	// keepStatus copies old's status into obj: updates of the main
+	// resource do not change status.
+	keepStatus func(obj, old runtime.Object)
+	// keepSpec copies old's spec into obj: status updates do not change
+	// spec.
+	keepSpec func(obj, old runtime.Object)
+	// resetOnCreate, when set, drops the status a client sent on create.
+	resetOnCreate func(obj runtime.Object)
+	// validate checks a status update.
+	validate func(obj, old runtime.Object) field.ErrorList
+}
+
+type fieldIndex struct {
+	field string
+	value func(obj runtime.Object) string
+}
+
+func (d *resourceDef) gvk() schema.GroupVersionKind { return d.gvr.GroupVersion().WithKind(d.kind) }
+
+// getAttrs returns the labels and selectable fields of an object.
+func (d *resourceDef) getAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, nil, err
+	}
+	fs := fields.Set{"metadata.name": m.GetName()}
+	if d.namespaced {
+		fs["metadata.namespace"] = m.GetNamespace()
+	}
+	if d.fields != nil {
+		for k, v := range d.fields(obj) {
+			fs[k] = v
+		}
+	}
+	return labels.Set(m.GetLabels()), fs, nil
+}
+
+func (d *resourceDef) predicate(label labels.Selector, field fields.Selector) storage.SelectionPredicate {
+	p := storage.SelectionPredicate{Label: label, Field: field, GetAttrs: d.getAttrs}
+	if d.index != nil {
+		p.IndexFields = []string{d.index.field}
+	}
+	return p
+}
+
+// storeOptions wires the cacher index: the trigger function lets a watch on
+// one value be woken only by its events, the indexer serves lists.
+func (d *resourceDef) storeOptions(getter generic.RESTOptionsGetter) *generic.StoreOptions {
+	opts := &generic.StoreOptions{RESTOptions: getter, AttrFunc: d.getAttrs}
+	if ix := d.index; ix != nil {
+		opts.TriggerFunc = storage.IndexerFuncs{ix.field: ix.value}
+		opts.Indexers = &cache.Indexers{
+			storage.FieldIndex(ix.field): func(obj any) ([]string, error) {
+				o, ok := obj.(runtime.Object)
+				if !ok {
+					return nil, fmt.Errorf("indexing %s: unexpected %T", ix.field, obj)
+				}
+				return []string{ix.value(o)}, nil
+			},
+		}
+	}
+	return opts
+}
+
+// newStore builds the upstream generic registry store of the resource on
+// the storage getter's etcd store and cacher.
+func (d *resourceDef) newStore(typer runtime.ObjectTyper, getter generic.RESTOptionsGetter) (*genericregistry.Store, error) {
+	st := newStrategy(typer, d)
+	store := &genericregistry.Store{
+		NewFunc:                   d.newFunc,
+		NewListFunc:               d.newListFunc,
+		DefaultQualifiedResource:  d.gvr.GroupResource(),
+		SingularQualifiedResource: schema.GroupResource{Group: d.gvr.Group, Resource: d.singular},
+		PredicateFunc:             d.predicate,
+		CreateStrategy:            st,
+		UpdateStrategy:            st,
+		DeleteStrategy:            st.deleteStrategy(),
+		ResetFieldsStrategy:       st,
+		ReturnDeletedObject:       d.returnDeletedObject,
+		TableConvertor:            d.tableConvertor(),
+	}
+	if d.ttl > 0 {
+		ttl := uint64(d.ttl.Seconds())
+		store.TTLFunc = func(runtime.Object, uint64, bool) (uint64, error) { return ttl, nil }
+	}
+	if err := store.CompleteWithOptions(d.storeOptions(getter)); err != nil {
+		return nil, fmt.Errorf("building storage of %s: %w", d.gvr.GroupResource(), err)
+	}
+	return store, nil
+}
+
+// statusStore is a copy of the main store whose updates change only status.
+func (d *resourceDef) statusStore(typer runtime.ObjectTyper, main *genericregistry.Store) *genericregistry.Store {
+	st := statusStrategy{newStrategy(typer, d)}
+	s := *main
+	s.UpdateStrategy = st
+	s.ResetFieldsStrategy = st
+	return &s
+}
+
+// REST is the storage of one resource: the upstream store plus the short
+// names and categories kubectl reads from discovery.
+type REST struct {
+	*genericregistry.Store
+	def *resourceDef
+}
+
+var (
+	_ rest.ShortNamesProvider = (*REST)(nil)
+	_ rest.CategoriesProvider = (*REST)(nil)
+)
+
+func (r *REST) ShortNames() []string { return r.def.shortNames }
+func (r *REST) Categories() []string { return r.def.categories }
+
+// subresourceREST serves a subresource ("status", "finalize") with a store
+// whose update strategy touches only that part of the object.
+type subresourceREST struct {
+	store *genericregistry.Store
+}
+
+var (
+	_ rest.Patcher              = (*subresourceREST)(nil)
+	_ rest.ResetFieldsStrategy  = (*subresourceREST)(nil)
+	_ rest.TableConvertor       = (*subresourceREST)(nil)
+	_ rest.SingularNameProvider = (*subresourceREST)(nil)
+)
+
+func (r *subresourceREST) New() runtime.Object { return r.store.New() }
+
+// Destroy does nothing: the main resource's store owns the storage.
+func (r *subresourceREST) Destroy() {}
+
+func (r *subresourceREST) Get(ctx context.Context, name string, options *metav1.GetOptions) (runtime.Object, error) {
+	return r.store.Get(ctx, name, options)
+}
+
+// Update never creates: a subresource of a missing object is NotFound.
+func (r *subresourceREST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc,
+	updateValidation rest.ValidateObjectUpdateFunc, _ bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	return r.store.Update(ctx, name, objInfo, createValidation, updateValidation, false, options)
+}
+
+func (r *subresourceREST) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return r.store.GetResetFields()
+}
+
+func (r *subresourceREST) ConvertToTable(ctx context.Context, object runtime.Object, tableOptions runtime.Object) (*metav1.Table, error) {
+	return r.store.ConvertToTable(ctx, object, tableOptions)
+}
+
+func (r *subresourceREST) GetSingularName() string { return r.store.GetSingularName() }

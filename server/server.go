@@ -1,0 +1,321 @@
+// Package server assembles kubestore's Kubernetes API server from the
+// upstream generic API server (k8s.io/apiserver/pkg/server): the built-in
+// resources with their strategies, tables and namespace lifecycle, the
+// generated PKI and admin kubeconfig, authentication and authorization,
+// health and metrics. Storage comes from package cacher.
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/wait"
+	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
+	"k8s.io/apiserver/pkg/registry/generic"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+	"k8s.io/apiserver/pkg/registry/rest"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	"k8s.io/apiserver/pkg/server/healthz"
+	restclient "k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	"github.com/kubestore/kubestore/cacher"
+	"github.com/kubestore/kubestore/config"
+	"github.com/kubestore/kubestore/datadir"
+	"github.com/kubestore/kubestore/server/openapi"
+)
+
+// certRenewalPeriod is how often the serving and admin certificates are
+// checked for renewal while the server runs.
+const certRenewalPeriod = 12 * time.Hour
+
+// Server is kubestore's API server, ready to Run.
+type Server struct {
+	generic    *genericapiserver.GenericAPIServer
+	url        string
+	kubeconfig string
+}
+
+// New builds the server on backend: it listens (so the address is known
+// and written to admin.kubeconfig before Run), loads or creates the PKI,
+// builds every resource's store and installs the API groups. Nothing is
+// served until Run. On error nothing is left running.
+func New(cfg config.Config, backend *cacher.Backend) (_ *Server, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	var cleanup []func()
+	defer func() {
+		if err != nil {
+			for i := len(cleanup) - 1; i >= 0; i-- {
+				cleanup[i]()
+			}
+		}
+	}()
+
+	defs := catalog()
+	scheme, codecs, err := newScheme(defs)
+	if err != nil {
+		return nil, fmt.Errorf("building scheme: %w", err)
+	}
+	dir := datadir.Dir(cfg.DataDir)
+
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Server.BindAddress, strconv.Itoa(cfg.Server.SecurePort)))
+	if err != nil {
+		return nil, fmt.Errorf("invalid --%s/--%s: %w", config.FlagBindAddress, config.FlagSecurePort, err)
+	}
+	cleanup = append(cleanup, func() { ln.Close() })
+	port := ln.Addr().(*net.TCPAddr).Port
+	clientHost := clientAddress(cfg.Server.BindAddress)
+	url := "https://" + net.JoinHostPort(clientHost, strconv.Itoa(port))
+
+	pki, err := loadPKI(dir, servingHosts(cfg))
+	if err != nil {
+		return nil, err
+	}
+	if err := pki.writeKubeconfig(dir.Kubeconfig(), url); err != nil {
+		return nil, fmt.Errorf("writing %s: %w", dir.Kubeconfig(), err)
+	}
+	clientCA, err := dynamiccertificates.NewStaticCAContent("client-ca", pki.caPEM)
+	if err != nil {
+		return nil, err
+	}
+
+	build := BuildInfo()
+	ev, err := newEffectiveVersion(build)
+	if err != nil {
+		return nil, err
+	}
+
+	c := genericapiserver.NewConfig(codecs)
+	c.EffectiveVersion = ev
+	c.SecureServing = &genericapiserver.SecureServingInfo{
+		Listener:      ln,
+		Cert:          pki.serving,
+		ClientCA:      clientCA,
+		MinTLSVersion: tls.VersionTLS12,
+	}
+	c.ExternalAddress = net.JoinHostPort(clientHost, strconv.Itoa(port))
+	c.LoopbackClientConfig = &restclient.Config{
+		Host:            url,
+		BearerToken:     uuid.NewString(),
+		TLSClientConfig: restclient.TLSClientConfig{CAData: pki.caPEM},
+	}
+	c.Authentication.Authenticator = newAuthenticator(clientCA)
+	c.Authorization.Authorizer = adminAuthorizer
+	c.RequestTimeout = cfg.Server.RequestTimeout.Duration
+	c.MinRequestTimeout = int(cfg.Server.MinRequestTimeout.Seconds())
+	c.MaxRequestsInFlight = cfg.Server.MaxRequestsInFlight
+	c.MaxMutatingRequestsInFlight = cfg.Server.MaxMutatingRequestsInFlight
+	c.MaxRequestBodyBytes = int64(cfg.Server.MaxRequestBodyBytes)
+	c.EnableProfiling = false
+	// On stop, watches end at once so clients reconnect (the watch
+	// handlers see the shutdown signal); the server then waits this long
+	// for them, and as long again for the HTTP server to close.
+	c.ShutdownWatchTerminationGracePeriod = cfg.Server.ShutdownTimeout.Duration / 4
+	c.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(openapi.GetOpenAPIDefinitions, openapinamer.NewDefinitionNamer(scheme))
+	c.OpenAPIV3Config.Info.Title = "Kubernetes"
+	c.OpenAPIV3Config.Info.Version = build.Kubernetes
+	c.AddHealthChecks(healthz.NamedCheck("etcd", func(r *http.Request) error { return backend.Check(r.Context()) }))
+
+	getter := backend.RESTOptionsGetter(cacher.Resources{Scheme: scheme, Serializer: codecs, KeyPrefixes: keyPrefixes(defs)})
+	c.RESTOptionsGetter = getter
+
+	api, err := buildStorage(defs, scheme, getter)
+	if err != nil {
+		return nil, err
+	}
+	cleanup = append(cleanup, api.destroy)
+	c.AdmissionControl = &namespaceLifecycle{namespaces: api.namespaces.store}
+
+	gs, err := c.Complete(nil).New("kubestore", genericapiserver.NewEmptyDelegate())
+	if err != nil {
+		return nil, fmt.Errorf("building API server: %w", err)
+	}
+	gs.ShutdownTimeout = cfg.Server.ShutdownTimeout.Duration / 4
+	if err := api.install(gs, scheme, codecs); err != nil {
+		return nil, err
+	}
+
+	gs.AddPostStartHookOrDie("storage-readiness", gs.StorageReadinessHook.Hook)
+	gs.AddPostStartHookOrDie("kubestore-system-namespaces", func(ctx genericapiserver.PostStartHookContext) error {
+		return ensureSystemNamespaces(ctx, scheme, api.namespaces)
+	})
+	gs.AddPostStartHookOrDie("kubestore-namespace-controller", func(ctx genericapiserver.PostStartHookContext) error {
+		go api.namespaceController().run(ctx)
+		return nil
+	})
+	gs.AddPostStartHookOrDie("kubestore-certificate-renewal", func(ctx genericapiserver.PostStartHookContext) error {
+		go wait.UntilWithContext(ctx, func(context.Context) {
+			if err := pki.renew(); err != nil {
+				klog.ErrorS(err, "Renewing the serving certificate")
+			}
+			if err := pki.writeKubeconfig(dir.Kubeconfig(), url); err != nil {
+				klog.ErrorS(err, "Renewing the admin certificate")
+			}
+		}, certRenewalPeriod)
+		return nil
+	})
+
+	klog.InfoS("kubestore API server", "url", url, "kubeconfig", dir.Kubeconfig(), "dataDir", cfg.DataDir, "etcd", backend.Endpoints())
+	return &Server{generic: gs, url: url, kubeconfig: dir.Kubeconfig()}, nil
+}
+
+// URL is the https:// address clients on the device use.
+func (s *Server) URL() string { return s.url }
+
+// Kubeconfig is the path of the admin kubeconfig.
+func (s *Server) Kubeconfig() string { return s.kubeconfig }
+
+// Run serves until ctx is cancelled, then stops gracefully: /readyz fails,
+// the listener closes, in-flight requests finish and watches end, and every
+// store and cacher is destroyed. It returns when all of that is done.
+func (s *Server) Run(ctx context.Context) error {
+	err := s.generic.PrepareRun().RunWithContext(ctx)
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// clientAddress is the address local clients dial: the bind address, or
+// loopback when bound to every interface.
+func clientAddress(bind string) string {
+	ip := net.ParseIP(bind)
+	switch {
+	case ip == nil, !ip.IsUnspecified():
+		return bind
+	case ip.To4() != nil:
+		return "127.0.0.1"
+	}
+	return "::1"
+}
+
+// servingHosts are the names and IPs the serving certificate covers.
+func servingHosts(cfg config.Config) []string {
+	hosts := []string{"localhost", "kubestore", "127.0.0.1", "::1"}
+	if ip := net.ParseIP(cfg.Server.BindAddress); ip != nil && !ip.IsUnspecified() {
+		hosts = append(hosts, ip.String())
+	}
+	if h, err := os.Hostname(); err == nil && h != "" {
+		hosts = append(hosts, h)
+	}
+	return append(hosts, cfg.Server.TLSSANs...)
+}
+
+func keyPrefixes(defs []*resourceDef) map[schema.GroupResource]string {
+	m := make(map[schema.GroupResource]string, len(defs))
+	for _, d := range defs {
+		m[d.gvr.GroupResource()] = d.keyPrefix
+	}
+	return m
+}
+
+// apiStorage is every resource's storage, before and after installation.
+type apiStorage struct {
+	defs       []*resourceDef
+	stores     map[*resourceDef]*genericregistry.Store
+	namespaces *namespaceREST
+	finalize   *genericregistry.Store
+	installed  bool
+}
+
+func buildStorage(defs []*resourceDef, scheme *runtime.Scheme, getter generic.RESTOptionsGetter) (_ *apiStorage, err error) {
+	a := &apiStorage{defs: defs, stores: map[*resourceDef]*genericregistry.Store{}}
+	defer func() {
+		if err != nil {
+			a.destroy()
+		}
+	}()
+	for _, d := range defs {
+		store, err := d.newStore(scheme, getter)
+		if err != nil {
+			return nil, err
+		}
+		a.stores[d] = store
+		if d.kind == "Namespace" {
+			a.namespaces = &namespaceREST{store: store, def: d}
+			a.finalize = d.finalizeStore(scheme, store)
+		}
+	}
+	return a, nil
+}
+
+// destroy stops every store's cacher, unless the generic server owns them.
+// Destroying a store twice is harmless.
+func (a *apiStorage) destroy() {
+	if a.installed {
+		return
+	}
+	for _, s := range a.stores {
+		s.Destroy()
+	}
+}
+
+// install registers every resource, its subresources and the API groups.
+func (a *apiStorage) install(gs *genericapiserver.GenericAPIServer, scheme *runtime.Scheme, codecs serializer.CodecFactory) error {
+	groups := map[string]*genericapiserver.APIGroupInfo{}
+	var order []string
+	for _, d := range a.defs {
+		info, ok := groups[d.gvr.Group]
+		if !ok {
+			g := genericapiserver.NewDefaultAPIGroupInfo(d.gvr.Group, scheme, runtime.NewParameterCodec(scheme), codecs)
+			info = &g
+			groups[d.gvr.Group] = info
+			order = append(order, d.gvr.Group)
+		}
+		m := info.VersionedResourcesStorageMap[d.gvr.Version]
+		if m == nil {
+			m = map[string]rest.Storage{}
+			info.VersionedResourcesStorageMap[d.gvr.Version] = m
+		}
+		store := a.stores[d]
+		switch {
+		case d.kind == "Namespace":
+			m[d.gvr.Resource] = a.namespaces
+			m[d.gvr.Resource+"/finalize"] = &subresourceREST{store: a.finalize}
+		default:
+			m[d.gvr.Resource] = &REST{Store: store, def: d}
+		}
+		if d.status != nil {
+			m[d.gvr.Resource+"/status"] = &subresourceREST{store: d.statusStore(scheme, store)}
+		}
+	}
+	if err := gs.InstallLegacyAPIGroup(genericapiserver.DefaultLegacyAPIPrefix, groups[""]); err != nil {
+		return fmt.Errorf("installing the core API: %w", err)
+	}
+	var infos []*genericapiserver.APIGroupInfo
+	for _, g := range order {
+		if g != "" {
+			infos = append(infos, groups[g])
+		}
+	}
+	if err := gs.InstallAPIGroups(infos...); err != nil {
+		return fmt.Errorf("installing API groups: %w", err)
+	}
+	// From here the generic server destroys the stores when it stops.
+	a.installed = true
+	return nil
+}
+
+func (a *apiStorage) namespaceController() *namespaceController {
+	c := &namespaceController{namespaces: a.namespaces, finalize: a.finalize}
+	for _, d := range a.defs {
+		if d.namespaced {
+			c.contents = append(c.contents, a.stores[d])
+		}
+	}
+	return c
+}

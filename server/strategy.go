@@ -1,0 +1,158 @@
+package server
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/storage/names"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+)
+
+// strategy is the create/update/delete strategy of every built-in kind,
+// driven by its resourceDef: metadata validation for all, the kind's own
+// rules on top.
+type strategy struct {
+	runtime.ObjectTyper
+	names.NameGenerator
+	def *resourceDef
+}
+
+var (
+	_ rest.RESTCreateStrategy  = strategy{}
+	_ rest.RESTUpdateStrategy  = strategy{}
+	_ rest.RESTDeleteStrategy  = strategy{}
+	_ rest.ResetFieldsStrategy = strategy{}
+)
+
+func newStrategy(typer runtime.ObjectTyper, d *resourceDef) strategy {
+	return strategy{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator, def: d}
+}
+
+// deleteStrategy is the kind's delete strategy: with graceful deletion it
+// also implements rest.RESTGracefulDeleteStrategy.
+func (s strategy) deleteStrategy() rest.RESTDeleteStrategy {
+	if s.def.gracefulDelete != nil {
+		return gracefulStrategy{s}
+	}
+	return s
+}
+
+func (s strategy) NamespaceScoped() bool { return s.def.namespaced }
+
+func (s strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
+	if s.def.status != nil && s.def.status.resetOnCreate != nil {
+		s.def.status.resetOnCreate(obj)
+	}
+	if s.def.prepareForCreate != nil {
+		s.def.prepareForCreate(obj)
+	}
+}
+
+func (s strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+	if s.def.status != nil {
+		s.def.status.keepStatus(obj, old)
+	}
+	if s.def.prepareForUpdate != nil {
+		s.def.prepareForUpdate(obj, old)
+	}
+}
+
+func (s strategy) nameFunc() validation.ValidateNameFunc {
+	if s.def.nameFunc != nil {
+		return s.def.nameFunc
+	}
+	return validation.NameIsDNSSubdomain
+}
+
+func (s strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return field.ErrorList{field.InternalError(nil, err)}
+	}
+	errs := validation.ValidateObjectMetaAccessor(m, s.def.namespaced, s.nameFunc(), field.NewPath("metadata"))
+	if s.def.validate != nil {
+		errs = append(errs, s.def.validate(obj)...)
+	}
+	return errs
+}
+
+func (s strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	errs := validateMetaUpdate(obj, old)
+	if s.def.validate != nil {
+		errs = append(errs, s.def.validate(obj)...)
+	}
+	if s.def.validateUpdate != nil {
+		errs = append(errs, s.def.validateUpdate(obj, old)...)
+	}
+	return errs
+}
+
+func validateMetaUpdate(obj, old runtime.Object) field.ErrorList {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return field.ErrorList{field.InternalError(nil, err)}
+	}
+	om, err := meta.Accessor(old)
+	if err != nil {
+		return field.ErrorList{field.InternalError(nil, err)}
+	}
+	return validation.ValidateObjectMetaAccessorUpdate(m, om, field.NewPath("metadata"))
+}
+
+func (strategy) WarningsOnCreate(context.Context, runtime.Object) []string { return nil }
+func (strategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
+	return nil
+}
+func (strategy) Canonicalize(runtime.Object)                   {}
+func (s strategy) AllowCreateOnUpdate(context.Context) bool    { return s.def.allowCreateOnUpdate }
+func (strategy) AllowUnconditionalUpdate(context.Context) bool { return true }
+
+// GetResetFields: with a status subresource, a write to the main resource
+// does not own status fields in server-side apply.
+func (s strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	if s.def.status == nil {
+		return nil
+	}
+	return resetFields(s.def, "status")
+}
+
+func resetFields(d *resourceDef, top string) map[fieldpath.APIVersion]*fieldpath.Set {
+	return map[fieldpath.APIVersion]*fieldpath.Set{
+		fieldpath.APIVersion(d.gvr.GroupVersion().String()): fieldpath.NewSet(fieldpath.MakePathOrDie(top)),
+	}
+}
+
+// gracefulStrategy lets a kind delay deletion until an agent confirms it
+// (pods: the node agent deletes with grace period 0).
+type gracefulStrategy struct{ strategy }
+
+var _ rest.RESTGracefulDeleteStrategy = gracefulStrategy{}
+
+func (s gracefulStrategy) CheckGracefulDelete(ctx context.Context, obj runtime.Object, options *metav1.DeleteOptions) bool {
+	return s.def.gracefulDelete(ctx, obj, options)
+}
+
+// statusStrategy is the update strategy of "<resource>/status": only status
+// changes, spec stays as stored.
+type statusStrategy struct{ strategy }
+
+func (s statusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+	s.def.status.keepSpec(obj, old)
+}
+
+func (s statusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	errs := validateMetaUpdate(obj, old)
+	if v := s.def.status.validate; v != nil {
+		errs = append(errs, v(obj, old)...)
+	}
+	return errs
+}
+
+func (s statusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return resetFields(s.def, "spec")
+}

@@ -1,0 +1,133 @@
+package server_test
+
+import (
+	"context"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubestore/kubestore/cacher"
+	"github.com/kubestore/kubestore/config"
+	"github.com/kubestore/kubestore/server"
+)
+
+// testServer is the whole stack, in-process: embedded etcd (or an external
+// one) in a temp dir, the cachers, the API server on a free loopback port.
+type testServer struct {
+	t       *testing.T
+	cfg     config.Config
+	backend *cacher.Backend
+	server  *server.Server
+	rest    *rest.Config
+	client  kubernetes.Interface
+	dynamic dynamic.Interface
+	stop    func()
+}
+
+// testConfig is the default configuration on a temp data dir and port 0.
+func testConfig(t *testing.T) config.Config {
+	t.Helper()
+	cfg := config.Default()
+	// t.TempDir paths can exceed the 107 bytes a unix socket path may have.
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.DataDir = dir
+	cfg.Server.SecurePort = 0
+	cfg.Server.ShutdownTimeout = config.Duration{Duration: 10 * time.Second}
+	return cfg
+}
+
+// startServer starts the stack with cfg and waits until /readyz is ok. It
+// is stopped at the end of the test.
+func startServer(t *testing.T, cfg config.Config) *testServer {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	backend, err := cacher.Open(ctx, cfg)
+	if err != nil {
+		cancel()
+		t.Fatalf("opening storage: %v", err)
+	}
+	srv, err := server.New(cfg, backend)
+	if err != nil {
+		cancel()
+		backend.Close()
+		t.Fatalf("building server: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+
+	ts := &testServer{t: t, cfg: cfg, backend: backend, server: srv}
+	stopped := false
+	ts.stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("server stopped with: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("server did not stop within 30s")
+		}
+		backend.Close()
+	}
+	t.Cleanup(ts.stop)
+
+	ts.rest, err = clientcmd.BuildConfigFromFlags("", srv.Kubeconfig())
+	if err != nil {
+		t.Fatalf("reading kubeconfig: %v", err)
+	}
+	ts.rest.QPS, ts.rest.Burst = -1, -1
+	ts.client = kubernetes.NewForConfigOrDie(ts.rest)
+	ts.dynamic = dynamic.NewForConfigOrDie(ts.rest)
+	ts.waitReady(done)
+	return ts
+}
+
+func (ts *testServer) waitReady(done <-chan error) {
+	ts.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		select {
+		case err := <-done:
+			ts.t.Fatalf("server stopped before ready: %v", err)
+		default:
+		}
+		var status int
+		ts.client.CoreV1().RESTClient().Get().AbsPath("/readyz").Do(context.Background()).StatusCode(&status)
+		if status == http.StatusOK {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.t.Fatalf("server not ready within 60s (last /readyz status %d)", status)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// eventually polls cond until it holds or the timeout expires.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var lastErr error
+	for time.Now().Before(deadline) {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		lastErr = err
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s: not true within %s (last error: %v)", what, timeout, lastErr)
+}
