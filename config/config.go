@@ -36,6 +36,7 @@ const (
 	DefaultBackendBatchInterval = 5 * time.Second
 	DefaultBackendBatchLimit    = 10000
 	DefaultMaxRequestBytes      = 1536 << 10
+	DefaultProgressNotify       = 5 * time.Second
 	DefaultWatchCacheSize       = 100
 	DefaultHistoryWindow        = 75 * time.Second
 	DefaultLogFormat            = LogFormatText
@@ -111,6 +112,11 @@ type Etcd struct {
 	BackendBatchInterval   Duration `json:"backendBatchInterval"`
 	BackendBatchLimit      int      `json:"backendBatchLimit"`
 	MaxRequestBytes        ByteSize `json:"maxRequestBytes"`
+	// WatchProgressNotifyInterval is how often etcd tells a quiet watch
+	// the current revision, so that the watch cache and bookmarks keep up
+	// with writes to other resources (KEP-1904, efficient watch
+	// resumption).
+	WatchProgressNotifyInterval Duration `json:"watchProgressNotifyInterval"`
 }
 
 // External reports whether an external etcd cluster is configured.
@@ -157,15 +163,16 @@ func Default() Config {
 			MaxRequestBodyBytes:         DefaultMaxRequestBodyBytes,
 		},
 		Etcd: Etcd{
-			Prefix:                 DefaultEtcdPrefix,
-			CompactionInterval:     Duration{DefaultCompactionInterval},
-			StartTimeout:           Duration{DefaultEtcdStartTimeout},
-			SnapshotCount:          DefaultSnapshotCount,
-			SnapshotCatchUpEntries: DefaultSnapshotCatchUp,
-			QuotaBackendBytes:      DefaultQuotaBackendBytes,
-			BackendBatchInterval:   Duration{DefaultBackendBatchInterval},
-			BackendBatchLimit:      DefaultBackendBatchLimit,
-			MaxRequestBytes:        DefaultMaxRequestBytes,
+			Prefix:                      DefaultEtcdPrefix,
+			CompactionInterval:          Duration{DefaultCompactionInterval},
+			StartTimeout:                Duration{DefaultEtcdStartTimeout},
+			SnapshotCount:               DefaultSnapshotCount,
+			SnapshotCatchUpEntries:      DefaultSnapshotCatchUp,
+			QuotaBackendBytes:           DefaultQuotaBackendBytes,
+			BackendBatchInterval:        Duration{DefaultBackendBatchInterval},
+			BackendBatchLimit:           DefaultBackendBatchLimit,
+			MaxRequestBytes:             DefaultMaxRequestBytes,
+			WatchProgressNotifyInterval: Duration{DefaultProgressNotify},
 		},
 		Cache: Cache{
 			Enabled:       true,
@@ -266,8 +273,11 @@ func (e Etcd) validate() []error {
 			errs = append(errs, invalid(flag, f, "is only used with --etcd-servers"))
 		}
 	}
-	if (e.CertFile == "") != (e.KeyFile == "") {
-		errs = append(errs, invalid(FlagEtcdCertFile, e.CertFile, "--etcd-certfile and --etcd-keyfile must be set together"))
+	switch {
+	case e.CertFile != "" && e.KeyFile == "":
+		errs = append(errs, invalid(FlagEtcdCertFile, e.CertFile, "needs --etcd-keyfile too"))
+	case e.KeyFile != "" && e.CertFile == "":
+		errs = append(errs, invalid(FlagEtcdKeyFile, e.KeyFile, "needs --etcd-certfile too"))
 	}
 	if !strings.HasPrefix(e.Prefix, "/") || e.Prefix == "/" {
 		errs = append(errs, invalid(FlagEtcdPrefix, e.Prefix, `must start with "/" and not be "/" alone`))
@@ -290,6 +300,7 @@ func (e Etcd) validate() []error {
 	if e.BackendBatchLimit < 0 {
 		errs = append(errs, invalid(FlagEtcdBackendBatchLimit, e.BackendBatchLimit, "must not be negative"))
 	}
+	errs = append(errs, positive(FlagEtcdWatchProgressNotifyInterval, e.WatchProgressNotifyInterval.Duration))
 	if e.MaxRequestBytes <= 0 {
 		errs = append(errs, invalid(FlagEtcdMaxRequestBytes, e.MaxRequestBytes, "must be positive"))
 	}

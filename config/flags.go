@@ -1,48 +1,51 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/urfave/cli/v2"
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
 // Flag names. Validation messages and the YAML keys' documentation refer to
 // these.
 const (
-	FlagConfig                      = "config"
-	FlagDataDir                     = "data-dir"
-	FlagBindAddress                 = "bind-address"
-	FlagSecurePort                  = "secure-port"
-	FlagTLSSAN                      = "tls-san"
-	FlagShutdownTimeout             = "shutdown-timeout"
-	FlagRequestTimeout              = "request-timeout"
-	FlagMinRequestTimeout           = "min-request-timeout"
-	FlagMaxRequestsInFlight         = "max-requests-inflight"
-	FlagMaxMutatingRequestsInFlight = "max-mutating-requests-inflight"
-	FlagMaxRequestBodyBytes         = "max-request-body-bytes"
-	FlagEtcdServers                 = "etcd-servers"
-	FlagEtcdCAFile                  = "etcd-cafile"
-	FlagEtcdCertFile                = "etcd-certfile"
-	FlagEtcdKeyFile                 = "etcd-keyfile"
-	FlagEtcdPrefix                  = "etcd-prefix"
-	FlagEtcdCompactionInterval      = "etcd-compaction-interval"
-	FlagEtcdStartTimeout            = "etcd-start-timeout"
-	FlagEtcdSnapshotCount           = "etcd-snapshot-count"
-	FlagEtcdSnapshotCatchUpEntries  = "etcd-snapshot-catchup-entries"
-	FlagEtcdQuotaBackendBytes       = "etcd-quota-backend-bytes"
-	FlagEtcdBackendBatchInterval    = "etcd-backend-batch-interval"
-	FlagEtcdBackendBatchLimit       = "etcd-backend-batch-limit"
-	FlagEtcdMaxRequestBytes         = "etcd-max-request-bytes"
-	FlagWatchCache                  = "watch-cache"
-	FlagDefaultWatchCacheSize       = "default-watch-cache-size"
-	FlagWatchCacheSizes             = "watch-cache-sizes"
-	FlagWatchCacheHistoryWindow     = "watch-cache-history-window"
-	FlagWatchCacheHistoryWindows    = "watch-cache-history-windows"
-	FlagVerbosity                   = "v"
-	FlagLogFormat                   = "log-format"
+	FlagConfig                          = "config"
+	FlagDataDir                         = "data-dir"
+	FlagBindAddress                     = "bind-address"
+	FlagSecurePort                      = "secure-port"
+	FlagTLSSAN                          = "tls-san"
+	FlagShutdownTimeout                 = "shutdown-timeout"
+	FlagRequestTimeout                  = "request-timeout"
+	FlagMinRequestTimeout               = "min-request-timeout"
+	FlagMaxRequestsInFlight             = "max-requests-inflight"
+	FlagMaxMutatingRequestsInFlight     = "max-mutating-requests-inflight"
+	FlagMaxRequestBodyBytes             = "max-request-body-bytes"
+	FlagEtcdServers                     = "etcd-servers"
+	FlagEtcdCAFile                      = "etcd-cafile"
+	FlagEtcdCertFile                    = "etcd-certfile"
+	FlagEtcdKeyFile                     = "etcd-keyfile"
+	FlagEtcdPrefix                      = "etcd-prefix"
+	FlagEtcdCompactionInterval          = "etcd-compaction-interval"
+	FlagEtcdStartTimeout                = "etcd-start-timeout"
+	FlagEtcdSnapshotCount               = "etcd-snapshot-count"
+	FlagEtcdSnapshotCatchUpEntries      = "etcd-snapshot-catchup-entries"
+	FlagEtcdQuotaBackendBytes           = "etcd-quota-backend-bytes"
+	FlagEtcdBackendBatchInterval        = "etcd-backend-batch-interval"
+	FlagEtcdBackendBatchLimit           = "etcd-backend-batch-limit"
+	FlagEtcdMaxRequestBytes             = "etcd-max-request-bytes"
+	FlagEtcdWatchProgressNotifyInterval = "etcd-watch-progress-notify-interval"
+	FlagWatchCache                      = "watch-cache"
+	FlagDefaultWatchCacheSize           = "default-watch-cache-size"
+	FlagWatchCacheSizes                 = "watch-cache-sizes"
+	FlagWatchCacheHistoryWindow         = "watch-cache-history-window"
+	FlagWatchCacheHistoryWindows        = "watch-cache-history-windows"
+	FlagVerbosity                       = "v"
+	FlagLogFormat                       = "log-format"
 )
 
 // EnvVar is the environment variable that sets a flag: KUBESTORE_ and the
@@ -159,6 +162,8 @@ var bindings = []binding{
 		func(c *Config) *int { return &c.Etcd.BackendBatchLimit }),
 	bind(FlagEtcdMaxRequestBytes, "embedded etcd: largest request the etcd server accepts",
 		func(c *Config) *ByteSize { return &c.Etcd.MaxRequestBytes }),
+	bind(FlagEtcdWatchProgressNotifyInterval, "embedded etcd: how often a quiet watch is told the current revision, so bookmarks and the watch cache keep up",
+		func(c *Config) *Duration { return &c.Etcd.WatchProgressNotifyInterval }),
 	bind(FlagWatchCache, "serve reads and watches from the upstream watch cache; false sends every read to etcd",
 		func(c *Config) *bool { return &c.Cache.Enabled }),
 	bind(FlagDefaultWatchCacheSize, "watch cache setting of resources not in --watch-cache-sizes; 0 reads them straight from etcd",
@@ -195,17 +200,34 @@ func Flags() []cli.Flag {
 // It does not validate.
 func Load(c *cli.Context) (Config, error) {
 	cfg := Default()
-	if path := c.String(FlagConfig); path != "" {
+	if path := lineageString(c, FlagConfig); path != "" {
 		if err := cfg.overlayFile(path); err != nil {
 			return Config{}, err
 		}
 	}
 	for _, b := range bindings {
-		if c.IsSet(b.name) {
-			b.apply(c, &cfg)
+		// The same flags exist on the app and on its commands
+		// ("kubestore --data-dir X kubeconfig" and "kubestore kubeconfig
+		// --data-dir X"): the innermost command that set one wins.
+		for _, lc := range c.Lineage() {
+			if lc.IsSet(b.name) {
+				b.apply(lc, &cfg)
+				break
+			}
 		}
 	}
 	return cfg, nil
+}
+
+// lineageString is the value of a string flag set on the command or any
+// command above it.
+func lineageString(c *cli.Context, name string) string {
+	for _, lc := range c.Lineage() {
+		if lc.IsSet(name) {
+			return lc.String(name)
+		}
+	}
+	return ""
 }
 
 // ReadFile returns the defaults overlaid with a YAML configuration file.
@@ -223,10 +245,22 @@ func (c *Config) overlayFile(path string) error {
 	return c.overlayYAML(path, data)
 }
 
-// overlayYAML sets the fields present in data, refusing unknown keys.
+// overlayYAML sets the fields present in data, refusing unknown,
+// duplicate or mis-cased keys.
 func (c *Config) overlayYAML(name string, data []byte) error {
-	if err := yaml.UnmarshalStrict(data, c); err != nil {
-		return fmt.Errorf("invalid --%s %q: %s", FlagConfig, name, strings.TrimPrefix(err.Error(), "error unmarshaling JSON: while decoding JSON: "))
+	fail := func(err error) error {
+		return fmt.Errorf("invalid --%s %q: %s", FlagConfig, name, strings.TrimPrefix(err.Error(), "error converting YAML to JSON: "))
+	}
+	js, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return fail(err)
+	}
+	strict, err := kjson.UnmarshalStrict(js, c)
+	if err != nil {
+		return fail(err)
+	}
+	if len(strict) > 0 {
+		return fail(errors.Join(strict...))
 	}
 	return nil
 }

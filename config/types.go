@@ -3,12 +3,15 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
 
+	"gopkg.in/inf.v0"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Duration is a time.Duration written as "75s" in YAML and on the command
@@ -68,15 +71,28 @@ func (b *ByteSize) Set(s string) error {
 	return nil
 }
 
+// maxByteSizeText bounds the text of a size: the quantity parser's cost
+// grows quickly with long exponents, and no real size needs more.
+const maxByteSizeText = 32
+
 // ParseByteSize reads a quantity such as "128Mi" as a whole number of bytes.
-func ParseByteSize(s string) (ByteSize, error) {
-	q, err := resource.ParseQuantity(strings.TrimSpace(s))
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a size such as 256Mi: %w", s, err)
+func ParseByteSize(text string) (ByteSize, error) {
+	s := strings.TrimSpace(text)
+	if len(s) > maxByteSizeText {
+		return 0, fmt.Errorf("%q is not a size such as 256Mi: too long", text)
 	}
-	v, ok := q.AsInt64()
-	if !ok || v < 0 {
-		return 0, fmt.Errorf("%q is not a whole, non-negative number of bytes", s)
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a size such as 256Mi: %w", text, err)
+	}
+	if q.Sign() < 0 {
+		return 0, fmt.Errorf("%q is negative", text)
+	}
+	// Value rounds up, and the parser saturates at the int64 limit: only an
+	// exact size below it compares equal as a decimal.
+	v := q.Value()
+	if v == math.MaxInt64 || q.AsDec().Cmp(inf.NewDec(v, 0)) != 0 {
+		return 0, fmt.Errorf("%q is not a whole number of bytes that fits in 63 bits", text)
 	}
 	return ByteSize(v), nil
 }
@@ -91,8 +107,8 @@ func perResource[T any](flag string, entries []string, parse func(string) (T, er
 			return nil, invalid(flag, e, "must be resource[.group]#value")
 		}
 		gr := schema.ParseGroupResource(name)
-		if gr.Resource != strings.ToLower(gr.Resource) {
-			return nil, invalid(flag, e, "the resource must be the lowercase plural name, e.g. pods or leases.coordination.k8s.io")
+		if len(validation.IsDNS1123Label(gr.Resource)) > 0 || (gr.Group != "" && len(validation.IsDNS1123Subdomain(gr.Group)) > 0) {
+			return nil, invalid(flag, e, "the resource must be the lowercase plural name, with its group unless it is a core resource, e.g. pods or leases.coordination.k8s.io")
 		}
 		v, err := parse(value)
 		if err != nil {

@@ -53,7 +53,7 @@ func (d Dir) Lock() (unlock func(), err error) {
 // that already holds data is left untouched, sparing the flash a write.
 func WriteFileAtomic(path string, data []byte) error {
 	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
-		return nil
+		return os.Chmod(path, 0o600)
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {

@@ -100,6 +100,7 @@ func embedConfig(cfg config.Config, sock string) (*embed.Config, error) {
 	ec.BackendBatchInterval = cfg.Etcd.BackendBatchInterval.Duration
 	ec.BackendBatchLimit = cfg.Etcd.BackendBatchLimit
 	ec.MaxRequestBytes = uint(cfg.Etcd.MaxRequestBytes)
+	ec.WatchProgressNotifyInterval = cfg.Etcd.WatchProgressNotifyInterval.Duration
 	// The HTTP/JSON gateway is for curl users; kubestore's clients speak gRPC.
 	ec.EnableGRPCGateway = false
 

@@ -32,10 +32,10 @@ type Build struct {
 // etcd code linked into it, read from the module versions.
 func BuildInfo() Build {
 	b := Build{
-		Version:    version,
-		GitCommit:  gitCommit,
-		GoVersion:  runtime.Version(),
-		Platform:   runtime.GOOS + "/" + runtime.GOARCH,
+		Version:   version,
+		GitCommit: gitCommit,
+		GoVersion: runtime.Version(),
+		Platform:  runtime.GOOS + "/" + runtime.GOARCH,
 		// Test binaries carry no module list; the minor is still known.
 		Kubernetes: "v" + baseversion.DefaultKubeBinaryVersion + ".0",
 		Etcd:       "unknown",

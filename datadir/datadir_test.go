@@ -1,0 +1,269 @@
+package datadir_test
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kubestore/kubestore/datadir"
+)
+
+func TestLayout(t *testing.T) {
+	d := datadir.Dir("/var/lib/kubestore")
+	for _, tc := range []struct{ name, got, want string }{
+		{"etcd", d.Etcd(), "/var/lib/kubestore/etcd"},
+		{"pki", d.PKI(), "/var/lib/kubestore/pki"},
+		{"kubeconfig", d.Kubeconfig(), "/var/lib/kubestore/admin.kubeconfig"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.got != tc.want {
+				t.Errorf("got %q, want %q", tc.got, tc.want)
+			}
+		})
+	}
+}
+
+func lock(t *testing.T, d datadir.Dir) func() {
+	t.Helper()
+	unlock, err := d.Lock()
+	if err != nil {
+		t.Fatalf("Lock(%s): %v", d, err)
+	}
+	return unlock
+}
+
+func TestLockCreatesPrivateDir(t *testing.T) {
+	cases := []struct {
+		name string
+		path func(base string) string
+	}{
+		{"new dir", func(base string) string { return filepath.Join(base, "data") }},
+		{"new nested dir", func(base string) string { return filepath.Join(base, "a", "b", "data") }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := datadir.Dir(tc.path(t.TempDir()))
+			unlock := lock(t, d)
+			defer unlock()
+			fi, err := os.Stat(string(d))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+				t.Errorf("%s has mode %v, want a directory with 0700", d, fi.Mode())
+			}
+		})
+	}
+	t.Run("existing dir is kept", func(t *testing.T) {
+		d := datadir.Dir(t.TempDir())
+		marker := filepath.Join(string(d), "keep")
+		if err := os.WriteFile(marker, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		lock(t, d)()
+		if _, err := os.Stat(marker); err != nil {
+			t.Errorf("Lock lost existing content: %v", err)
+		}
+	})
+	t.Run("path is a file", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "file")
+		if err := os.WriteFile(path, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if unlock, err := datadir.Dir(path).Lock(); err == nil {
+			unlock()
+			t.Fatal("Lock on a regular file succeeded")
+		}
+	})
+}
+
+func TestLockIsExclusive(t *testing.T) {
+	d := datadir.Dir(filepath.Join(t.TempDir(), "data"))
+	unlock := lock(t, d)
+
+	for i := range 2 {
+		_, err := d.Lock()
+		if !errors.Is(err, datadir.ErrLocked) {
+			t.Fatalf("second Lock (try %d) = %v, want ErrLocked", i, err)
+		}
+		if !strings.Contains(err.Error(), string(d)) {
+			t.Errorf("error %q does not name the directory %s", err, d)
+		}
+	}
+
+	unlock()
+	unlock2 := lock(t, d)
+	if _, err := d.Lock(); !errors.Is(err, datadir.ErrLocked) {
+		t.Errorf("Lock after re-locking = %v, want ErrLocked", err)
+	}
+	unlock2()
+	lock(t, d)()
+}
+
+// TestLockAcrossProcesses runs Lock in a child process, as a second
+// kubestore would.
+func TestLockAcrossProcesses(t *testing.T) {
+	if dir := os.Getenv("DATADIR_TEST_LOCK_CHILD"); dir != "" {
+		unlock, err := datadir.Dir(dir).Lock()
+		switch {
+		case errors.Is(err, datadir.ErrLocked):
+			os.Exit(3)
+		case err != nil:
+			os.Exit(4)
+		}
+		unlock()
+		os.Exit(0)
+	}
+
+	d := datadir.Dir(filepath.Join(t.TempDir(), "data"))
+	child := func() int {
+		t.Helper()
+		cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestLockAcrossProcesses$")
+		cmd.Env = append(os.Environ(), "DATADIR_TEST_LOCK_CHILD="+string(d))
+		err := cmd.Run()
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return exit.ExitCode()
+		}
+		if err != nil {
+			t.Fatalf("running the child: %v", err)
+		}
+		return 0
+	}
+
+	unlock := lock(t, d)
+	if code := child(); code != 3 {
+		t.Errorf("child Lock while the parent holds it exited %d, want 3 (ErrLocked)", code)
+	}
+	unlock()
+	if code := child(); code != 0 {
+		t.Errorf("child Lock after the parent released it exited %d, want 0", code)
+	}
+}
+
+func stat(t *testing.T, path string) (os.FileInfo, *syscall.Stat_t) {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi, fi.Sys().(*syscall.Stat_t)
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// noTemporaries fails if dir holds anything but want.
+func noTemporaries(t *testing.T, dir string, want ...string) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, ",") != strings.Join(want, ",") {
+		t.Errorf("%s holds %q, want %q", dir, names, want)
+	}
+}
+
+func TestWriteFileAtomic(t *testing.T) {
+	cases := []struct {
+		name     string
+		old      *string     // existing content, nil for none
+		oldMode  os.FileMode // of the existing file
+		data     string
+		replaced bool // a new inode is expected
+	}{
+		{"new file", nil, 0, "hello", true},
+		{"new empty file", nil, 0, "", true},
+		{"different content", ptr("old"), 0o600, "new", true},
+		{"shorter content", ptr("a longer old content"), 0o600, "x", true},
+		{"different content of a world-readable file", ptr("old"), 0o644, "new", true},
+		{"identical content", ptr("same"), 0o600, "same", false},
+		{"identical empty content", ptr(""), 0o600, "", false},
+		{"identical content of a world-readable file", ptr("same"), 0o644, "same", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "admin.kubeconfig")
+			var before *syscall.Stat_t
+			var beforeMtime time.Time
+			if tc.old != nil {
+				if err := os.WriteFile(path, []byte(*tc.old), tc.oldMode); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chmod(path, tc.oldMode); err != nil {
+					t.Fatal(err)
+				}
+				// An old mtime, so that any rewrite shows.
+				beforeMtime = time.Now().Add(-time.Hour).Truncate(time.Second)
+				if err := os.Chtimes(path, beforeMtime, beforeMtime); err != nil {
+					t.Fatal(err)
+				}
+				_, before = stat(t, path)
+			}
+
+			if err := datadir.WriteFileAtomic(path, []byte(tc.data)); err != nil {
+				t.Fatalf("WriteFileAtomic: %v", err)
+			}
+
+			if got := readFile(t, path); got != tc.data {
+				t.Errorf("content %q, want %q", got, tc.data)
+			}
+			fi, after := stat(t, path)
+			noTemporaries(t, dir, "admin.kubeconfig")
+			if !tc.replaced {
+				if after.Ino != before.Ino || !fi.ModTime().Equal(beforeMtime) {
+					t.Errorf("identical content was rewritten: inode %d -> %d, mtime %v -> %v", before.Ino, after.Ino, beforeMtime, fi.ModTime())
+				}
+				return
+			}
+			if fi.Mode().Perm() != 0o600 {
+				t.Errorf("mode %v, want 0600", fi.Mode().Perm())
+			}
+			if before != nil && after.Ino == before.Ino {
+				t.Errorf("file was changed in place (inode %d), want a rename of a new file", after.Ino)
+			}
+		})
+	}
+}
+
+func TestWriteFileAtomicSequence(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f")
+	for i, data := range []string{"one", "two", "two", "three", ""} {
+		if err := datadir.WriteFileAtomic(path, []byte(data)); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+		if got := readFile(t, path); got != data {
+			t.Fatalf("after write %d: %q, want %q", i, got, data)
+		}
+	}
+	noTemporaries(t, dir, "f")
+}
+
+func TestWriteFileAtomicMissingDir(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "absent", "f")
+	if err := datadir.WriteFileAtomic(path, []byte("x")); err == nil {
+		t.Fatal("WriteFileAtomic into a missing directory succeeded")
+	}
+	noTemporaries(t, dir)
+}
+
+func ptr(s string) *string { return &s }
