@@ -49,12 +49,19 @@ func newApp() *cli.App {
 		EnableBashCompletion: false,
 		Flags:                config.Flags(),
 		Action:               serve,
+		OnUsageError:         usageError,
 		Commands: []*cli.Command{
-			{Name: "serve", Usage: "serve the Kubernetes API (the default command)", Flags: config.Flags(), Action: serve},
-			{Name: "version", Usage: "print the versions of kubestore, Go, etcd and the Kubernetes API", Action: printVersion},
-			{Name: "kubeconfig", Usage: "print the admin kubeconfig of a data directory", Flags: config.Flags(), Action: printKubeconfig},
+			{Name: "serve", Usage: "serve the Kubernetes API (the default command)", Flags: config.Flags(), Action: serve, OnUsageError: usageError},
+			{Name: "version", Usage: "print the versions of kubestore, Go, etcd and the Kubernetes API", Action: printVersion, OnUsageError: usageError},
+			{Name: "kubeconfig", Usage: "print the admin kubeconfig of a data directory", Flags: config.Flags(), Action: printKubeconfig, OnUsageError: usageError},
 		},
 	}
+}
+
+// usageError reports a flag that does not parse in one line, without the
+// help text.
+func usageError(_ *cli.Context, err error, _ bool) error {
+	return fmt.Errorf("%w (see kubestore --help)", err)
 }
 
 // noArgs rejects positional arguments, which no command takes.

@@ -46,15 +46,14 @@ type Backend struct {
 // Open starts the embedded etcd, or connects to cfg.Etcd.Servers, and waits
 // until etcd answers a read, at most cfg.Etcd.StartTimeout. On error
 // nothing is left running.
-func Open(ctx context.Context, cfg config.Config) (b *Backend, err error) {
+func Open(ctx context.Context, cfg config.Config) (_ *Backend, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	b = &Backend{cfg: cfg}
+	b := &Backend{cfg: cfg}
 	defer func() {
 		if err != nil {
 			b.Close()
-			b = nil
 		}
 	}()
 

@@ -1,0 +1,419 @@
+// Package e2e runs the built kubestore binary as a separate process and
+// drives it with kubectl and plain HTTPS, as a user on a device would.
+// make test sets KUBESTORE_BIN to the binary it built; without it the test
+// builds one.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+)
+
+// binary returns the kubestore binary under test.
+func binary(t *testing.T) string {
+	t.Helper()
+	if b := os.Getenv("KUBESTORE_BIN"); b != "" {
+		return b
+	}
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "kubestore-e2e")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtBin = filepath.Join(dir, "kubestore")
+		_, file, _, _ := runtime.Caller(0)
+		cmd := exec.Command("go", "build", "-o", builtBin, ".")
+		cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return builtBin
+}
+
+// proc is a running kubestore process.
+type proc struct {
+	t          *testing.T
+	cmd        *exec.Cmd
+	dataDir    string
+	kubeconfig string
+	stderr     *bytes.Buffer
+	done       chan error
+}
+
+func shortTempDir(t *testing.T) string {
+	t.Helper()
+	// Short: the etcd socket path inside must stay under 108 bytes.
+	dir, err := os.MkdirTemp("", "ks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// start runs kubestore serve on dataDir with a free port and waits until
+// /readyz answers ok.
+func start(t *testing.T, dataDir string, args ...string) *proc {
+	t.Helper()
+	all := append([]string{"--data-dir", dataDir, "--secure-port", "0", "--shutdown-timeout", "20s"}, args...)
+	cmd := exec.Command(binary(t), all...)
+	p := &proc{t: t, cmd: cmd, dataDir: dataDir, kubeconfig: filepath.Join(dataDir, "admin.kubeconfig"), stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	cmd.Stderr = &lockedWriter{w: p.stderr}
+	// A kubeconfig from a previous run names an old port.
+	os.Remove(p.kubeconfig)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("kubestore stderr:\n%s", p.logs())
+		}
+	})
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		select {
+		case err := <-p.done:
+			t.Fatalf("kubestore exited before ready: %v\n%s", err, p.logs())
+		default:
+		}
+		if p.ready() {
+			return p
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kubestore not ready within 90s\n%s", p.logs())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+func (p *proc) logs() string {
+	lw := p.cmd.Stderr.(*lockedWriter)
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return lw.w.String()
+}
+
+// server is the https URL from the kubeconfig, once written.
+func (p *proc) server() string {
+	kc, err := clientcmd.LoadFromFile(p.kubeconfig)
+	if err != nil {
+		return ""
+	}
+	for _, c := range kc.Clusters {
+		return c.Server
+	}
+	return ""
+}
+
+// anonymous is an HTTPS client without a client certificate.
+var anonymous = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+
+func (p *proc) ready() bool {
+	url := p.server()
+	if url == "" {
+		return false
+	}
+	resp, err := anonymous.Get(url + "/readyz")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// kubectl runs kubectl against the process and returns its output.
+func (p *proc) kubectl(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", p.kubeconfig}, args...)...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func (p *proc) mustKubectl(args ...string) string {
+	p.t.Helper()
+	out, err := p.kubectl(args...)
+	if err != nil {
+		p.t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// stop sends SIGTERM and waits for the exit status.
+func (p *proc) stop(timeout time.Duration) error {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return err
+	}
+	select {
+	case err := <-p.done:
+		return err
+	case <-time.After(timeout):
+		return errors.New("did not exit in time")
+	}
+}
+
+func requireKubectl(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("kubectl"); err != nil {
+		t.Fatal("kubectl is required by the end-to-end tests (.ci/run installs it)")
+	}
+}
+
+const manifest = `apiVersion: v1
+kind: Namespace
+metadata:
+  name: demo
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+  namespace: demo
+  labels: {app: gateway}
+data:
+  mode: eco
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: agent
+  namespace: demo
+spec:
+  containers:
+  - name: agent
+    image: registry.local/agent:1.0
+`
+
+// The README's kubectl walkthrough, as a user types it.
+func TestKubectlWalkthrough(t *testing.T) {
+	requireKubectl(t)
+	p := start(t, shortTempDir(t))
+
+	out := p.mustKubectl("get", "namespaces")
+	for _, ns := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
+		if !strings.Contains(out, ns) {
+			t.Errorf("kubectl get namespaces lacks %s:\n%s", ns, out)
+		}
+	}
+	p.mustKubectl("create", "configmap", "hello", "--from-literal=a=b")
+	if out := p.mustKubectl("get", "cm", "hello", "-o", "jsonpath={.data.a}"); out != "b" {
+		t.Errorf("configmap data %q", out)
+	}
+
+	file := filepath.Join(t.TempDir(), "app.yaml")
+	if err := os.WriteFile(file, []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out := p.mustKubectl("apply", "-f", file); !strings.Contains(out, "configmap/settings created") {
+		t.Errorf("first apply:\n%s", out)
+	}
+	if out := p.mustKubectl("apply", "-f", file); !strings.Contains(out, "configmap/settings unchanged") {
+		t.Errorf("second apply must change nothing:\n%s", out)
+	}
+	if err := os.WriteFile(file, []byte(strings.Replace(manifest, "mode: eco", "mode: turbo", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out := p.mustKubectl("apply", "-f", file); !strings.Contains(out, "configmap/settings configured") {
+		t.Errorf("apply of a change:\n%s", out)
+	}
+	if out := p.mustKubectl("apply", "--server-side", "-f", file); !strings.Contains(out, "serverside-applied") {
+		t.Errorf("server-side apply:\n%s", out)
+	}
+	if out := p.mustKubectl("get", "cm", "settings", "-n", "demo", "-o", "jsonpath={.data.mode}"); out != "turbo" {
+		t.Errorf("applied value %q", out)
+	}
+
+	out = p.mustKubectl("get", "po", "-n", "demo", "-o", "wide")
+	for _, col := range []string{"NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE"} {
+		if !strings.Contains(out, col) {
+			t.Errorf("kubectl get pods -o wide lacks column %s:\n%s", col, out)
+		}
+	}
+	if !strings.Contains(out, "agent") || !strings.Contains(out, "0/1") || !strings.Contains(out, "Pending") {
+		t.Errorf("pod row:\n%s", out)
+	}
+	if out := p.mustKubectl("explain", "pod.spec.nodeName"); !strings.Contains(out, "nodeName") {
+		t.Errorf("kubectl explain:\n%s", out)
+	}
+	if out := p.mustKubectl("api-resources"); !strings.Contains(out, "leases") || !strings.Contains(out, "endpointslices") {
+		t.Errorf("api-resources:\n%s", out)
+	}
+
+	// Refusals read as on a cluster.
+	out, err := p.kubectl("create", "configmap", "x", "-n", "missing")
+	if err == nil || !strings.Contains(out, `namespaces "missing" not found`) {
+		t.Errorf("create in a missing namespace: %v\n%s", err, out)
+	}
+	out, err = p.kubectl("delete", "namespace", "default")
+	if err == nil || !strings.Contains(out, "Forbidden") {
+		t.Errorf("deleting default: %v\n%s", err, out)
+	}
+
+	p.mustKubectl("delete", "namespace", "demo", "--timeout=60s")
+	if out, err := p.kubectl("get", "cm", "settings", "-n", "demo"); err == nil || !strings.Contains(out, "NotFound") {
+		t.Errorf("content of a deleted namespace is still there: %v\n%s", err, out)
+	}
+
+	// Anonymous requests: 401, except health.
+	resp, err := anonymous.Get(p.server() + "/api/v1/namespaces")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("anonymous list: %d, want 401", resp.StatusCode)
+	}
+	for _, path := range []string{"/healthz", "/livez", "/readyz"} {
+		resp, err := anonymous.Get(p.server() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("anonymous %s: %d, want 200", path, resp.StatusCode)
+		}
+	}
+	if out := p.mustKubectl("get", "--raw", "/version"); !strings.Contains(out, `"gitVersion": "v1.`) {
+		t.Errorf("/version:\n%s", out)
+	}
+	if out := p.mustKubectl("get", "--raw", "/metrics"); !strings.Contains(out, "apiserver_watch_cache_consistent_read_total") {
+		t.Error("/metrics lacks the watch cache metrics")
+	}
+}
+
+// A graceful stop exits 0 and a restart finds every acknowledged write.
+func TestStopAndRestart(t *testing.T) {
+	requireKubectl(t)
+	dir := shortTempDir(t)
+	p := start(t, dir)
+	for i := range 10 {
+		p.mustKubectl("create", "configmap", fmt.Sprintf("cm-%d", i), fmt.Sprintf("--from-literal=i=%d", i))
+	}
+	started := time.Now()
+	if err := p.stop(30 * time.Second); err != nil {
+		t.Fatalf("graceful stop: %v\n%s", err, p.logs())
+	}
+	t.Logf("graceful stop took %s", time.Since(started).Round(time.Millisecond))
+
+	p = start(t, dir)
+	out := p.mustKubectl("get", "configmaps", "-o", "name")
+	for i := range 10 {
+		if !strings.Contains(out, fmt.Sprintf("configmap/cm-%d\n", i)) {
+			t.Errorf("cm-%d lost across a restart:\n%s", i, out)
+		}
+	}
+}
+
+// A second server on the same data directory refuses to start.
+func TestDataDirIsLocked(t *testing.T) {
+	dir := shortTempDir(t)
+	start(t, dir)
+	out, err := exec.Command(binary(t), "--data-dir", dir, "--secure-port", "0").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "in use by another kubestore process") {
+		t.Errorf("second server on a locked data dir: %v\n%s", err, out)
+	}
+}
+
+// Bad configuration fails at start with one line naming the flag and the
+// value; commands print what they should.
+func TestCommands(t *testing.T) {
+	bin := binary(t)
+	run := func(env []string, args ...string) (string, error) {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	cases := []struct {
+		name string
+		env  []string
+		args []string
+		want []string
+	}{
+		{"bad flag value", nil, []string{"--secure-port", "70000"}, []string{"--secure-port", "70000"}},
+		{"bad env value", []string{"KUBESTORE_WATCH_CACHE_SIZES=pods"}, nil, []string{"--watch-cache-sizes", "pods"}},
+		{"bad duration", nil, []string{"--shutdown-timeout", "soon"}, []string{"shutdown-timeout", "soon"}},
+		{"positional argument", nil, []string{"serve", "extra"}, []string{"extra"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := run(tc.env, append(tc.args, "--data-dir", shortTempDir(t))...)
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+				t.Fatalf("want exit status 1, got %v\n%s", err, out)
+			}
+			if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) > 2 {
+				t.Errorf("want a short error, got %d lines:\n%s", len(lines), out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+
+	out, err := run(nil, "version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"kubestore", "go1.", "etcd: v3.", "kubernetes API: v1."} {
+		if !strings.Contains(out, w) {
+			t.Errorf("version output lacks %q:\n%s", w, out)
+		}
+	}
+
+	dir := shortTempDir(t)
+	p := start(t, dir)
+	got, err := run(nil, "kubeconfig", "--data-dir", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(p.kubeconfig)
+	if got != string(want) {
+		t.Errorf("kubestore kubeconfig printed something else than %s", p.kubeconfig)
+	}
+}
