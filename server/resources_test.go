@@ -1,0 +1,305 @@
+package server_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
+)
+
+// builtin is one served resource and a minimal valid object of it.
+type builtin struct {
+	gvr        schema.GroupVersionResource
+	namespaced bool
+	object     string // YAML without metadata.name
+}
+
+var builtins = []builtin{
+	{schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, false, "apiVersion: v1\nkind: Namespace\n"},
+	{schema.GroupVersionResource{Version: "v1", Resource: "pods"}, true, "apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - name: c\n    image: busybox:1.36\n"},
+	{schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, false, "apiVersion: v1\nkind: Node\nspec:\n  podCIDR: 10.0.0.0/24\n"},
+	{schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, true, "apiVersion: v1\nkind: ConfigMap\ndata:\n  k: v\n"},
+	{schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, true, "apiVersion: v1\nkind: Secret\nstringData:\n  k: v\n"},
+	{schema.GroupVersionResource{Version: "v1", Resource: "services"}, true, "apiVersion: v1\nkind: Service\nspec:\n  ports:\n  - port: 80\n"},
+	{schema.GroupVersionResource{Version: "v1", Resource: "endpoints"}, true, "apiVersion: v1\nkind: Endpoints\nsubsets:\n- addresses:\n  - ip: 10.0.0.1\n  ports:\n  - port: 80\n"},
+	{schema.GroupVersionResource{Version: "v1", Resource: "events"}, true, "apiVersion: v1\nkind: Event\ninvolvedObject:\n  kind: Pod\n  name: p\n  namespace: default\nreason: Started\nmessage: hello\n"},
+	{schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}, true, "apiVersion: v1\nkind: ServiceAccount\n"},
+	{schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}, true, "apiVersion: coordination.k8s.io/v1\nkind: Lease\nspec:\n  holderIdentity: a\n  leaseDurationSeconds: 10\n"},
+	{schema.GroupVersionResource{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices"}, true, "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\naddressType: IPv4\nendpoints:\n- addresses: [10.0.0.1]\n"},
+}
+
+func (b builtin) client(ts *testServer) dynamic.ResourceInterface {
+	if b.namespaced {
+		return ts.dynamic.Resource(b.gvr).Namespace("default")
+	}
+	return ts.dynamic.Resource(b.gvr)
+}
+
+func (b builtin) new(t *testing.T, name string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(b.object), &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	u.SetName(name)
+	return u
+}
+
+// Create, get, list, update, three kinds of patch, server-side apply and
+// delete on every built-in resource.
+func TestCRUDEveryResource(t *testing.T) {
+	ts := startServer(t, testConfig(t))
+	for _, b := range builtins {
+		t.Run(b.gvr.Resource, func(t *testing.T) {
+			ctx := t.Context()
+			c := b.client(ts)
+			name := "crud-" + strings.TrimSuffix(b.gvr.Resource, "s")
+			created, err := c.Create(ctx, b.new(t, name), metav1.CreateOptions{})
+			if err != nil {
+				t.Fatalf("create: %v", err)
+			}
+			if created.GetUID() == "" || created.GetResourceVersion() == "" || created.GetCreationTimestamp().Time.IsZero() {
+				t.Errorf("create did not set uid, resourceVersion and creationTimestamp: %v", created.Object["metadata"])
+			}
+			if _, err := c.Get(ctx, name, metav1.GetOptions{}); err != nil {
+				t.Fatalf("get: %v", err)
+			}
+			list, err := c.List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+			if err != nil || len(list.Items) != 1 {
+				t.Fatalf("list by name: %v, %d items", err, len(list.Items))
+			}
+
+			created.SetLabels(map[string]string{"step": "update"})
+			updated, err := c.Update(ctx, created, metav1.UpdateOptions{})
+			if err != nil || updated.GetLabels()["step"] != "update" {
+				t.Fatalf("update: %v %v", err, updated.GetLabels())
+			}
+			// An update from a stale resourceVersion conflicts.
+			if _, err := c.Update(ctx, created, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
+				t.Errorf("stale update: got %v, want 409 Conflict", err)
+			}
+
+			patches := []struct {
+				typ   types.PatchType
+				body  string
+				label string
+			}{
+				{types.MergePatchType, `{"metadata":{"labels":{"step":"merge"}}}`, "merge"},
+				{types.StrategicMergePatchType, `{"metadata":{"labels":{"step":"strategic"}}}`, "strategic"},
+				{types.JSONPatchType, `[{"op":"replace","path":"/metadata/labels/step","value":"json"}]`, "json"},
+			}
+			for _, p := range patches {
+				got, err := c.Patch(ctx, name, p.typ, []byte(p.body), metav1.PatchOptions{})
+				if err != nil || got.GetLabels()["step"] != p.label {
+					t.Errorf("%s patch: %v, labels %v", p.typ, err, got.GetLabels())
+				}
+			}
+
+			applied := b.new(t, name)
+			applied.SetLabels(map[string]string{"owner": "tester"})
+			got, err := c.Apply(ctx, name, applied, metav1.ApplyOptions{FieldManager: "tester", Force: true})
+			if err != nil || got.GetLabels()["owner"] != "tester" {
+				t.Fatalf("server-side apply: %v %v", err, got)
+			}
+			managers := map[string]bool{}
+			for _, m := range got.GetManagedFields() {
+				managers[m.Manager] = true
+			}
+			if !managers["tester"] {
+				t.Errorf("managedFields lacks the apply manager: %v", got.GetManagedFields())
+			}
+			// Server-side apply also creates.
+			fresh := b.new(t, name+"-ssa")
+			if _, err := c.Apply(ctx, fresh.GetName(), fresh, metav1.ApplyOptions{FieldManager: "tester"}); err != nil {
+				t.Errorf("apply-create: %v", err)
+			}
+
+			if err := c.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+				t.Fatalf("delete: %v", err)
+			}
+			if b.gvr.Resource == "namespaces" {
+				return // deleted by the namespace controller (TestDeletingNamespaceDeletesContent)
+			}
+			if _, err := c.Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				t.Errorf("get after delete: got %v, want 404", err)
+			}
+		})
+	}
+}
+
+// Status subresources: a status update leaves spec alone, a main update
+// leaves status alone.
+func TestStatusSubresources(t *testing.T) {
+	ts := startServer(t, testConfig(t))
+	cases := []struct {
+		builtin
+		status string // a status field to set: path and value
+		path   []string
+		spec   []string
+	}{
+		{builtins[1], "Running", []string{"status", "phase"}, []string{"spec", "restartPolicy"}},
+		{builtins[2], "1.2.3", []string{"status", "nodeInfo", "kubeletVersion"}, []string{"spec", "podCIDR"}},
+		{builtins[5], "10.9.8.7", []string{"status", "loadBalancer", "ingress"}, []string{"spec", "type"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.gvr.Resource, func(t *testing.T) {
+			ctx := t.Context()
+			c := tc.client(ts)
+			obj, err := c.Create(ctx, tc.new(t, "st"), metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			specBefore, _, _ := unstructured.NestedFieldCopy(obj.Object, tc.spec...)
+
+			withStatus := obj.DeepCopy()
+			value := any(tc.status)
+			if tc.gvr.Resource == "services" {
+				value = []any{map[string]any{"ip": tc.status}}
+			}
+			if err := unstructured.SetNestedField(withStatus.Object, value, tc.path...); err != nil {
+				t.Fatal(err)
+			}
+			if err := unstructured.SetNestedField(withStatus.Object, "changed-by-status", tc.spec...); err != nil {
+				t.Fatal(err)
+			}
+			got, err := c.UpdateStatus(ctx, withStatus, metav1.UpdateOptions{})
+			if err != nil {
+				t.Fatalf("update status: %v", err)
+			}
+			if v, _, _ := unstructured.NestedFieldCopy(got.Object, tc.path...); v == nil {
+				t.Errorf("status update did not set %v", tc.path)
+			}
+			if v, _, _ := unstructured.NestedFieldCopy(got.Object, tc.spec...); v != specBefore && !equalJSON(v, specBefore) {
+				t.Errorf("status update changed spec %v to %v", tc.spec, v)
+			}
+
+			main := got.DeepCopy()
+			unstructured.RemoveNestedField(main.Object, "status")
+			main.SetLabels(map[string]string{"x": "y"})
+			after, err := c.Update(ctx, main, metav1.UpdateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v, _, _ := unstructured.NestedFieldCopy(after.Object, tc.path...); v == nil {
+				t.Errorf("an update of the main resource dropped %v", tc.path)
+			}
+		})
+	}
+}
+
+func equalJSON(a, b any) bool {
+	return yamlString(a) == yamlString(b)
+}
+
+func yamlString(v any) string {
+	b, _ := yaml.Marshal(v)
+	return string(b)
+}
+
+// Bad objects are refused with 422 Invalid naming the field.
+func TestValidationRefusals(t *testing.T) {
+	ts := startServer(t, testConfig(t))
+	cases := []struct {
+		name  string
+		b     builtin
+		edit  func(u *unstructured.Unstructured)
+		field string
+	}{
+		{"bad name", builtins[3], func(u *unstructured.Unstructured) { u.SetName("Bad_Name") }, "metadata.name"},
+		{"bad label value", builtins[3], func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{"a": "not a value!"}) }, "metadata.labels"},
+		{"bad generateName", builtins[3], func(u *unstructured.Unstructured) { u.SetName(""); u.SetGenerateName("UPPER-") }, "metadata.generateName"},
+		{"pod without containers", builtins[1], func(u *unstructured.Unstructured) { unstructured.RemoveNestedField(u.Object, "spec", "containers") }, "spec.containers"},
+		{"pod without image", builtins[1], func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"name": "c"}}, "spec", "containers")
+		}, "spec.containers[0].image"},
+		{"service port 0", builtins[5], func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"port": int64(0)}}, "spec", "ports")
+		}, "spec.ports[0].port"},
+		{"configmap bad key", builtins[3], func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedStringMap(u.Object, map[string]string{"bad/key": "v"}, "data")
+		}, "data[bad/key]"},
+		{"lease duration 0", builtins[9], func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(u.Object, int64(0), "spec", "leaseDurationSeconds")
+		}, "spec.leaseDurationSeconds"},
+		{"tls secret without key", builtins[4], func(u *unstructured.Unstructured) { u.Object["type"] = "kubernetes.io/tls" }, "data[tls.crt]"},
+		{"endpointslice bad address", builtins[10], func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"addresses": []any{"not-an-ip"}}}, "endpoints")
+		}, "endpoints[0].addresses[0]"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			u := tc.b.new(t, "invalid")
+			tc.edit(u)
+			_, err := tc.b.client(ts).Create(t.Context(), u, metav1.CreateOptions{})
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("got %v, want 422 Invalid", err)
+			}
+			var status apierrors.APIStatus
+			if !errors.As(err, &status) || status.Status().Details == nil {
+				t.Fatalf("no status details: %v", err)
+			}
+			var fields []string
+			for _, c := range status.Status().Details.Causes {
+				fields = append(fields, c.Field)
+			}
+			found := false
+			for _, f := range fields {
+				found = found || strings.HasPrefix(f, tc.field)
+			}
+			if !found {
+				t.Errorf("causes name %v, want %s (%v)", fields, tc.field, err)
+			}
+		})
+	}
+}
+
+// kubectl get's columns and short names come from the server.
+func TestTablesAndShortNames(t *testing.T) {
+	ts := startServer(t, testConfig(t))
+	ctx := t.Context()
+	if _, err := builtins[1].client(ts).Create(ctx, builtins[1].new(t, "p"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var table metav1.Table
+	body, err := ts.client.CoreV1().RESTClient().Get().AbsPath("/api/v1/namespaces/default/pods").
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(body, &table); err != nil {
+		t.Fatal(err)
+	}
+	var cols []string
+	for _, c := range table.ColumnDefinitions {
+		cols = append(cols, c.Name)
+	}
+	if strings.Join(cols[:5], ",") != "Name,Ready,Status,Restarts,Age" {
+		t.Errorf("pod columns %v", cols)
+	}
+	if len(table.Rows) != 1 || table.Rows[0].Cells[1] != "0/1" || table.Rows[0].Cells[2] != "Pending" {
+		t.Errorf("pod row %v", table.Rows)
+	}
+
+	resources, err := ts.client.Discovery().ServerResourcesForGroupVersion("v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := map[string]string{}
+	for _, r := range resources.APIResources {
+		for _, s := range r.ShortNames {
+			short[s] = r.Name
+		}
+	}
+	for s, r := range map[string]string{"po": "pods", "cm": "configmaps", "ns": "namespaces", "no": "nodes", "svc": "services", "ep": "endpoints", "sa": "serviceaccounts", "ev": "events"} {
+		if short[s] != r {
+			t.Errorf("short name %s -> %q, want %s", s, short[s], r)
+		}
+	}
+}
