@@ -33,9 +33,10 @@ vet:
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
 
-# The end-to-end tests run the binary built here, as a user would.
+# The end-to-end tests run the binary built here, as a user would; -count=1
+# because go test cannot see that the binary changed.
 test: vet build
-	KUBESTORE_BIN=$(CURDIR)/bin/kubestore go test $(GOTESTFLAGS) -timeout $(TEST_TIMEOUT) ./...
+	KUBESTORE_BIN=$(CURDIR)/bin/kubestore go test -count=1 $(GOTESTFLAGS) -timeout $(TEST_TIMEOUT) ./...
 
 cross: $(addprefix build-,$(PLATFORMS))
 	cd dist && sha256sum kubestore-* > SHA256SUMS

@@ -117,19 +117,17 @@ type namespaceREST struct {
 }
 
 var (
-	_ rest.StandardStorage    = (*namespaceRESTCompile)(nil)
-	_ rest.ShortNamesProvider = (*namespaceREST)(nil)
-	_ rest.Scoper             = (*namespaceREST)(nil)
-	_ rest.Storage            = (*namespaceREST)(nil)
+	_ rest.Getter               = (*namespaceREST)(nil)
+	_ rest.Lister               = (*namespaceREST)(nil)
+	_ rest.Watcher              = (*namespaceREST)(nil)
+	_ rest.Creater              = (*namespaceREST)(nil)
+	_ rest.Updater              = (*namespaceREST)(nil)
+	_ rest.GracefulDeleter      = (*namespaceREST)(nil)
+	_ rest.ShortNamesProvider   = (*namespaceREST)(nil)
+	_ rest.StorageWithReadiness = (*namespaceREST)(nil)
 )
 
-// namespaceRESTCompile only checks that namespaceREST would satisfy
-// StandardStorage with the one method it deliberately leaves out.
-type namespaceRESTCompile struct {
-	*namespaceREST
-	rest.CollectionDeleter
-}
-
+func (r *namespaceREST) ReadinessCheck() error   { return r.store.ReadinessCheck() }
 func (r *namespaceREST) New() runtime.Object     { return r.store.New() }
 func (r *namespaceREST) NewList() runtime.Object { return r.store.NewList() }
 func (r *namespaceREST) Destroy()                { r.store.Destroy() }
@@ -254,14 +252,6 @@ func (finalizeStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Objec
 }
 
 func (finalizeStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set { return nil }
-
-func (d *resourceDef) finalizeStore(typer runtime.ObjectTyper, main *genericregistry.Store) *genericregistry.Store {
-	st := finalizeStrategy{newStrategy(typer, d)}
-	s := *main
-	s.UpdateStrategy = st
-	s.ResetFieldsStrategy = st
-	return &s
-}
 
 // namespaceLifecycle is the admission kube-apiserver's NamespaceLifecycle
 // plugin performs: no new object in a missing or terminating namespace, and

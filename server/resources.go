@@ -161,9 +161,16 @@ func (d *resourceDef) newStore(typer runtime.ObjectTyper, getter generic.RESTOpt
 	return store, nil
 }
 
-// statusStore is a copy of the main store whose updates change only status.
-func (d *resourceDef) statusStore(typer runtime.ObjectTyper, main *genericregistry.Store) *genericregistry.Store {
-	st := statusStrategy{newStrategy(typer, d)}
+// subresourceStrategy is the update strategy of a subresource: it owns
+// the fields the subresource changes, for server-side apply too.
+type subresourceStrategy interface {
+	rest.RESTUpdateStrategy
+	rest.ResetFieldsStrategy
+}
+
+// subresourceStore is a copy of the main store that updates through st,
+// sharing the main store's storage.
+func subresourceStore(main *genericregistry.Store, st subresourceStrategy) *genericregistry.Store {
 	s := *main
 	s.UpdateStrategy = st
 	s.ResetFieldsStrategy = st

@@ -247,7 +247,7 @@ func buildStorage(defs []*resourceDef, scheme *runtime.Scheme, getter generic.RE
 		a.stores[d] = store
 		if d.kind == "Namespace" {
 			a.namespaces = &namespaceREST{store: store, def: d}
-			a.finalize = d.finalizeStore(scheme, store)
+			a.finalize = subresourceStore(store, finalizeStrategy{newStrategy(scheme, d)})
 		}
 	}
 	return a, nil
@@ -290,7 +290,7 @@ func (a *apiStorage) install(gs *genericapiserver.GenericAPIServer, scheme *runt
 			m[d.gvr.Resource] = &REST{Store: store, def: d}
 		}
 		if d.status != nil {
-			m[d.gvr.Resource+"/status"] = &subresourceREST{store: d.statusStore(scheme, store)}
+			m[d.gvr.Resource+"/status"] = &subresourceREST{store: subresourceStore(store, statusStrategy{newStrategy(scheme, d)})}
 		}
 	}
 	if err := gs.InstallLegacyAPIGroup(genericapiserver.DefaultLegacyAPIPrefix, groups[""]); err != nil {
