@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -29,6 +30,7 @@ func serve(c *cli.Context) error {
 	if err := setupLogging(cfg.Log); err != nil {
 		return err
 	}
+	setMemoryLimit(cfg.Memory)
 	unlock, err := datadir.Dir(cfg.DataDir).Lock()
 	if err != nil {
 		return err
@@ -67,6 +69,15 @@ func serve(c *cli.Context) error {
 	backend.Close()
 	klog.InfoS("kubestore stopped")
 	return nil
+}
+
+// setMemoryLimit sets the Go runtime's soft memory limit from
+// --memory-limit; without it GOMEMLIMIT, if set, applies as usual.
+func setMemoryLimit(m config.Memory) {
+	if m.Limit > 0 {
+		debug.SetMemoryLimit(int64(m.Limit))
+		klog.InfoS("Memory limit", "limit", m.Limit, "defaultByteBudget", m.Limit/config.DefaultBudgetFraction)
+	}
 }
 
 // setupLogging sends klog to stderr at the configured verbosity, as text or

@@ -18,6 +18,8 @@ import (
 	"k8s.io/apiserver/pkg/storage/value/encrypt/identity"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/kubestore/kubestore/config"
 )
 
 // storageMediaType is how objects are encoded in etcd: protobuf, as
@@ -74,6 +76,10 @@ func (g *restOptionsGetter) GetRESTOptions(gr schema.GroupResource, _ runtime.Ob
 	if err != nil {
 		return generic.RESTOptions{}, err
 	}
+	budget, err := g.backend.cfg.Memory.BudgetFor(gr)
+	if err != nil {
+		return generic.RESTOptions{}, err
+	}
 
 	sc := storagebackend.NewDefaultConfig(g.backend.cfg.Etcd.Prefix, codec)
 	sc.EncodeVersioner = encodeVersioner
@@ -88,10 +94,11 @@ func (g *restOptionsGetter) GetRESTOptions(gr schema.GroupResource, _ runtime.Ob
 	if !ok {
 		prefix = gr.Group + "/" + gr.Resource
 	}
-	klog.V(3).InfoS("Storage", "resource", gr, "watchCache", rc.Enabled, "historyWindow", rc.HistoryWindow, "key", sc.Prefix+"/"+prefix)
+	klog.V(3).InfoS("Storage", "resource", gr, "watchCache", rc.Enabled, "historyWindow", rc.HistoryWindow, "key", sc.Prefix+"/"+prefix,
+		"maxObjects", budget.Objects, "maxBytes", budget.Bytes)
 	return generic.RESTOptions{
 		StorageConfig: sc.ForResource(gr),
-		Decorator:     g.backend.decorator(rc.Enabled),
+		Decorator:     g.backend.decorator(rc.Enabled, budget),
 		// No garbage collector runs here: a delete must not wait for one
 		// to remove orphan or foreground finalizers.
 		EnableGarbageCollection: false,
@@ -104,8 +111,9 @@ func (g *restOptionsGetter) GetRESTOptions(gr schema.GroupResource, _ runtime.Ob
 // decorator builds the storage.Interface of one resource: the upstream
 // etcd3 store on the shared client and, when cached, the upstream cacher and
 // its delegator in front of it (the StorageWithCacher path of
-// k8s.io/apiserver/pkg/registry/generic/registry/storage_factory.go).
-func (b *Backend) decorator(cached bool) generic.StorageDecorator {
+// k8s.io/apiserver/pkg/registry/generic/registry/storage_factory.go), then
+// the resource's budget around both.
+func (b *Backend) decorator(cached bool, budget config.Budget) generic.StorageDecorator {
 	return func(
 		sc *storagebackend.ConfigForResource,
 		resourcePrefix string,
@@ -127,7 +135,11 @@ func (b *Backend) decorator(cached bool) generic.StorageDecorator {
 			return nil, nil, fmt.Errorf("creating etcd store for %s: %w", sc.GroupResource, err)
 		}
 		if !cached {
-			return store, sync.OnceFunc(store.Close), nil
+			s, stopBudget := withBudget(store, sc.GroupResource, budget, resourcePrefix, keyFunc)
+			return s, sync.OnceFunc(func() {
+				stopBudget()
+				store.Close()
+			}), nil
 		}
 		c, err := cacherstorage.NewCacherFromConfig(cacherstorage.Config{
 			Storage:             store,
@@ -148,7 +160,9 @@ func (b *Backend) decorator(cached bool) generic.StorageDecorator {
 			return nil, nil, fmt.Errorf("creating watch cache for %s: %w", sc.GroupResource, err)
 		}
 		delegator := cacherstorage.NewCacheDelegator(c, store)
-		return delegator, sync.OnceFunc(func() {
+		s, stopBudget := withBudget(delegator, sc.GroupResource, budget, resourcePrefix, keyFunc)
+		return s, sync.OnceFunc(func() {
+			stopBudget()
 			delegator.Stop()
 			c.Stop()
 			store.Close()

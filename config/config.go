@@ -41,6 +41,17 @@ const (
 	DefaultHistoryWindow        = 75 * time.Second
 	DefaultLogFormat            = LogFormatText
 
+	// DefaultBudgetFraction: with --memory-limit, a resource without a
+	// --max-bytes budget may store objects of at most 1/8 of the limit in
+	// encoded size. Decoded in the watch cache with its indexes and snapshot
+	// they take about five times their encoded size (docs/PERFORMANCE.md),
+	// so one full resource stays well under the limit.
+	DefaultBudgetFraction = 8
+
+	// MinMemoryLimit is the smallest --memory-limit: below it the idle
+	// server alone would keep the garbage collector running.
+	MinMemoryLimit = 48 << 20
+
 	// MinHistoryWindow is the shortest event history the upstream cacher
 	// accepts (cacher.DefaultEventFreshDuration: one bookmark period plus
 	// 15 s), so a bookmark is always within the history a client resumes
@@ -70,6 +81,7 @@ type Config struct {
 	Server  Server `json:"server"`
 	Etcd    Etcd   `json:"etcd"`
 	Cache   Cache  `json:"cache"`
+	Memory  Memory `json:"memory"`
 	Log     Log    `json:"log"`
 }
 
@@ -139,6 +151,23 @@ type Cache struct {
 	HistoryWindow Duration `json:"historyWindow"`
 	// HistoryWindows are resource[.group]#duration overrides.
 	HistoryWindows []string `json:"historyWindows,omitempty"`
+}
+
+// Memory bounds what the server may hold. The watch cache keeps every live
+// object decoded in memory, so the stored objects are the floor of memory
+// use; budgets bound that floor per resource.
+type Memory struct {
+	// Limit is the Go runtime's soft memory limit (runtime/debug
+	// SetMemoryLimit); 0 leaves it to GOMEMLIMIT. A resource without a
+	// byte budget of its own gets Limit/DefaultBudgetFraction.
+	Limit ByteSize `json:"limit"`
+	// MaxObjects are resource[.group]#count budgets.
+	MaxObjects []string `json:"maxObjects,omitempty"`
+	// MaxBytes are resource[.group]#size budgets of the objects' stored
+	// (encoded) size.
+	MaxBytes []string `json:"maxBytes,omitempty"`
+	// Profiling serves /debug/pprof to the admin identity.
+	Profiling bool `json:"profiling"`
 }
 
 // Log configures logging to stderr.
@@ -213,6 +242,7 @@ func (c Config) Validate() error {
 	errs = append(errs, c.Server.validate()...)
 	errs = append(errs, c.Etcd.validate()...)
 	errs = append(errs, c.Cache.validate()...)
+	errs = append(errs, c.Memory.validate()...)
 	if c.Log.Format != LogFormatText && c.Log.Format != LogFormatJSON {
 		errs = append(errs, invalid(FlagLogFormat, c.Log.Format, "must be text or json"))
 	}
@@ -319,6 +349,20 @@ func (c Cache) validate() []error {
 		errs = append(errs, invalid(FlagWatchCacheHistoryWindow, c.HistoryWindow, "must be at least "+MinHistoryWindow.String()))
 	}
 	if _, err := ParseHistoryWindows(c.HistoryWindows); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
+}
+
+func (m Memory) validate() []error {
+	var errs []error
+	if m.Limit != 0 && m.Limit < MinMemoryLimit {
+		errs = append(errs, invalid(FlagMemoryLimit, m.Limit, "must be 0 (no limit) or at least "+ByteSize(MinMemoryLimit).String()))
+	}
+	if _, err := ParseMaxObjects(m.MaxObjects); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := ParseMaxBytes(m.MaxBytes); err != nil {
 		errs = append(errs, err)
 	}
 	return errs

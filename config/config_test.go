@@ -81,7 +81,7 @@ func writeFile(t *testing.T, name, content string) string {
 
 // normalize makes empty and nil slices equal: YAML omits both.
 func normalize(c config.Config) config.Config {
-	for _, s := range []*[]string{&c.Server.TLSSANs, &c.Etcd.Servers, &c.Cache.Sizes, &c.Cache.HistoryWindows} {
+	for _, s := range []*[]string{&c.Server.TLSSANs, &c.Etcd.Servers, &c.Cache.Sizes, &c.Cache.HistoryWindows, &c.Memory.MaxObjects, &c.Memory.MaxBytes} {
 		if len(*s) == 0 {
 			*s = nil
 		}
@@ -143,6 +143,10 @@ var settings = []setting{
 	{config.FlagWatchCacheSizes, "pods#0,leases.coordination.k8s.io#50", func(c *config.Config) any { return &c.Cache.Sizes }, []string{"pods#0", "leases.coordination.k8s.io#50"}},
 	{config.FlagWatchCacheHistoryWindow, "2m", func(c *config.Config) any { return &c.Cache.HistoryWindow }, dur(2 * time.Minute)},
 	{config.FlagWatchCacheHistoryWindows, "pods#5m,events#90s", func(c *config.Config) any { return &c.Cache.HistoryWindows }, []string{"pods#5m", "events#90s"}},
+	{config.FlagMemoryLimit, "128Mi", func(c *config.Config) any { return &c.Memory.Limit }, config.ByteSize(128 << 20)},
+	{config.FlagMaxObjects, "configmaps#10000,leases.coordination.k8s.io#50", func(c *config.Config) any { return &c.Memory.MaxObjects }, []string{"configmaps#10000", "leases.coordination.k8s.io#50"}},
+	{config.FlagMaxBytes, "secrets#4Mi", func(c *config.Config) any { return &c.Memory.MaxBytes }, []string{"secrets#4Mi"}},
+	{config.FlagProfiling, "true", func(c *config.Config) any { return &c.Memory.Profiling }, true},
 	{config.FlagVerbosity, "4", func(c *config.Config) any { return &c.Log.Verbosity }, 4},
 	{config.FlagLogFormat, "json", func(c *config.Config) any { return &c.Log.Format }, "json"},
 }
@@ -678,6 +682,20 @@ func TestValidateRefuses(t *testing.T) {
 		{"per-resource history window twice", func(c *config.Config) {
 			c.Cache.HistoryWindows = []string{"leases.coordination.k8s.io#2m", "leases.coordination.k8s.io#3m"}
 		}, [][]string{{"--watch-cache-history-windows", "leases.coordination.k8s.io#3m"}}},
+		{"memory limit below the minimum", func(c *config.Config) { c.Memory.Limit = 1 << 20 },
+			[][]string{{"--memory-limit", "1Mi", "48Mi"}}},
+		{"object budget of zero", func(c *config.Config) { c.Memory.MaxObjects = []string{"pods#0"} },
+			[][]string{{"--max-objects", "pods#0", "positive"}}},
+		{"object budget not a number", func(c *config.Config) { c.Memory.MaxObjects = []string{"pods#1k"} },
+			[][]string{{"--max-objects", "pods#1k"}}},
+		{"object budget twice", func(c *config.Config) { c.Memory.MaxObjects = []string{"pods#1", "pods#2"} },
+			[][]string{{"--max-objects", "pods#2"}}},
+		{"byte budget not a size", func(c *config.Config) { c.Memory.MaxBytes = []string{"secrets#lots"} },
+			[][]string{{"--max-bytes", "secrets#lots"}}},
+		{"byte budget of zero", func(c *config.Config) { c.Memory.MaxBytes = []string{"secrets#0"} },
+			[][]string{{"--max-bytes", "secrets#0", "positive"}}},
+		{"byte budget without resource", func(c *config.Config) { c.Memory.MaxBytes = []string{"#1Mi"} },
+			[][]string{{"--max-bytes", "#1Mi"}}},
 		{"log format xml", func(c *config.Config) { c.Log.Format = "xml" },
 			[][]string{{"--log-format", "xml"}}},
 		{"negative verbosity", func(c *config.Config) { c.Log.Verbosity = -1 },
@@ -812,6 +830,38 @@ func TestParseHistoryWindows(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("ParseHistoryWindows(%q) = %v, want %v", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestBudgetFor(t *testing.T) {
+	cm := schema.GroupResource{Resource: "configmaps"}
+	lease := schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
+	cases := []struct {
+		name   string
+		memory config.Memory
+		gr     schema.GroupResource
+		want   config.Budget
+	}{
+		{"nothing set", config.Memory{}, cm, config.Budget{}},
+		{"objects only", config.Memory{MaxObjects: []string{"configmaps#10"}}, cm, config.Budget{Objects: 10}},
+		{"another resource's budget", config.Memory{MaxObjects: []string{"configmaps#10"}, MaxBytes: []string{"configmaps#1Mi"}}, lease, config.Budget{}},
+		{"grouped resource", config.Memory{MaxObjects: []string{"leases.coordination.k8s.io#5"}}, lease, config.Budget{Objects: 5}},
+		{"derived from the memory limit", config.Memory{Limit: 128 << 20}, cm, config.Budget{Bytes: 16 << 20, BytesFrom: "1/8 of --memory-limit=128Mi"}},
+		{"explicit bytes win over the derived default", config.Memory{Limit: 128 << 20, MaxBytes: []string{"configmaps#1Mi"}}, cm, config.Budget{Bytes: 1 << 20, BytesFrom: "--max-bytes=configmaps#1Mi"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.memory.BudgetFor(tc.gr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("BudgetFor(%s) = %+v, want %+v", tc.gr, got, tc.want)
+			}
+			if got.Unbounded() != (tc.want == config.Budget{}) {
+				t.Errorf("Unbounded() = %v for %+v", got.Unbounded(), got)
 			}
 		})
 	}

@@ -44,6 +44,10 @@ const (
 	FlagWatchCacheSizes                 = "watch-cache-sizes"
 	FlagWatchCacheHistoryWindow         = "watch-cache-history-window"
 	FlagWatchCacheHistoryWindows        = "watch-cache-history-windows"
+	FlagMemoryLimit                     = "memory-limit"
+	FlagMaxObjects                      = "max-objects"
+	FlagMaxBytes                        = "max-bytes"
+	FlagProfiling                       = "profiling"
 	FlagVerbosity                       = "v"
 	FlagLogFormat                       = "log-format"
 )
@@ -174,6 +178,14 @@ var bindings = []binding{
 		func(c *Config) *Duration { return &c.Cache.HistoryWindow }),
 	bind(FlagWatchCacheHistoryWindows, "per-resource history windows, resource[.group]#duration, comma separated",
 		func(c *Config) *[]string { return &c.Cache.HistoryWindows }),
+	bind(FlagMemoryLimit, "Go soft memory limit, e.g. 128Mi; 0 leaves it to GOMEMLIMIT. Resources without a --max-bytes budget get 1/8 of it",
+		func(c *Config) *ByteSize { return &c.Memory.Limit }),
+	bind(FlagMaxObjects, "per-resource object budgets, resource[.group]#count, comma separated; a create beyond one is refused with 403",
+		func(c *Config) *[]string { return &c.Memory.MaxObjects }),
+	bind(FlagMaxBytes, "per-resource budgets of stored (encoded) bytes, resource[.group]#size, comma separated; a write beyond one is refused with 403",
+		func(c *Config) *[]string { return &c.Memory.MaxBytes }),
+	bind(FlagProfiling, "serve /debug/pprof to the admin identity",
+		func(c *Config) *bool { return &c.Memory.Profiling }),
 	bind(FlagVerbosity, "log verbosity, as klog's -v",
 		func(c *Config) *int { return &c.Log.Verbosity }),
 	bind(FlagLogFormat, "log format on stderr: text or json",

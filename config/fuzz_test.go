@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/kubestore/kubestore/config"
 )
 
@@ -216,6 +218,49 @@ func FuzzConfigFile(f *testing.F) {
 		}
 		if err := back.Validate(); err != nil {
 			t.Errorf("round trip made a valid config invalid: %v", err)
+		}
+	})
+}
+
+// FuzzParseBudgets checks --max-objects and --max-bytes: a parse error
+// names the flag and the entry, Validate agrees with the parser, and every
+// accepted budget is positive.
+func FuzzParseBudgets(f *testing.F) {
+	for _, s := range []string{"", "configmaps#10000", "pods#1,leases.coordination.k8s.io#5", "pods#0", "pods#-1", "pods#1Mi", "secrets#16Mi", "pods#1,pods#2", "Pods#1", "#5"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		in := entries(s)
+		for _, p := range []struct {
+			flag  string
+			parse func([]string) (map[schema.GroupResource]int64, error)
+			set   func(*config.Config)
+		}{
+			{config.FlagMaxObjects, config.ParseMaxObjects, func(c *config.Config) { c.Memory.MaxObjects = in }},
+			{config.FlagMaxBytes, config.ParseMaxBytes, func(c *config.Config) { c.Memory.MaxBytes = in }},
+		} {
+			got, err := p.parse(in)
+			cfg := config.Default()
+			p.set(&cfg)
+			verr := cfg.Validate()
+			if err != nil {
+				checkPerResourceError(t, p.flag, in, err)
+				if verr == nil {
+					t.Errorf("Validate accepted --%s %q that the parser refuses: %v", p.flag, in, err)
+				}
+				continue
+			}
+			if verr != nil {
+				t.Errorf("Validate refused --%s %q that parses: %v", p.flag, in, verr)
+			}
+			if len(got) != len(in) {
+				t.Errorf("%d entries %q gave %d resources %v", len(in), in, len(got), got)
+			}
+			for gr, n := range got {
+				if n <= 0 {
+					t.Errorf("--%s %q: %v has budget %d, want positive", p.flag, in, gr, n)
+				}
+			}
 		}
 	})
 }

@@ -176,3 +176,62 @@ func (c Cache) ForResource(gr schema.GroupResource) (ResourceCache, error) {
 	}
 	return rc, nil
 }
+
+// ParseMaxObjects parses --max-objects, e.g. "configmaps#10000".
+func ParseMaxObjects(entries []string) (map[schema.GroupResource]int64, error) {
+	return perResource(FlagMaxObjects, entries, func(s string) (int64, error) {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n <= 0 {
+			return 0, fmt.Errorf("the budget must be a positive integer")
+		}
+		return n, nil
+	})
+}
+
+// ParseMaxBytes parses --max-bytes, e.g. "configmaps#16Mi".
+func ParseMaxBytes(entries []string) (map[schema.GroupResource]int64, error) {
+	return perResource(FlagMaxBytes, entries, func(s string) (int64, error) {
+		n, err := ParseByteSize(s)
+		if err != nil {
+			return 0, err
+		}
+		if n == 0 {
+			return 0, fmt.Errorf("the budget must be positive")
+		}
+		return int64(n), nil
+	})
+}
+
+// Budget is what one resource may store; 0 is unbounded.
+type Budget struct {
+	Objects int64
+	Bytes   int64
+	// BytesFrom says where Bytes came from, for error messages:
+	// "--max-bytes=configmaps#16Mi" or "1/8 of --memory-limit=128Mi".
+	BytesFrom string
+}
+
+// Unbounded reports whether the budget limits nothing.
+func (b Budget) Unbounded() bool { return b.Objects == 0 && b.Bytes == 0 }
+
+// BudgetFor resolves the budget of one resource from --max-objects,
+// --max-bytes and the default --memory-limit derives. The lists must have
+// passed Validate.
+func (m Memory) BudgetFor(gr schema.GroupResource) (Budget, error) {
+	objects, err := ParseMaxObjects(m.MaxObjects)
+	if err != nil {
+		return Budget{}, err
+	}
+	sizes, err := ParseMaxBytes(m.MaxBytes)
+	if err != nil {
+		return Budget{}, err
+	}
+	b := Budget{Objects: objects[gr]}
+	if n, ok := sizes[gr]; ok {
+		b.Bytes, b.BytesFrom = n, fmt.Sprintf("--%s=%s#%s", FlagMaxBytes, gr, ByteSize(n))
+	} else if m.Limit > 0 {
+		b.Bytes = int64(m.Limit) / DefaultBudgetFraction
+		b.BytesFrom = fmt.Sprintf("1/%d of --%s=%s", DefaultBudgetFraction, FlagMemoryLimit, m.Limit)
+	}
+	return b, nil
+}

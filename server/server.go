@@ -120,7 +120,8 @@ func New(cfg config.Config, backend *cacher.Backend) (_ *Server, err error) {
 	c.MaxRequestsInFlight = cfg.Server.MaxRequestsInFlight
 	c.MaxMutatingRequestsInFlight = cfg.Server.MaxMutatingRequestsInFlight
 	c.MaxRequestBodyBytes = int64(cfg.Server.MaxRequestBodyBytes)
-	c.EnableProfiling = false
+	// /debug/pprof, for the admin only (the authorizer), when asked.
+	c.EnableProfiling = cfg.Memory.Profiling
 	// On stop, watches end at once so clients reconnect (the watch
 	// handlers see the shutdown signal); the server then waits this long
 	// for them, and as long again for the HTTP server to close.
