@@ -98,6 +98,9 @@ type Server struct {
 	MaxRequestsInFlight         int      `json:"maxRequestsInFlight"`
 	MaxMutatingRequestsInFlight int      `json:"maxMutatingRequestsInFlight"`
 	MaxRequestBodyBytes         ByteSize `json:"maxRequestBodyBytes"`
+	// FeatureGates are Name=bool entries for the k8s.io/apiserver feature
+	// gates, over kubestore's defaults (see server.FeatureGateDefaults).
+	FeatureGates []string `json:"featureGates,omitempty"`
 }
 
 // Etcd configures storage: the embedded etcd server by default, or an
@@ -278,6 +281,9 @@ func (s Server) validate() []error {
 	}
 	if s.MaxRequestBodyBytes <= 0 {
 		errs = append(errs, invalid(FlagMaxRequestBodyBytes, s.MaxRequestBodyBytes, "must be positive"))
+	}
+	if _, err := ParseFeatureGates(s.FeatureGates); err != nil {
+		errs = append(errs, err)
 	}
 	return errs
 }

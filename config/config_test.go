@@ -81,7 +81,7 @@ func writeFile(t *testing.T, name, content string) string {
 
 // normalize makes empty and nil slices equal: YAML omits both.
 func normalize(c config.Config) config.Config {
-	for _, s := range []*[]string{&c.Server.TLSSANs, &c.Etcd.Servers, &c.Cache.Sizes, &c.Cache.HistoryWindows, &c.Memory.MaxObjects, &c.Memory.MaxBytes} {
+	for _, s := range []*[]string{&c.Server.TLSSANs, &c.Etcd.Servers, &c.Cache.Sizes, &c.Cache.HistoryWindows, &c.Memory.MaxObjects, &c.Memory.MaxBytes, &c.Server.FeatureGates} {
 		if len(*s) == 0 {
 			*s = nil
 		}
@@ -124,6 +124,7 @@ var settings = []setting{
 	{config.FlagMaxRequestsInFlight, "0", func(c *config.Config) any { return &c.Server.MaxRequestsInFlight }, 0},
 	{config.FlagMaxMutatingRequestsInFlight, "7", func(c *config.Config) any { return &c.Server.MaxMutatingRequestsInFlight }, 7},
 	{config.FlagMaxRequestBodyBytes, "1Mi", func(c *config.Config) any { return &c.Server.MaxRequestBodyBytes }, config.ByteSize(1 << 20)},
+	{config.FlagFeatureGates, "ListFromCacheSnapshot=false,DetectCacheInconsistency=true", func(c *config.Config) any { return &c.Server.FeatureGates }, []string{"ListFromCacheSnapshot=false", "DetectCacheInconsistency=true"}},
 	{config.FlagEtcdServers, "https://10.0.0.2:2379,https://10.0.0.3:2379", func(c *config.Config) any { return &c.Etcd.Servers }, []string{"https://10.0.0.2:2379", "https://10.0.0.3:2379"}},
 	{config.FlagEtcdCAFile, "/etc/ks/ca.pem", func(c *config.Config) any { return &c.Etcd.CAFile }, "/etc/ks/ca.pem"},
 	{config.FlagEtcdCertFile, "/etc/ks/client.pem", func(c *config.Config) any { return &c.Etcd.CertFile }, "/etc/ks/client.pem"},
@@ -682,6 +683,12 @@ func TestValidateRefuses(t *testing.T) {
 		{"per-resource history window twice", func(c *config.Config) {
 			c.Cache.HistoryWindows = []string{"leases.coordination.k8s.io#2m", "leases.coordination.k8s.io#3m"}
 		}, [][]string{{"--watch-cache-history-windows", "leases.coordination.k8s.io#3m"}}},
+		{"feature gate without value", func(c *config.Config) { c.Server.FeatureGates = []string{"ListFromCacheSnapshot"} },
+			[][]string{{"--feature-gates", "ListFromCacheSnapshot", "Name=true"}}},
+		{"feature gate not a bool", func(c *config.Config) { c.Server.FeatureGates = []string{"ListFromCacheSnapshot=off"} },
+			[][]string{{"--feature-gates", "ListFromCacheSnapshot=off", "true or false"}}},
+		{"feature gate twice", func(c *config.Config) { c.Server.FeatureGates = []string{"A=true", "A=false"} },
+			[][]string{{"--feature-gates", "A=false", "more than once"}}},
 		{"memory limit below the minimum", func(c *config.Config) { c.Memory.Limit = 1 << 20 },
 			[][]string{{"--memory-limit", "1Mi", "48Mi"}}},
 		{"object budget of zero", func(c *config.Config) { c.Memory.MaxObjects = []string{"pods#0"} },

@@ -25,6 +25,7 @@ const (
 	FlagMaxRequestsInFlight             = "max-requests-inflight"
 	FlagMaxMutatingRequestsInFlight     = "max-mutating-requests-inflight"
 	FlagMaxRequestBodyBytes             = "max-request-body-bytes"
+	FlagFeatureGates                    = "feature-gates"
 	FlagEtcdServers                     = "etcd-servers"
 	FlagEtcdCAFile                      = "etcd-cafile"
 	FlagEtcdCertFile                    = "etcd-certfile"
@@ -140,6 +141,8 @@ var bindings = []binding{
 		func(c *Config) *int { return &c.Server.MaxMutatingRequestsInFlight }),
 	bind(FlagMaxRequestBodyBytes, "largest accepted request body",
 		func(c *Config) *ByteSize { return &c.Server.MaxRequestBodyBytes }),
+	bind(FlagFeatureGates, "k8s.io/apiserver feature gates, Name=true|false, comma separated, as kube-apiserver's --feature-gates",
+		func(c *Config) *[]string { return &c.Server.FeatureGates }),
 	bind(FlagEtcdServers, "client URLs of an external etcd cluster; when set, no embedded etcd is started",
 		func(c *Config) *[]string { return &c.Etcd.Servers }),
 	bind(FlagEtcdCAFile, "CA bundle to verify the external etcd servers",

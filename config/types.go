@@ -235,3 +235,25 @@ func (m Memory) BudgetFor(gr schema.GroupResource) (Budget, error) {
 	}
 	return b, nil
 }
+
+// ParseFeatureGates parses --feature-gates entries, e.g.
+// "ListFromCacheSnapshot=false". It checks the syntax; which names exist is
+// the feature gate's to say when it is applied.
+func ParseFeatureGates(entries []string) (map[string]bool, error) {
+	out := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		name, value, ok := strings.Cut(strings.TrimSpace(e), "=")
+		if !ok || name == "" {
+			return nil, invalid(FlagFeatureGates, e, "must be Name=true or Name=false")
+		}
+		on, err := strconv.ParseBool(value)
+		if err != nil {
+			return nil, invalid(FlagFeatureGates, e, "the value must be true or false")
+		}
+		if _, dup := out[name]; dup {
+			return nil, invalid(FlagFeatureGates, e, "names "+name+" more than once")
+		}
+		out[name] = on
+	}
+	return out, nil
+}

@@ -65,6 +65,9 @@ func New(cfg config.Config, backend *cacher.Backend) (_ *Server, err error) {
 		}
 	}()
 
+	if err := applyFeatureGates(cfg.Server.FeatureGates); err != nil {
+		return nil, err
+	}
 	defs := catalog()
 	scheme, codecs, err := newScheme(defs)
 	if err != nil {
