@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -173,8 +174,36 @@ func New(cfg config.Config, backend *cacher.Backend) (_ *Server, err error) {
 		return nil
 	})
 
+	gs.AddPostStartHookOrDie("kubestore-release-startup-memory", func(ctx genericapiserver.PostStartHookContext) error {
+		go releaseStartupMemory(ctx)
+		return nil
+	})
+
 	klog.InfoS("kubestore API server", "url", url, "kubeconfig", dir.Kubeconfig(), "dataDir", cfg.DataDir, "etcd", backend.Endpoints())
 	return &Server{generic: gs, url: url, kubeconfig: dir.Kubeconfig()}, nil
+}
+
+// startupSettleTime is how long after the start the start-up garbage and
+// pages are released: the post-start hooks and the first clients' lists are
+// done by then.
+const startupSettleTime = 10 * time.Second
+
+// releaseStartupMemory returns what only the start needed: the garbage of
+// building the API (debug.FreeOSMemory) and the binary's start-up pages
+// (releaseStartupPages). Both are measured in docs/PERFORMANCE.md.
+func releaseStartupMemory(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(startupSettleTime):
+	}
+	debug.FreeOSMemory()
+	released, err := releaseStartupPages()
+	if err != nil {
+		klog.ErrorS(err, "Releasing start-up pages")
+		return
+	}
+	klog.V(2).InfoS("Released start-up memory", "binaryMappings", released)
 }
 
 // URL is the https:// address clients on the device use.
