@@ -4,8 +4,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"runtime/debug"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -50,6 +52,7 @@ func serve(c *cli.Context) error {
 
 	done := make(chan struct{})
 	defer close(done)
+	go reloadOnHangup(srv, done)
 	go func() {
 		select {
 		case <-done:
@@ -69,6 +72,27 @@ func serve(c *cli.Context) error {
 	backend.Close()
 	klog.InfoS("kubestore stopped")
 	return nil
+}
+
+// reloadOnHangup rereads the token and policy files on each SIGHUP until
+// done is closed; a file that does not load is logged and the previous one
+// stays in force, so a typo cannot lock every agent out.
+func reloadOnHangup(srv *server.Server, done <-chan struct{}) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-done:
+			return
+		case <-hup:
+			if err := srv.Reload(); err != nil {
+				klog.ErrorS(err, "SIGHUP: keeping the previous token and policy files")
+			} else {
+				klog.InfoS("SIGHUP: reloaded the token and policy files")
+			}
+		}
+	}
 }
 
 // setMemoryLimit sets the Go runtime's soft memory limit from

@@ -48,6 +48,10 @@ const (
 	// so one full resource stays well under the limit.
 	DefaultBudgetFraction = 8
 
+	// MaxUnixSocketPath is the longest path a unix socket may have on Linux
+	// (sun_path is 108 bytes with the terminating NUL).
+	MaxUnixSocketPath = 107
+
 	// MinMemoryLimit is the smallest --memory-limit: below it the idle
 	// server alone would keep the garbage collector running.
 	MinMemoryLimit = 48 << 20
@@ -101,6 +105,18 @@ type Server struct {
 	// FeatureGates are Name=bool entries for the k8s.io/apiserver feature
 	// gates, over kubestore's defaults (see server.FeatureGateDefaults).
 	FeatureGates []string `json:"featureGates,omitempty"`
+	// TokenAuthFile holds bearer tokens in kube-apiserver's CSV format.
+	TokenAuthFile string `json:"tokenAuthFile,omitempty"`
+	// AuthorizationPolicyFile grants local agents access; without it only
+	// the admin identity is authorized.
+	AuthorizationPolicyFile string `json:"authorizationPolicyFile,omitempty"`
+	// UnixSocket, when set, is a second, plain-HTTP listener whose peers are
+	// authenticated by their uid (SO_PEERCRED).
+	UnixSocket      string `json:"unixSocket,omitempty"`
+	UnixSocketGroup string `json:"unixSocketGroup,omitempty"`
+	// EncryptionProviderConfig is an EncryptionConfiguration file; empty
+	// means the generated one in <data-dir>/pki.
+	EncryptionProviderConfig string `json:"encryptionProviderConfig,omitempty"`
 }
 
 // Etcd configures storage: the embedded etcd server by default, or an
@@ -284,6 +300,16 @@ func (s Server) validate() []error {
 	}
 	if _, err := ParseFeatureGates(s.FeatureGates); err != nil {
 		errs = append(errs, err)
+	}
+	if s.UnixSocket != "" {
+		if !filepath.IsAbs(s.UnixSocket) {
+			errs = append(errs, invalid(FlagUnixSocket, s.UnixSocket, "must be an absolute path"))
+		} else if len(s.UnixSocket) > MaxUnixSocketPath {
+			errs = append(errs, invalid(FlagUnixSocket, s.UnixSocket, fmt.Sprintf("is longer than the %d bytes a unix socket path may have", MaxUnixSocketPath)))
+		}
+	}
+	if s.UnixSocketGroup != "" && s.UnixSocket == "" {
+		errs = append(errs, invalid(FlagUnixSocketGroup, s.UnixSocketGroup, "is only used with --unix-socket"))
 	}
 	return errs
 }

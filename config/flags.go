@@ -26,6 +26,11 @@ const (
 	FlagMaxMutatingRequestsInFlight     = "max-mutating-requests-inflight"
 	FlagMaxRequestBodyBytes             = "max-request-body-bytes"
 	FlagFeatureGates                    = "feature-gates"
+	FlagTokenAuthFile                   = "token-auth-file"
+	FlagAuthorizationPolicyFile         = "authorization-policy-file"
+	FlagUnixSocket                      = "unix-socket"
+	FlagUnixSocketGroup                 = "unix-socket-group"
+	FlagEncryptionProviderConfig        = "encryption-provider-config"
 	FlagEtcdServers                     = "etcd-servers"
 	FlagEtcdCAFile                      = "etcd-cafile"
 	FlagEtcdCertFile                    = "etcd-certfile"
@@ -143,6 +148,16 @@ var bindings = []binding{
 		func(c *Config) *ByteSize { return &c.Server.MaxRequestBodyBytes }),
 	bind(FlagFeatureGates, "k8s.io/apiserver feature gates, Name=true|false, comma separated, as kube-apiserver's --feature-gates",
 		func(c *Config) *[]string { return &c.Server.FeatureGates }),
+	bind(FlagTokenAuthFile, "bearer tokens, kube-apiserver's CSV format (token,user,uid,\"group1,group2\"); reloaded on SIGHUP",
+		func(c *Config) *string { return &c.Server.TokenAuthFile }),
+	bind(FlagAuthorizationPolicyFile, "YAML policy granting users and groups verbs on resources in namespaces; reloaded on SIGHUP. Without it only the admin identity is authorized",
+		func(c *Config) *string { return &c.Server.AuthorizationPolicyFile }),
+	bind(FlagUnixSocket, "also serve plain HTTP on this unix socket (mode 0660), authenticating each peer by its uid (unix:<user>; root is the admin)",
+		func(c *Config) *string { return &c.Server.UnixSocket }),
+	bind(FlagUnixSocketGroup, "group (name or number) owning --unix-socket; empty keeps the process's group",
+		func(c *Config) *string { return &c.Server.UnixSocketGroup }),
+	bind(FlagEncryptionProviderConfig, "kube-apiserver EncryptionConfiguration file; empty uses <data-dir>/pki/encryption-config.yaml, generated with a secretbox key for secrets on first start",
+		func(c *Config) *string { return &c.Server.EncryptionProviderConfig }),
 	bind(FlagEtcdServers, "client URLs of an external etcd cluster; when set, no embedded etcd is started",
 		func(c *Config) *[]string { return &c.Etcd.Servers }),
 	bind(FlagEtcdCAFile, "CA bundle to verify the external etcd servers",

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/group"
 	"k8s.io/apiserver/pkg/authentication/request/anonymous"
+	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
 	"k8s.io/apiserver/pkg/authentication/request/union"
 	"k8s.io/apiserver/pkg/authentication/request/x509"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -21,25 +22,23 @@ import (
 // supervisor or a benchmark can wait for /readyz.
 var healthPaths = []string{"/healthz", "/livez", "/readyz"}
 
-// newAuthenticator accepts client certificates signed by the data
-// directory's CA; requests without one are anonymous on the health
-// endpoints and 401 everywhere else.
-func newAuthenticator(clientCA dynamiccertificates.CAContentProvider) authenticator.Request {
+// newAuthenticator accepts, in order, unix-socket peers by their uid,
+// client certificates signed by the data directory's CA and the bearer
+// tokens of --token-auth-file; requests with none of them are anonymous on
+// the health endpoints and 401 everywhere else.
+func newAuthenticator(clientCA dynamiccertificates.CAContentProvider, tokens authenticator.Token) authenticator.Request {
 	conditions := make([]apiserver.AnonymousAuthCondition, 0, len(healthPaths))
 	for _, p := range healthPaths {
 		conditions = append(conditions, apiserver.AnonymousAuthCondition{Path: p})
 	}
 	certs := x509.NewDynamic(clientCA.VerifyOptions, x509.CommonNameUserConversion)
-	return group.NewAuthenticatedGroupAdder(union.New(certs, anonymous.NewAuthenticator(conditions)))
+	return group.NewAuthenticatedGroupAdder(union.New(authenticatePeer, certs, bearertoken.New(tokens), anonymous.NewAuthenticator(conditions)))
 }
 
 // authorizeAdmin allows the admin identity (group system:masters, as the
 // generated admin certificate and the loopback client carry) everything,
-// and anyone the health endpoints; it has no opinion on the rest, which is
-// then forbidden.
-// adminAuthorizer is authorizeAdmin as an authorizer.Authorizer.
-var adminAuthorizer authorizer.Authorizer = authorizer.AuthorizerFunc(authorizeAdmin)
-
+// and anyone the health endpoints; it has no opinion on the rest, which
+// the policy file may then allow.
 func authorizeAdmin(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
 	if u := a.GetUser(); u != nil && slices.Contains(u.GetGroups(), user.SystemPrivilegedGroup) {
 		return authorizer.DecisionAllow, "", nil
@@ -57,4 +56,23 @@ func isHealthPath(p string) bool {
 		}
 	}
 	return false
+}
+
+// firstOpinion asks each authorizer in turn and returns the first decision
+// that is not "no opinion"; the reasons of the others are kept so a 403
+// says why.
+func firstOpinion(authorizers ...authorizer.AuthorizerFunc) authorizer.Authorizer {
+	return authorizer.AuthorizerFunc(func(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+		var reasons []string
+		for _, az := range authorizers {
+			d, reason, err := az(ctx, a)
+			if err != nil || d != authorizer.DecisionNoOpinion {
+				return d, reason, err
+			}
+			if reason != "" {
+				reasons = append(reasons, reason)
+			}
+		}
+		return authorizer.DecisionNoOpinion, strings.Join(reasons, "; "), nil
+	})
 }

@@ -47,6 +47,7 @@ type Server struct {
 	generic    *genericapiserver.GenericAPIServer
 	url        string
 	kubeconfig string
+	access     *access
 }
 
 // New builds the server on backend: it listens (so the address is known
@@ -117,8 +118,13 @@ func New(cfg config.Config, backend *cacher.Backend) (_ *Server, err error) {
 		BearerToken:     uuid.NewString(),
 		TLSClientConfig: restclient.TLSClientConfig{CAData: pki.caPEM},
 	}
-	c.Authentication.Authenticator = newAuthenticator(clientCA)
-	c.Authorization.Authorizer = adminAuthorizer
+	acc, err := newAccess(cfg.Server)
+	if err != nil {
+		return nil, err
+	}
+	c.Authentication.Authenticator = newAuthenticator(clientCA, acc)
+	c.Authorization.Authorizer = firstOpinion(authorizeAdmin, acc.Authorize)
+	genericapiserver.AuthorizeClientBearerToken(c.LoopbackClientConfig, &c.Authentication, &c.Authorization)
 	c.RequestTimeout = cfg.Server.RequestTimeout.Duration
 	c.MinRequestTimeout = int(cfg.Server.MinRequestTimeout.Seconds())
 	c.MaxRequestsInFlight = cfg.Server.MaxRequestsInFlight
@@ -135,7 +141,11 @@ func New(cfg config.Config, backend *cacher.Backend) (_ *Server, err error) {
 	c.OpenAPIV3Config.Info.Version = build.Kubernetes
 	c.AddHealthChecks(healthz.NamedCheck("etcd", func(r *http.Request) error { return backend.Check(r.Context()) }))
 
-	getter := backend.RESTOptionsGetter(cacher.Resources{Scheme: scheme, Serializer: codecs, KeyPrefixes: keyPrefixes(defs)})
+	transformers, err := encryptionTransformers(cfg)
+	if err != nil {
+		return nil, err
+	}
+	getter := backend.RESTOptionsGetter(cacher.Resources{Scheme: scheme, Serializer: codecs, KeyPrefixes: keyPrefixes(defs), Transformer: transformers})
 	c.RESTOptionsGetter = getter
 
 	api, err := buildStorage(defs, scheme, getter)
@@ -174,13 +184,25 @@ func New(cfg config.Config, backend *cacher.Backend) (_ *Server, err error) {
 		return nil
 	})
 
+	if cfg.Server.UnixSocket != "" {
+		sock, err := listenUnix(cfg.Server)
+		if err != nil {
+			return nil, err
+		}
+		cleanup = append(cleanup, func() { sock.listener.Close() })
+		grace := cfg.Server.ShutdownTimeout.Duration / 4
+		gs.AddPostStartHookOrDie("kubestore-unix-socket", func(ctx genericapiserver.PostStartHookContext) error {
+			go sock.serve(ctx, gs.Handler, grace)
+			return nil
+		})
+	}
 	gs.AddPostStartHookOrDie("kubestore-release-startup-memory", func(ctx genericapiserver.PostStartHookContext) error {
 		go releaseStartupMemory(ctx)
 		return nil
 	})
 
 	klog.InfoS("kubestore API server", "url", url, "kubeconfig", dir.Kubeconfig(), "dataDir", cfg.DataDir, "etcd", backend.Endpoints())
-	return &Server{generic: gs, url: url, kubeconfig: dir.Kubeconfig()}, nil
+	return &Server{generic: gs, url: url, kubeconfig: dir.Kubeconfig(), access: acc}, nil
 }
 
 // startupSettleTime is how long after the start the start-up garbage and
@@ -205,6 +227,10 @@ func releaseStartupMemory(ctx context.Context) {
 	}
 	klog.V(2).InfoS("Released start-up memory", "binaryMappings", released)
 }
+
+// Reload reads --token-auth-file and --authorization-policy-file again
+// (kubestore does it on SIGHUP). On error the previous ones stay in force.
+func (s *Server) Reload() error { return s.access.Reload() }
 
 // URL is the https:// address clients on the device use.
 func (s *Server) URL() string { return s.url }

@@ -1,0 +1,233 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/klog/v2"
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubestore/kubestore/config"
+)
+
+// access is the reloadable part of access control: the bearer tokens of
+// --token-auth-file and the policy of --authorization-policy-file. Reload
+// swaps both at once, or neither.
+type access struct {
+	tokenFile, policyFile string
+	tokens                atomic.Pointer[[]tokenEntry]
+	policy                atomic.Pointer[policy]
+}
+
+// newAccess loads both files; a file that does not load fails the start.
+func newAccess(s config.Server) (*access, error) {
+	a := &access{tokenFile: s.TokenAuthFile, policyFile: s.AuthorizationPolicyFile}
+	return a, a.Reload()
+}
+
+// Reload reads both files again (on SIGHUP). When either does not load,
+// the previous tokens and policy stay in force and the error says why.
+func (a *access) Reload() error {
+	var tokens []tokenEntry
+	if a.tokenFile != "" {
+		var err error
+		if tokens, err = loadTokens(a.tokenFile); err != nil {
+			return fmt.Errorf("invalid --%s %q: %w", config.FlagTokenAuthFile, a.tokenFile, err)
+		}
+	}
+	p := &policy{}
+	if a.policyFile != "" {
+		var err error
+		if p, err = loadPolicy(a.policyFile); err != nil {
+			return fmt.Errorf("invalid --%s %q: %w", config.FlagAuthorizationPolicyFile, a.policyFile, err)
+		}
+	}
+	a.tokens.Store(&tokens)
+	a.policy.Store(p)
+	klog.InfoS("Access control loaded", "tokens", len(tokens), "policyRules", len(p.Rules))
+	return nil
+}
+
+// tokenEntry is one line of the token file. Only the token's SHA-256 is
+// kept, so a token is neither logged nor kept in memory in clear.
+type tokenEntry struct {
+	digest [sha256.Size]byte
+	user   *user.DefaultInfo
+}
+
+// loadTokens reads kube-apiserver's token file format:
+// token,user,uid[,"group1,group2"], one per line.
+func loadTokens(path string) ([]tokenEntry, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r := csv.NewReader(f)
+	r.FieldsPerRecord = -1
+	r.TrimLeadingSpace = true
+	r.Comment = '#'
+	var out []tokenEntry
+	seen := map[[sha256.Size]byte]bool{}
+	for {
+		rec, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		line, _ := r.FieldPos(0)
+		if len(rec) < 3 || len(rec) > 4 {
+			return nil, fmt.Errorf("line %d: want token,user,uid[,\"group1,group2\"], got %d fields", line, len(rec))
+		}
+		if rec[0] == "" || rec[1] == "" {
+			return nil, fmt.Errorf("line %d: the token and the user name must not be empty", line)
+		}
+		digest := sha256.Sum256([]byte(rec[0]))
+		if seen[digest] {
+			return nil, fmt.Errorf("line %d: the token of user %q is used on an earlier line", line, rec[1])
+		}
+		seen[digest] = true
+		u := &user.DefaultInfo{Name: rec[1], UID: rec[2]}
+		if len(rec) == 4 {
+			for g := range strings.SplitSeq(rec[3], ",") {
+				if g = strings.TrimSpace(g); g != "" {
+					u.Groups = append(u.Groups, g)
+				}
+			}
+		}
+		out = append(out, tokenEntry{digest: digest, user: u})
+	}
+	return out, nil
+}
+
+// AuthenticateToken compares the token's digest with every entry's in
+// constant time, without stopping at a match, so the time taken says
+// nothing about which tokens exist.
+func (a *access) AuthenticateToken(_ context.Context, token string) (*authenticator.Response, bool, error) {
+	digest := sha256.Sum256([]byte(token))
+	var found *user.DefaultInfo
+	for _, e := range *a.tokens.Load() {
+		if subtle.ConstantTimeCompare(digest[:], e.digest[:]) == 1 {
+			found = e.user
+		}
+	}
+	if found == nil {
+		return nil, false, nil
+	}
+	return &authenticator.Response{User: found}, true, nil
+}
+
+// policy is the --authorization-policy-file: rules granting users and
+// groups verbs on resources in namespaces. What no rule grants is denied.
+type policy struct {
+	Rules []policyRule `json:"rules"`
+}
+
+// policyRule grants Verbs to Users and Groups, on Resources in Namespaces
+// or on NonResourceURLs. "*" matches anything in each list.
+type policyRule struct {
+	Users  []string `json:"users,omitempty"`
+	Groups []string `json:"groups,omitempty"`
+	Verbs  []string `json:"verbs"`
+	// Resources are resource[.group][/subresource] names: "pods",
+	// "pods/status", "leases.coordination.k8s.io".
+	Resources []string `json:"resources,omitempty"`
+	// Namespaces limit Resources; a cluster-scoped resource (nodes,
+	// namespaces) only matches "*".
+	Namespaces []string `json:"namespaces,omitempty"`
+	// NonResourceURLs are paths such as /metrics; a trailing * matches a
+	// prefix.
+	NonResourceURLs []string `json:"nonResourceURLs,omitempty"`
+}
+
+func loadPolicy(path string) (*policy, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	js, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return nil, err
+	}
+	p := &policy{}
+	strict, err := kjson.UnmarshalStrict(js, p)
+	if err != nil {
+		return nil, err
+	}
+	if len(strict) > 0 {
+		return nil, errors.Join(strict...)
+	}
+	for i, r := range p.Rules {
+		switch {
+		case len(r.Users) == 0 && len(r.Groups) == 0:
+			return nil, fmt.Errorf("rules[%d]: names no users and no groups", i)
+		case len(r.Verbs) == 0:
+			return nil, fmt.Errorf("rules[%d]: names no verbs", i)
+		case len(r.Resources) == 0 && len(r.NonResourceURLs) == 0:
+			return nil, fmt.Errorf("rules[%d]: names neither resources nor nonResourceURLs", i)
+		case len(r.Resources) > 0 && len(r.Namespaces) == 0:
+			return nil, fmt.Errorf("rules[%d]: resources need namespaces (\"*\" for all)", i)
+		}
+	}
+	return p, nil
+}
+
+// Authorize allows what a rule grants and has no opinion otherwise.
+func (a *access) Authorize(_ context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
+	u := attrs.GetUser()
+	if u == nil {
+		return authorizer.DecisionNoOpinion, "", nil
+	}
+	for _, r := range a.policy.Load().Rules {
+		if r.matches(u, attrs) {
+			return authorizer.DecisionAllow, "", nil
+		}
+	}
+	return authorizer.DecisionNoOpinion, fmt.Sprintf("no rule of --%s grants it", config.FlagAuthorizationPolicyFile), nil
+}
+
+func (r policyRule) matches(u user.Info, attrs authorizer.Attributes) bool {
+	who := matchAny(r.Users, u.GetName())
+	for _, g := range u.GetGroups() {
+		who = who || matchAny(r.Groups, g)
+	}
+	if !who || !matchAny(r.Verbs, attrs.GetVerb()) {
+		return false
+	}
+	if !attrs.IsResourceRequest() {
+		return slices.ContainsFunc(r.NonResourceURLs, func(p string) bool {
+			prefix, wild := strings.CutSuffix(p, "*")
+			return p == attrs.GetPath() || (wild && strings.HasPrefix(attrs.GetPath(), prefix))
+		})
+	}
+	name := attrs.GetResource()
+	if g := attrs.GetAPIGroup(); g != "" {
+		name += "." + g
+	}
+	if sub := attrs.GetSubresource(); sub != "" {
+		name += "/" + sub
+	}
+	if !matchAny(r.Resources, name) {
+		return false
+	}
+	return slices.Contains(r.Namespaces, "*") || (attrs.GetNamespace() != "" && slices.Contains(r.Namespaces, attrs.GetNamespace()))
+}
+
+func matchAny(list []string, s string) bool {
+	return slices.Contains(list, "*") || slices.Contains(list, s)
+}

@@ -1,0 +1,12 @@
+//go:build !linux
+
+package server
+
+import (
+	"errors"
+	"net"
+)
+
+func peerCredentials(net.Conn) (peerCred, error) {
+	return peerCred{}, errors.New("unix-socket peer credentials are only supported on Linux")
+}

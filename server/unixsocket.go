@@ -1,0 +1,135 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/user"
+	"strconv"
+	"time"
+
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	kuser "k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/klog/v2"
+
+	"github.com/kubestore/kubestore/config"
+)
+
+// UnixUserPrefix starts the user name of a unix-socket peer: unix:<login>,
+// or unix:<uid> when the uid has no login. Root is the admin instead.
+const UnixUserPrefix = "unix:"
+
+// peerCred is the credentials of a unix-socket peer, as the kernel reports
+// them (SO_PEERCRED) when it connects.
+type peerCred struct{ uid, gid uint32 }
+
+type peerCredKey struct{}
+
+// unixSocket is the --unix-socket listener: plain HTTP (the socket's mode
+// and group are its transport security), each connection authenticated by
+// its peer's uid.
+type unixSocket struct {
+	path     string
+	listener net.Listener
+}
+
+// listenUnix creates the socket (replacing a stale one) with mode 0660 and
+// the configured group.
+func listenUnix(s config.Server) (*unixSocket, error) {
+	fail := func(err error) error {
+		return fmt.Errorf("invalid --%s %q: %w", config.FlagUnixSocket, s.UnixSocket, err)
+	}
+	if fi, err := os.Lstat(s.UnixSocket); err == nil {
+		if fi.Mode().Type() != os.ModeSocket {
+			return nil, fail(errors.New("exists and is not a socket"))
+		}
+		if err := os.Remove(s.UnixSocket); err != nil {
+			return nil, fail(err)
+		}
+	}
+	ln, err := net.Listen("unix", s.UnixSocket)
+	if err != nil {
+		return nil, fail(err)
+	}
+	if err := os.Chmod(s.UnixSocket, 0o660); err != nil {
+		ln.Close()
+		return nil, fail(err)
+	}
+	if s.UnixSocketGroup != "" {
+		gid, err := lookupGroup(s.UnixSocketGroup)
+		if err == nil {
+			err = os.Chown(s.UnixSocket, -1, gid)
+		}
+		if err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("invalid --%s %q: %w", config.FlagUnixSocketGroup, s.UnixSocketGroup, err)
+		}
+	}
+	return &unixSocket{path: s.UnixSocket, listener: ln}, nil
+}
+
+func lookupGroup(name string) (int, error) {
+	if gid, err := strconv.Atoi(name); err == nil {
+		return gid, nil
+	}
+	g, err := user.LookupGroup(name)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(g.Gid)
+}
+
+// serve serves handler on the socket until ctx ends, then stops within
+// grace: new connections are refused at once, open ones (watches) are
+// closed after grace.
+func (u *unixSocket) serve(ctx context.Context, handler http.Handler, grace time.Duration) {
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 30 * time.Second,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			cred, err := peerCredentials(c)
+			if err != nil {
+				klog.ErrorS(err, "Reading the credentials of a unix-socket peer")
+				return ctx
+			}
+			return context.WithValue(ctx, peerCredKey{}, cred)
+		},
+	}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), grace)
+		defer cancel()
+		if err := srv.Shutdown(sctx); err != nil {
+			srv.Close()
+		}
+	}()
+	if err := srv.Serve(u.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		klog.ErrorS(err, "Serving the unix socket", "path", u.path)
+	}
+	os.Remove(u.path)
+}
+
+// authenticatePeer authenticates a request that came through the unix
+// socket by its peer's uid: root is the admin (it can read the admin
+// kubeconfig anyway), anyone else unix:<login> in group unix-gid:<gid>.
+var authenticatePeer = authenticator.RequestFunc(func(req *http.Request) (*authenticator.Response, bool, error) {
+	cred, ok := req.Context().Value(peerCredKey{}).(peerCred)
+	if !ok {
+		return nil, false, nil
+	}
+	if cred.uid == 0 {
+		return &authenticator.Response{User: &kuser.DefaultInfo{Name: AdminUser, Groups: []string{kuser.SystemPrivilegedGroup}}}, true, nil
+	}
+	name := strconv.FormatUint(uint64(cred.uid), 10)
+	if u, err := user.LookupId(name); err == nil {
+		name = u.Username
+	}
+	return &authenticator.Response{User: &kuser.DefaultInfo{
+		Name:   UnixUserPrefix + name,
+		UID:    strconv.FormatUint(uint64(cred.uid), 10),
+		Groups: []string{"unix-gid:" + strconv.FormatUint(uint64(cred.gid), 10)},
+	}}, true, nil
+})
