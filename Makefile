@@ -38,6 +38,13 @@ vet:
 test: vet build
 	KUBESTORE_BIN=$(CURDIR)/bin/kubestore go test -count=1 $(GOTESTFLAGS) -timeout $(TEST_TIMEOUT) ./...
 
+# Measures the built binary: one table on stdout, the figures in bench.json
+# (docs/PERFORMANCE.md). BENCHFLAGS adds options, e.g.
+# BENCHFLAGS=-serve-arg=--memory-limit=128Mi or BENCHFLAGS=-scale=0.1.
+.PHONY: bench
+bench: build
+	go run ./scripts/bench -bin bin/kubestore $(BENCHFLAGS)
+
 cross: $(addprefix build-,$(PLATFORMS))
 	cd dist && sha256sum kubestore-* > SHA256SUMS
 

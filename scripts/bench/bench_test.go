@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSmoke runs the whole benchmark at a tiny scale against the binary
+// make test built, and checks that every figure was measured.
+func TestSmoke(t *testing.T) {
+	bin := os.Getenv("KUBESTORE_BIN")
+	if bin == "" {
+		t.Skip("KUBESTORE_BIN is not set (make test sets it)")
+	}
+	out := filepath.Join(t.TempDir(), "bench.json")
+	var log bytes.Buffer
+	o := options{
+		Bin: bin, Out: out, Scale: 0.01, Clients: 4, ListRuns: 3, WriteRate: 200,
+		Idle: time.Second, CPUWindow: time.Second, DataRoot: t.TempDir(), Log: &log,
+	}
+	res, err := run(t.Context(), o)
+	if res != nil {
+		var table bytes.Buffer
+		printTable(&table, res)
+		t.Logf("table:\n%s", table.String())
+	}
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, log.String())
+	}
+	if err := writeJSON(out, res); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Result
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("bench.json: %v", err)
+	}
+
+	if got.Counts.ConfigMaps != 100 || got.Counts.Pods != 10 || got.Counts.Nodes != 1 || got.Counts.Watchers != 1 {
+		t.Errorf("counts at scale 0.01 = %+v", got.Counts)
+	}
+	positive := map[string]float64{
+		"binary bytes":    float64(got.Binary.Bytes),
+		"ready fresh":     got.ReadyFreshMs,
+		"ready empty":     got.ReadyEmptyMs,
+		"ready with data": got.ReadyDataMs,
+		"idle RSS":        float64(got.MemIdle.VmRSS),
+		"idle anonymous":  float64(got.MemIdle.RssAnon),
+		"loaded RSS":      float64(got.MemLoaded.VmRSS),
+		"after lists HWM": float64(got.MemAfterLists.VmHWM),
+		"creates/s":       got.CreatesPerSec,
+		"updates/s":       got.UpdatesPerSec,
+		"watch p50":       got.Watch.P50Ms,
+		"disk writes":     float64(got.Writes.WriteBytes),
+		"informer sync":   got.Informer.SyncMs,
+		"encode json":     got.encodeMs("json"),
+		"encode protobuf": got.encodeMs("protobuf"),
+	}
+	for name, v := range positive {
+		if v <= 0 {
+			t.Errorf("%s = %v, want > 0", name, v)
+		}
+	}
+	if got.MemAfterLists.VmHWM < got.MemAfterLists.VmRSS {
+		t.Errorf("HWM %d below RSS %d", got.MemAfterLists.VmHWM, got.MemAfterLists.VmRSS)
+	}
+	if got.Watch.Expected != 2*got.Counts.Pods || got.Watch.Delivered != got.Watch.Expected {
+		t.Errorf("watch delivered %d of %d, want %d", got.Watch.Delivered, got.Watch.Expected, 2*got.Counts.Pods)
+	}
+	if got.Informer.Objects != 100 || !got.Informer.WatchList {
+		t.Errorf("informer = %+v, want 100 objects synced by WatchList", got.Informer)
+	}
+	if want := 2 * len(listVariants); len(got.Lists) != want {
+		t.Fatalf("%d LIST results, want %d", len(got.Lists), want)
+	}
+	for _, l := range got.Lists {
+		if l.MedianMs <= 0 || l.P99Ms < l.MedianMs || (!l.Gzip && l.Items != 100) {
+			t.Errorf("LIST %+v", l)
+		}
+		if l.Variant == "limit=500" && l.Pages != 1 {
+			t.Errorf("LIST %+v: 100 items in pages of 500 take one page", l)
+		}
+	}
+	var table bytes.Buffer
+	printTable(&table, &got)
+	for _, want := range []string{"binary size", "creates/s", "LIST 100 cm protobuf rv=0 uncached", "informer cold sync"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table lacks %q", want)
+		}
+	}
+}

@@ -1,0 +1,135 @@
+// Command bench measures a built kubestore binary as a separate process:
+// size, start-up, memory, LIST, write throughput, watch fan-out, flash
+// writes and informer start, all in one run. It builds nothing; make bench
+// builds the binary and runs it. It prints one table and writes the
+// figures as JSON (-out).
+//
+//	go run ./scripts/bench -bin bin/kubestore [-serve-arg=--memory-limit=128Mi]
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, " ") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// options of one benchmark run. Counts of zero are derived from Scale.
+type options struct {
+	Bin          string
+	Out          string
+	ServeArgs    []string
+	Scale        float64
+	ConfigMaps   int
+	Pods         int
+	Nodes        int
+	Watchers     int
+	Clients      int
+	ListRuns     int
+	WriteUpdates int
+	WriteRate    float64
+	Idle         time.Duration
+	CPUWindow    time.Duration
+	DataRoot     string
+	Keep         bool
+	Log          io.Writer
+}
+
+func scaled(n int, full int, scale float64) int {
+	if n > 0 {
+		return n
+	}
+	return max(1, int(math.Round(float64(full)*scale)))
+}
+
+// complete derives the counts that were not given from Scale.
+func (o *options) complete() error {
+	if o.Scale <= 0 {
+		return fmt.Errorf("invalid -scale %v: must be > 0", o.Scale)
+	}
+	o.ConfigMaps = scaled(o.ConfigMaps, 10000, o.Scale)
+	o.Pods = scaled(o.Pods, 1000, o.Scale)
+	o.Nodes = scaled(o.Nodes, 100, o.Scale)
+	o.Watchers = scaled(o.Watchers, 100, o.Scale)
+	o.WriteUpdates = scaled(o.WriteUpdates, 10000, o.Scale)
+	if o.Clients <= 0 {
+		return fmt.Errorf("invalid -clients %d: must be > 0", o.Clients)
+	}
+	if o.ListRuns <= 0 {
+		return fmt.Errorf("invalid -list-runs %d: must be > 0", o.ListRuns)
+	}
+	if o.WriteRate <= 0 {
+		return fmt.Errorf("invalid -write-rate %v: must be > 0", o.WriteRate)
+	}
+	if o.Nodes > o.Pods {
+		o.Nodes = o.Pods
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	return nil
+}
+
+func main() {
+	o := options{Log: os.Stderr}
+	var serveArgs stringList
+	flag.StringVar(&o.Bin, "bin", "bin/kubestore", "kubestore binary to measure (not built by this program)")
+	flag.StringVar(&o.Out, "out", "bench.json", "file the figures are written to as JSON; empty writes none")
+	flag.Var(&serveArgs, "serve-arg", "extra argument for every kubestore process (repeatable), e.g. -serve-arg=--memory-limit=128Mi")
+	flag.Float64Var(&o.Scale, "scale", 1, "multiplies every count below that is left at 0 (1 = 10,000 ConfigMaps, 1,000 Pods, 100 nodes, 100 watchers, 10,000 flash-write updates)")
+	flag.IntVar(&o.ConfigMaps, "configmaps", 0, "ConfigMaps of 1 KiB to create (0: 10000 x scale)")
+	flag.IntVar(&o.Pods, "pods", 0, "Pods to create (0: 1000 x scale)")
+	flag.IntVar(&o.Nodes, "nodes", 0, "Nodes the pods are spread over (0: 100 x scale)")
+	flag.IntVar(&o.Watchers, "watchers", 0, "watchers on all pods, and as many per-node watchers (0: 100 x scale)")
+	flag.IntVar(&o.Clients, "clients", 16, "concurrent clients for creates and updates")
+	flag.IntVar(&o.ListRuns, "list-runs", 20, "runs of each LIST variant")
+	flag.IntVar(&o.WriteUpdates, "write-updates", 0, "updates of the flash-write measurement (0: 10000 x scale)")
+	flag.Float64Var(&o.WriteRate, "write-rate", 100, "updates per second of the flash-write measurement")
+	flag.DurationVar(&o.Idle, "idle", 30*time.Second, "wait after start before the idle memory sample")
+	flag.DurationVar(&o.CPUWindow, "cpu-window", 10*time.Second, "window of the idle CPU measurements")
+	flag.StringVar(&o.DataRoot, "data-root", "", "directory for the temporary data dir (default: the system temp dir; must be on the disk whose writes are measured)")
+	flag.BoolVar(&o.Keep, "keep", false, "keep the data dir and server logs")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "bench: unexpected arguments %q\n", flag.Args())
+		os.Exit(2)
+	}
+	o.ServeArgs = serveArgs
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := run(ctx, o)
+	if res != nil {
+		printTable(os.Stdout, res)
+		if o.Out != "" {
+			if werr := writeJSON(o.Out, res); werr != nil {
+				fmt.Fprintln(os.Stderr, "bench:", werr)
+				os.Exit(1)
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func writeJSON(path string, res *Result) error {
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}

@@ -1,0 +1,315 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// server is one kubestore process started by the benchmark.
+type server struct {
+	cmd        *exec.Cmd
+	kubeconfig string
+	logPath    string
+	done       chan error
+	url        string
+	cfg        *rest.Config
+}
+
+// readyClient polls /readyz, which answers anonymous requests.
+var readyClient = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+
+// startServer execs bin on dataDir with a free port and returns once
+// /readyz answers 200, with the time from exec to that answer.
+func startServer(ctx context.Context, bin, dataDir, logPath string, args []string) (*server, time.Duration, error) {
+	kubeconfig := filepath.Join(dataDir, "admin.kubeconfig")
+	// A kubeconfig left by the previous process names its old port.
+	if err := os.Remove(kubeconfig); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, 0, err
+	}
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, 0, err
+	}
+	all := append([]string{"--data-dir", dataDir, "--secure-port", "0"}, args...)
+	cmd := exec.Command(bin, all...)
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	s := &server{cmd: cmd, kubeconfig: kubeconfig, logPath: logPath, done: make(chan error, 1)}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, 0, fmt.Errorf("starting %s: %w", bin, err)
+	}
+	go func() { s.done <- cmd.Wait(); logFile.Close() }()
+	deadline := time.NewTimer(120 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if s.url == "" {
+			s.url = serverURL(kubeconfig)
+		}
+		if s.url != "" {
+			if resp, err := readyClient.Get(s.url + "/readyz"); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					ready := time.Since(start)
+					cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+					if err != nil {
+						s.kill()
+						return nil, 0, fmt.Errorf("reading %s: %w", kubeconfig, err)
+					}
+					// No client-side rate limit: the server is what is measured.
+					cfg.QPS = -1
+					cfg.Burst = 0
+					s.cfg = cfg
+					return s, ready, nil
+				}
+			}
+		}
+		select {
+		case err := <-s.done:
+			return nil, 0, fmt.Errorf("kubestore exited before ready: %v\n%s", err, tail(logPath))
+		case <-deadline.C:
+			s.kill()
+			return nil, 0, fmt.Errorf("kubestore not ready within 120s\n%s", tail(logPath))
+		case <-ctx.Done():
+			s.kill()
+			return nil, 0, ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+func serverURL(kubeconfig string) string {
+	kc, err := clientcmd.LoadFromFile(kubeconfig)
+	if err != nil {
+		return ""
+	}
+	for _, c := range kc.Clusters {
+		return c.Server
+	}
+	return ""
+}
+
+func (s *server) pid() int { return s.cmd.Process.Pid }
+
+// stop sends SIGTERM and waits for the process to exit.
+func (s *server) stop() error {
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return err
+	}
+	select {
+	case <-s.done:
+		return nil
+	case <-time.After(40 * time.Second):
+		s.kill()
+		return errors.New("kubestore did not exit within 40s of SIGTERM")
+	}
+}
+
+func (s *server) kill() {
+	s.cmd.Process.Kill()
+	<-s.done
+}
+
+// tail is the end of a log file, for error messages.
+func tail(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
+}
+
+// Mem is a sample of /proc/PID/status, in bytes.
+type Mem struct {
+	VmRSS   int64 `json:"vmRSS"`
+	RssAnon int64 `json:"rssAnon"`
+	RssFile int64 `json:"rssFile"`
+	VmHWM   int64 `json:"vmHWM"`
+}
+
+func readMem(pid int) (Mem, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return Mem{}, err
+	}
+	defer f.Close()
+	var m Mem
+	fields := map[string]*int64{"VmRSS:": &m.VmRSS, "RssAnon:": &m.RssAnon, "RssFile:": &m.RssFile, "VmHWM:": &m.VmHWM}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		parts := strings.Fields(sc.Text())
+		if len(parts) != 3 || parts[2] != "kB" {
+			continue
+		}
+		if p, ok := fields[parts[0]]; ok {
+			n, err := strconv.ParseInt(parts[1], 10, 64)
+			if err != nil {
+				return Mem{}, err
+			}
+			*p = n << 10
+		}
+	}
+	return m, sc.Err()
+}
+
+// clockTicks is USER_HZ, the unit of utime and stime in /proc/PID/stat; it
+// is 100 on every Linux architecture Go supports.
+const clockTicks = 100
+
+// cpuTime is utime+stime of a process.
+func cpuTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name in parentheses may hold spaces; fields follow it.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("unexpected /proc/%d/stat", pid)
+	}
+	f := strings.Fields(s[i+1:])
+	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
+	if len(f) < 13 {
+		return 0, fmt.Errorf("unexpected /proc/%d/stat", pid)
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	return time.Duration(u+st) * time.Second / clockTicks, nil
+}
+
+// cpuPercent is the CPU a process uses over window, in % of one core.
+func cpuPercent(ctx context.Context, pid int, window time.Duration) (float64, error) {
+	before, err := cpuTime(pid)
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	select {
+	case <-time.After(window):
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	after, err := cpuTime(pid)
+	if err != nil {
+		return 0, err
+	}
+	return 100 * float64(after-before) / float64(time.Since(start)), nil
+}
+
+// writeBytes is write_bytes of /proc/PID/io: bytes the process caused to be
+// sent to the storage layer.
+func writeBytes(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "write_bytes:"); ok {
+			return strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no write_bytes in /proc/%d/io", pid)
+}
+
+// Binary describes the executable under test.
+type Binary struct {
+	Path     string `json:"path"`
+	Bytes    int64  `json:"bytes"`
+	Arch     string `json:"arch"`
+	Stripped bool   `json:"stripped"`
+}
+
+func inspectBinary(path string) (Binary, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return Binary{}, err
+	}
+	b := Binary{Path: path, Bytes: st.Size()}
+	f, err := elf.Open(path)
+	if err != nil {
+		return b, fmt.Errorf("reading ELF of %s: %w", path, err)
+	}
+	defer f.Close()
+	b.Arch = map[elf.Machine]string{elf.EM_X86_64: "amd64", elf.EM_AARCH64: "arm64", elf.EM_ARM: "arm", elf.EM_RISCV: "riscv64", elf.EM_386: "386"}[f.Machine]
+	if b.Arch == "" {
+		b.Arch = f.Machine.String()
+	}
+	b.Stripped = f.Section(".symtab") == nil
+	return b, nil
+}
+
+// Machine describes where the benchmark ran; the machine may be shared, so
+// the load average is recorded before and after.
+type Machine struct {
+	CPUs        int    `json:"cpus"`
+	CPUModel    string `json:"cpuModel"`
+	MemTotal    string `json:"memTotal"`
+	Kernel      string `json:"kernel"`
+	GoVersion   string `json:"goVersion"`
+	LoadStart   string `json:"loadAvgStart"`
+	LoadEnd     string `json:"loadAvgEnd"`
+	StartedUTC  string `json:"startedUTC"`
+	DurationSec int    `json:"durationSec"`
+}
+
+func describeMachine() Machine {
+	m := Machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), LoadStart: loadAvg(), StartedUTC: time.Now().UTC().Format(time.RFC3339)}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				m.MemTotal = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(b))
+	}
+	return m
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}

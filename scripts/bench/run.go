@@ -1,0 +1,295 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// Result is every figure of one run; it is what -out holds.
+type Result struct {
+	Machine   Machine  `json:"machine"`
+	Binary    Binary   `json:"binary"`
+	ServeArgs []string `json:"serveArgs"`
+	Counts    Counts   `json:"counts"`
+
+	ReadyFreshMs float64 `json:"readyFreshMs"` // first start: generates the PKI
+	ReadyEmptyMs float64 `json:"readyEmptyMs"` // restart on the empty data dir
+	ReadyDataMs  float64 `json:"readyDataMs"`  // restart on the loaded data dir
+
+	MemIdle          Mem     `json:"memIdle"`
+	IdleCPUPercent   float64 `json:"idleCPUPercent"`
+	MemLoaded        Mem     `json:"memLoaded"`
+	MemAfterLists    Mem     `json:"memAfterLists"`
+	LoadedCPUPercent float64 `json:"loadedIdleCPUPercent"` // idle, with the data, after the lists
+
+	CreatesPerSec float64 `json:"createsPerSec"`
+	UpdatesPerSec float64 `json:"updatesPerSec"`
+
+	Lists  []ListResult `json:"lists"`
+	Encode []Encode     `json:"encode"`
+
+	Watch    WatchResult    `json:"watch"`
+	Writes   WriteResult    `json:"writes"`
+	Informer InformerResult `json:"informer"`
+}
+
+// Counts are the sizes the run used.
+type Counts struct {
+	ConfigMaps   int     `json:"configMaps"`
+	Pods         int     `json:"pods"`
+	Nodes        int     `json:"nodes"`
+	Watchers     int     `json:"watchers"`
+	Clients      int     `json:"clients"`
+	ListRuns     int     `json:"listRuns"`
+	WriteUpdates int     `json:"writeUpdates"`
+	WriteRate    float64 `json:"writeRate"`
+	IdleSec      float64 `json:"idleSec"`
+	CPUWindowSec float64 `json:"cpuWindowSec"`
+}
+
+// run performs the whole benchmark. On error it returns what it measured
+// so far together with the error.
+func run(ctx context.Context, o options) (*Result, error) {
+	if err := o.complete(); err != nil {
+		return nil, err
+	}
+	res := &Result{
+		Machine:   describeMachine(),
+		ServeArgs: append([]string{}, o.ServeArgs...),
+		Counts: Counts{ConfigMaps: o.ConfigMaps, Pods: o.Pods, Nodes: o.Nodes, Watchers: o.Watchers, Clients: o.Clients,
+			ListRuns: o.ListRuns, WriteUpdates: o.WriteUpdates, WriteRate: o.WriteRate,
+			IdleSec: o.Idle.Seconds(), CPUWindowSec: o.CPUWindow.Seconds()},
+	}
+	started := time.Now()
+	defer func() {
+		res.Machine.LoadEnd = loadAvg()
+		res.Machine.DurationSec = int(time.Since(started).Seconds())
+	}()
+	bin, err := inspectBinary(o.Bin)
+	if err != nil {
+		return nil, err
+	}
+	res.Binary = bin
+	// Short: the etcd unix socket path inside must stay under 108 bytes.
+	root, err := os.MkdirTemp(o.DataRoot, "ksb")
+	if err != nil {
+		return nil, err
+	}
+	if o.Keep {
+		fmt.Fprintf(o.Log, "bench: data and logs kept in %s\n", root)
+	} else {
+		defer os.RemoveAll(root)
+	}
+	b := &bench{o: o, res: res, dataDir: filepath.Join(root, "d"), root: root}
+	err = b.run(ctx)
+	if b.srv != nil {
+		b.srv.kill()
+	}
+	return res, err
+}
+
+type bench struct {
+	o       options
+	res     *Result
+	root    string
+	dataDir string
+	starts  int
+	srv     *server
+	cms     []*corev1.ConfigMap // the last written version of each
+	pods    []*corev1.Pod
+}
+
+func (b *bench) logf(format string, args ...any) {
+	fmt.Fprintf(b.o.Log, "%s bench: %s\n", time.Now().UTC().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// start runs a new kubestore process on the data dir with the -serve-arg
+// arguments plus extra.
+func (b *bench) start(ctx context.Context, extra ...string) (time.Duration, error) {
+	b.starts++
+	logPath := filepath.Join(b.root, fmt.Sprintf("server-%d.log", b.starts))
+	args := append(append([]string{}, b.o.ServeArgs...), extra...)
+	srv, ready, err := startServer(ctx, b.o.Bin, b.dataDir, logPath, args)
+	if err != nil {
+		return 0, err
+	}
+	b.srv = srv
+	b.logf("kubestore %s ready in %v (pid %d)", strings.Join(args, " "), ready.Round(time.Millisecond), srv.pid())
+	return ready, nil
+}
+
+func (b *bench) stop() error {
+	srv := b.srv
+	b.srv = nil
+	if err := srv.stop(); err != nil {
+		return fmt.Errorf("%w\n%s", err, tail(srv.logPath))
+	}
+	return nil
+}
+
+// client is a clientset with its own connection: client-go shares one
+// transport (and so one HTTP/2 connection) between configs that are equal,
+// unless the config has its own dialer.
+func (b *bench) client(protobuf bool) *kubernetes.Clientset {
+	cfg := rest.CopyConfig(b.srv.cfg)
+	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	cfg.Dial = d.DialContext
+	if protobuf {
+		cfg.ContentType = "application/vnd.kubernetes.protobuf"
+		cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	}
+	return kubernetes.NewForConfigOrDie(cfg)
+}
+
+func (b *bench) mem(what string) (Mem, error) {
+	m, err := readMem(b.srv.pid())
+	if err == nil {
+		b.logf("memory %s: RSS %s, anonymous %s, HWM %s", what, mib(m.VmRSS), mib(m.RssAnon), mib(m.VmHWM))
+	}
+	return m, err
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-time.After(d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (b *bench) run(ctx context.Context) error {
+	res := b.res
+	var err error
+
+	// Start-up, empty: the first start also creates the PKI.
+	d, err := b.start(ctx)
+	if err != nil {
+		return err
+	}
+	res.ReadyFreshMs = ms(d)
+	if err := b.stop(); err != nil {
+		return err
+	}
+	if d, err = b.start(ctx); err != nil {
+		return err
+	}
+	res.ReadyEmptyMs = ms(d)
+
+	// Idle.
+	b.logf("idling %v", b.o.Idle)
+	if err := sleep(ctx, b.o.Idle); err != nil {
+		return err
+	}
+	if res.MemIdle, err = b.mem("idle"); err != nil {
+		return err
+	}
+	if res.IdleCPUPercent, err = cpuPercent(ctx, b.srv.pid(), b.o.CPUWindow); err != nil {
+		return err
+	}
+	b.logf("idle CPU %.2f%%", res.IdleCPUPercent)
+
+	// Load.
+	if err := b.load(ctx); err != nil {
+		return err
+	}
+	if res.MemLoaded, err = b.mem("loaded"); err != nil {
+		return err
+	}
+
+	// LISTs from the cache and the in-process encode of the same list.
+	if err := b.lists(ctx, "cached"); err != nil {
+		return err
+	}
+	if res.MemAfterLists, err = b.mem("after lists"); err != nil {
+		return err
+	}
+	if res.LoadedCPUPercent, err = cpuPercent(ctx, b.srv.pid(), b.o.CPUWindow); err != nil {
+		return err
+	}
+	b.logf("idle CPU with data %.2f%%", res.LoadedCPUPercent)
+	if err := b.encode(ctx); err != nil {
+		return err
+	}
+
+	if err := b.updates(ctx); err != nil {
+		return err
+	}
+	if err := b.watchFanOut(ctx); err != nil {
+		return err
+	}
+	if err := b.flashWrites(ctx); err != nil {
+		return err
+	}
+	if err := b.informer(ctx); err != nil {
+		return err
+	}
+
+	// Start-up with the data.
+	if err := b.stop(); err != nil {
+		return err
+	}
+	if d, err = b.start(ctx); err != nil {
+		return err
+	}
+	res.ReadyDataMs = ms(d)
+	if err := b.stop(); err != nil {
+		return err
+	}
+
+	// The same LISTs with the cache off for configmaps.
+	if _, err := b.start(ctx, "--watch-cache-sizes=configmaps#0"); err != nil {
+		return err
+	}
+	if err := b.lists(ctx, "uncached"); err != nil {
+		return err
+	}
+	if err := b.stop(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// parallel runs fn(worker, i) for i in [0,n) on workers goroutines, each
+// worker taking every workers-th index, and returns the elapsed time and
+// the first error.
+func parallel(ctx context.Context, workers, n int, fn func(ctx context.Context, worker, i int) error) (time.Duration, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	errs := make(chan error, workers)
+	start := time.Now()
+	for w := range workers {
+		go func() {
+			for i := w; i < n; i += workers {
+				if err := fn(ctx, w, i); err != nil {
+					cancel(err)
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	var first error
+	for range workers {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	elapsed := time.Since(start)
+	if first == nil {
+		first = ctx.Err()
+	}
+	return elapsed, first
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// target is a goal from the issue; ok reports whether the figure meets it.
+type target struct {
+	text string
+	ok   bool
+}
+
+func (t target) cell() string {
+	if t.text == "" {
+		return ""
+	}
+	if t.ok {
+		return t.text + " met"
+	}
+	return t.text + " MISSED"
+}
+
+func (r *Result) encodeMs(format string) float64 {
+	for _, e := range r.Encode {
+		if e.Format == format {
+			return e.MedianMs
+		}
+	}
+	return 0
+}
+
+// printTable writes the one table of a run.
+func printTable(w io.Writer, r *Result) {
+	m := r.Machine
+	fmt.Fprintf(w, "kubestore bench: %s (%s, %d bytes)\n", r.Binary.Path, r.Binary.Arch, r.Binary.Bytes)
+	fmt.Fprintf(w, "machine: %d CPUs, %s, %s RAM, kernel %s, %s; load avg %s at start, %s at end; %s, %d s\n",
+		m.CPUs, m.CPUModel, m.MemTotal, m.Kernel, m.GoVersion, m.LoadStart, m.LoadEnd, m.StartedUTC, m.DurationSec)
+	c := r.Counts
+	fmt.Fprintf(w, "load: %d ConfigMaps of 1 KiB, %d Pods on %d Nodes; %d clients; %d runs per LIST; serve args: %q\n\n",
+		c.ConfigMaps, c.Pods, c.Nodes, c.Clients, c.ListRuns, r.ServeArgs)
+
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(figure, value string, t target) {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", figure, value, t.cell())
+	}
+	fmt.Fprintf(tw, "figure\tvalue\ttarget\n")
+	fmt.Fprintf(tw, "------\t-----\t------\n")
+	strip := "stripped"
+	if !r.Binary.Stripped {
+		strip = "NOT stripped"
+	}
+	row("binary size", fmt.Sprintf("%.1f MB (%s)", float64(r.Binary.Bytes)/1e6, strip), target{"<= 50 MB", r.Binary.Bytes <= 50e6})
+	row("exec to /readyz, first start (creates PKI)", fmt.Sprintf("%.0f ms", r.ReadyFreshMs), target{})
+	row("exec to /readyz, empty", fmt.Sprintf("%.0f ms", r.ReadyEmptyMs), target{})
+	row("exec to /readyz, with the data", fmt.Sprintf("%.0f ms", r.ReadyDataMs), target{"<= 1 s", r.ReadyDataMs > 0 && r.ReadyDataMs <= 1000})
+	memRow := func(what string, mem Mem, rss, anon int64) {
+		var tr, ta target
+		if rss > 0 {
+			tr = target{"<= " + mib(rss), mem.VmRSS <= rss}
+			ta = target{"<= " + mib(anon), mem.RssAnon <= anon}
+		}
+		row("RSS "+what, mib(mem.VmRSS), tr)
+		row("anonymous "+what, mib(mem.RssAnon), ta)
+		row("HWM "+what, mib(mem.VmHWM), target{})
+	}
+	memRow(fmt.Sprintf("idle (%.0f s after ready)", c.IdleSec), r.MemIdle, 40<<20, 16<<20)
+	row(fmt.Sprintf("CPU idle (%.0f s window)", c.CPUWindowSec), fmt.Sprintf("%.2f %% of a core", r.IdleCPUPercent), target{"<= 1 %", r.IdleCPUPercent <= 1})
+	memRow("loaded", r.MemLoaded, 0, 0)
+	memRow("after the lists", r.MemAfterLists, 128<<20, 64<<20)
+	row("CPU idle with the data", fmt.Sprintf("%.2f %% of a core", r.LoadedCPUPercent), target{"<= 1 %", r.LoadedCPUPercent <= 1})
+	for _, l := range r.Lists {
+		name := fmt.Sprintf("LIST %d cm %s %s %s", l.Items, l.Format, l.Variant, l.Cache)
+		if l.Gzip {
+			name = fmt.Sprintf("LIST cm %s %s %s gzip", l.Format, l.Variant, l.Cache)
+		}
+		val := fmt.Sprintf("p50 %.1f ms, p99 %.1f ms", l.MedianMs, l.P99Ms)
+		var t target
+		if enc := r.encodeMs(l.Format); enc > 0 && !l.Gzip {
+			ratio := l.MedianMs / enc
+			val += fmt.Sprintf(" (%.2fx encode)", ratio)
+			if l.Cache == "cached" && l.Variant != "limit=500" {
+				t = target{"<= 1.3x encode", ratio <= 1.3}
+			}
+		}
+		row(name, val, t)
+	}
+	for _, e := range r.Encode {
+		row("encode in-process, "+e.Format, fmt.Sprintf("p50 %.1f ms, p99 %.1f ms, %.1f MB", e.MedianMs, e.P99Ms, float64(e.Bytes)/1e6), target{})
+	}
+	row(fmt.Sprintf("creates/s, %d clients", c.Clients), fmt.Sprintf("%.0f", r.CreatesPerSec), target{">= 700", r.CreatesPerSec >= 700})
+	row(fmt.Sprintf("updates/s, %d clients", c.Clients), fmt.Sprintf("%.0f", r.UpdatesPerSec), target{})
+	wr := r.Watch
+	row(fmt.Sprintf("watch: %d+%d watchers, %d updates", wr.PodWatchers, wr.NodeWatchers, wr.Updates),
+		fmt.Sprintf("%d/%d delivered, p50 %.1f ms, p99 %.1f ms", wr.Delivered, wr.Expected, wr.P50Ms, wr.P99Ms),
+		target{"all delivered", wr.Expected > 0 && wr.Delivered == wr.Expected})
+	fw := r.Writes
+	row(fmt.Sprintf("disk writes per update (%d at %.0f/s)", fw.Updates, fw.AchievedRate), fmt.Sprintf("%.0f bytes", fw.BytesPerUpdate), target{})
+	how := "WatchList"
+	if !r.Informer.WatchList {
+		how = fmt.Sprintf("LIST+watch (%d lists)", r.Informer.Lists)
+	}
+	row(fmt.Sprintf("informer cold sync, %d cm", r.Informer.Objects), fmt.Sprintf("%.0f ms (%s)", r.Informer.SyncMs, how), target{})
+	tw.Flush()
+}
