@@ -32,6 +32,7 @@ import (
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"github.com/kubestore/kubestore/access"
 	"github.com/kubestore/kubestore/cacher"
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/datadir"
@@ -47,7 +48,7 @@ type Server struct {
 	generic    *genericapiserver.GenericAPIServer
 	url        string
 	kubeconfig string
-	access     *access
+	access     *access.Access
 }
 
 // New builds the server on backend: it listens (so the address is known
@@ -118,7 +119,7 @@ func New(cfg config.Config, backend *cacher.Backend) (_ *Server, err error) {
 		BearerToken:     uuid.NewString(),
 		TLSClientConfig: restclient.TLSClientConfig{CAData: pki.caPEM},
 	}
-	acc, err := newAccess(cfg.Server)
+	acc, err := access.Load(cfg.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +142,7 @@ func New(cfg config.Config, backend *cacher.Backend) (_ *Server, err error) {
 	c.OpenAPIV3Config.Info.Version = build.Kubernetes
 	c.AddHealthChecks(healthz.NamedCheck("etcd", func(r *http.Request) error { return backend.Check(r.Context()) }))
 
-	transformers, err := encryptionTransformers(cfg)
+	transformers, err := access.EncryptionTransformers(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -131,3 +131,15 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() (b
 	}
 	t.Fatalf("%s: not true within %s (last error: %v)", what, timeout, lastErr)
 }
+
+// openBackend opens the storage of cfg for a test that builds the server
+// itself; it is closed at the end of the test.
+func openBackend(t *testing.T, cfg config.Config) *cacher.Backend {
+	t.Helper()
+	backend, err := cacher.Open(t.Context(), cfg)
+	if err != nil {
+		t.Fatalf("opening storage: %v", err)
+	}
+	t.Cleanup(backend.Close)
+	return backend
+}

@@ -417,3 +417,65 @@ func TestCommands(t *testing.T) {
 		t.Errorf("kubestore kubeconfig printed something else than %s", p.kubeconfig)
 	}
 }
+
+// SIGHUP rereads the token file: a token added after the start works, a
+// removed one stops working, and a broken file keeps the previous tokens.
+func TestSIGHUPReloadsTokens(t *testing.T) {
+	dir := shortTempDir(t)
+	tokens := filepath.Join(dir, "tokens.csv")
+	policy := filepath.Join(dir, "policy.yaml")
+	write := func(path, data string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(tokens, "old-token-123456,agent,1\n")
+	write(policy, "rules:\n- users: [agent]\n  verbs: [list]\n  resources: [configmaps]\n  namespaces: [default]\n")
+	p := start(t, filepath.Join(dir, "data"), "--token-auth-file", tokens, "--authorization-policy-file", policy)
+	status := func(token string) int {
+		req, _ := http.NewRequest(http.MethodGet, p.server()+"/api/v1/namespaces/default/configmaps", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := anonymous.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	hangup := func(want string) {
+		t.Helper()
+		if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for strings.Count(p.logs(), want) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q in the log after SIGHUP", want)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if got := status("old-token-123456"); got != http.StatusOK {
+		t.Fatalf("old token before the reload: %d", got)
+	}
+	write(tokens, "new-token-123456,agent,1\n")
+	hangup("SIGHUP: reloaded")
+	if got := status("new-token-123456"); got != http.StatusOK {
+		t.Errorf("new token after SIGHUP: %d, want 200", got)
+	}
+	if got := status("old-token-123456"); got != http.StatusUnauthorized {
+		t.Errorf("removed token after SIGHUP: %d, want 401", got)
+	}
+	write(tokens, "lonely-field\n")
+	hangup("SIGHUP: keeping the previous")
+	if got := status("new-token-123456"); got != http.StatusOK {
+		t.Errorf("token after a refused reload: %d, want 200", got)
+	}
+	if strings.Contains(p.logs(), "new-token-123456") || strings.Contains(p.logs(), "old-token-123456") {
+		t.Errorf("a token appears in the log")
+	}
+	if err := p.stop(30 * time.Second); err != nil {
+		t.Errorf("stop: %v", err)
+	}
+}

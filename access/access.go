@@ -1,6 +1,12 @@
-package server
+// Package access holds what decides who may do what and read what: the
+// bearer tokens of --token-auth-file, the rules of
+// --authorization-policy-file, and the keys that keep secrets unreadable at
+// rest (--encryption-provider-config). Every file here is outside input,
+// parsed strictly and fuzzed.
+package access
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -23,24 +29,24 @@ import (
 	"github.com/kubestore/kubestore/config"
 )
 
-// access is the reloadable part of access control: the bearer tokens of
+// Access is the reloadable part of access control: the bearer tokens of
 // --token-auth-file and the policy of --authorization-policy-file. Reload
 // swaps both at once, or neither.
-type access struct {
+type Access struct {
 	tokenFile, policyFile string
 	tokens                atomic.Pointer[[]tokenEntry]
 	policy                atomic.Pointer[policy]
 }
 
-// newAccess loads both files; a file that does not load fails the start.
-func newAccess(s config.Server) (*access, error) {
-	a := &access{tokenFile: s.TokenAuthFile, policyFile: s.AuthorizationPolicyFile}
+// Load loads both files; a file that does not load fails the start.
+func Load(s config.Server) (*Access, error) {
+	a := &Access{tokenFile: s.TokenAuthFile, policyFile: s.AuthorizationPolicyFile}
 	return a, a.Reload()
 }
 
 // Reload reads both files again (on SIGHUP). When either does not load,
 // the previous tokens and policy stay in force and the error says why.
-func (a *access) Reload() error {
+func (a *Access) Reload() error {
 	var tokens []tokenEntry
 	if a.tokenFile != "" {
 		var err error
@@ -68,15 +74,19 @@ type tokenEntry struct {
 	user   *user.DefaultInfo
 }
 
-// loadTokens reads kube-apiserver's token file format:
-// token,user,uid[,"group1,group2"], one per line.
+// loadTokens reads a token file.
 func loadTokens(path string) ([]tokenEntry, error) {
-	f, err := os.Open(path)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	r := csv.NewReader(f)
+	return parseTokens(data)
+}
+
+// parseTokens parses kube-apiserver's token file format:
+// token,user,uid[,"group1,group2"], one per line.
+func parseTokens(data []byte) ([]tokenEntry, error) {
+	r := csv.NewReader(bytes.NewReader(data))
 	r.FieldsPerRecord = -1
 	r.TrimLeadingSpace = true
 	r.Comment = '#'
@@ -118,7 +128,7 @@ func loadTokens(path string) ([]tokenEntry, error) {
 // AuthenticateToken compares the token's digest with every entry's in
 // constant time, without stopping at a match, so the time taken says
 // nothing about which tokens exist.
-func (a *access) AuthenticateToken(_ context.Context, token string) (*authenticator.Response, bool, error) {
+func (a *Access) AuthenticateToken(_ context.Context, token string) (*authenticator.Response, bool, error) {
 	digest := sha256.Sum256([]byte(token))
 	var found *user.DefaultInfo
 	for _, e := range *a.tokens.Load() {
@@ -160,6 +170,12 @@ func loadPolicy(path string) (*policy, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parsePolicy(data)
+}
+
+// parsePolicy parses a policy file strictly: unknown fields and rules that
+// could never match are errors, not silently ignored.
+func parsePolicy(data []byte) (*policy, error) {
 	js, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
 		return nil, err
@@ -188,7 +204,7 @@ func loadPolicy(path string) (*policy, error) {
 }
 
 // Authorize allows what a rule grants and has no opinion otherwise.
-func (a *access) Authorize(_ context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
+func (a *Access) Authorize(_ context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
 	u := attrs.GetUser()
 	if u == nil {
 		return authorizer.DecisionNoOpinion, "", nil

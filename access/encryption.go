@@ -1,4 +1,4 @@
-package server
+package access
 
 import (
 	"crypto/aes"
@@ -49,10 +49,10 @@ resources:
   - identity: {}
 `
 
-// encryptionTransformers loads the encryption configuration, generating
+// EncryptionTransformers loads the encryption configuration, generating
 // it on first start, and returns the transformer of each resource it
 // names (nil for the others: stored as they are).
-func encryptionTransformers(cfg config.Config) (func(schema.GroupResource) value.Transformer, error) {
+func EncryptionTransformers(cfg config.Config) (func(schema.GroupResource) value.Transformer, error) {
 	path := cfg.Server.EncryptionProviderConfig
 	fail := func(err error) error {
 		return fmt.Errorf("invalid --%s %q: %w", config.FlagEncryptionProviderConfig, path, err)
@@ -87,6 +87,10 @@ func loadEncryptionConfig(path string) (map[schema.GroupResource]value.Transform
 	if err != nil {
 		return nil, err
 	}
+	return parseEncryptionConfig(data)
+}
+
+func parseEncryptionConfig(data []byte) (map[schema.GroupResource]value.Transformer, error) {
 	js, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
 		return nil, err
