@@ -8,13 +8,16 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -478,4 +481,83 @@ func TestSIGHUPReloadsTokens(t *testing.T) {
 	if err := p.stop(30 * time.Second); err != nil {
 		t.Errorf("stop: %v", err)
 	}
+}
+
+// On its defaults kubestore listens on loopback only (the embedded etcd on
+// a unix socket), and its TLS listener refuses anything below TLS 1.2.
+func TestListenersLoopbackOnlyAndTLS12(t *testing.T) {
+	p := start(t, filepath.Join(shortTempDir(t), "data"))
+	for _, addr := range listeningTCP(t, p.cmd.Process.Pid) {
+		if !strings.HasPrefix(addr, "127.0.0.1:") {
+			t.Errorf("listening on %s, want loopback only", addr)
+		}
+	}
+	host := strings.TrimPrefix(p.server(), "https://")
+	for _, v := range []uint16{tls.VersionTLS10, tls.VersionTLS11} {
+		conn, err := tls.Dial("tcp", host, &tls.Config{InsecureSkipVerify: true, MinVersion: v, MaxVersion: v})
+		if err == nil {
+			conn.Close()
+			t.Errorf("a TLS %s handshake succeeded", tls.VersionName(v))
+		}
+	}
+	conn, err := tls.Dial("tcp", host, &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS12})
+	if err != nil {
+		t.Fatalf("TLS 1.2: %v", err)
+	}
+	conn.Close()
+}
+
+// listeningTCP returns the local addresses of the TCP sockets in LISTEN
+// state that process pid holds open.
+func listeningTCP(t *testing.T, pid int) []string {
+	t.Helper()
+	inodes := map[string]bool{}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	for _, fd := range fds {
+		link, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+		if ino, ok := strings.CutPrefix(link, "socket:["); ok {
+			inodes[strings.TrimSuffix(ino, "]")] = true
+		}
+	}
+	var out []string
+	for _, file := range []string{"tcp", "tcp6"} {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, file))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n")[1:] {
+			f := strings.Fields(line)
+			// sl local_address rem_address st ... inode (the 10th field)
+			if len(f) < 10 || f[3] != "0A" || !inodes[f[9]] {
+				continue
+			}
+			out = append(out, procNetAddr(t, f[1]))
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("found no listening TCP socket of pid %d", pid)
+	}
+	return out
+}
+
+// procNetAddr decodes /proc/net/tcp's hex "0100007F:1F90" (IPv4 or IPv6
+// in host-order 32-bit words) into "127.0.0.1:8080".
+func procNetAddr(t *testing.T, s string) string {
+	ipHex, portHex, _ := strings.Cut(s, ":")
+	raw, err := hex.DecodeString(ipHex)
+	if err != nil {
+		t.Fatalf("bad address %q", s)
+	}
+	for i := 0; i+4 <= len(raw); i += 4 {
+		raw[i], raw[i+1], raw[i+2], raw[i+3] = raw[i+3], raw[i+2], raw[i+1], raw[i]
+	}
+	port, _ := strconv.ParseUint(portHex, 16, 16)
+	ip := net.IP(raw)
+	if v4 := ip.To4(); v4 != nil {
+		ip = v4
+	}
+	return net.JoinHostPort(ip.String(), strconv.FormatUint(port, 10))
 }
