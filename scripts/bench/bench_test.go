@@ -20,7 +20,7 @@ func TestSmoke(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "bench.json")
 	var log bytes.Buffer
 	o := options{
-		Bin: bin, Out: out, Scale: 0.01, Clients: 4, ListRuns: 3, WriteRate: 200,
+		Bin: bin, Out: out, Scale: 0.01, Clients: 4, ListRuns: 3, WriteRate: 200, WatchRate: 200,
 		Idle: time.Second, CPUWindow: time.Second, DataRoot: t.TempDir(), Log: &log,
 	}
 	res, err := run(t.Context(), o)
@@ -72,8 +72,10 @@ func TestSmoke(t *testing.T) {
 	if got.MemAfterLists.VmHWM < got.MemAfterLists.VmRSS {
 		t.Errorf("HWM %d below RSS %d", got.MemAfterLists.VmHWM, got.MemAfterLists.VmRSS)
 	}
-	if got.Watch.Expected != 2*got.Counts.Pods || got.Watch.Delivered != got.Watch.Expected {
-		t.Errorf("watch delivered %d of %d, want %d", got.Watch.Delivered, got.Watch.Expected, 2*got.Counts.Pods)
+	for _, w := range []WatchResult{got.Watch, got.WatchPaced} {
+		if w.Expected != 2*got.Counts.Pods || w.Delivered != w.Expected || w.P50Ms <= 0 {
+			t.Errorf("watch %+v: want all %d events delivered", w, 2*got.Counts.Pods)
+		}
 	}
 	if got.Informer.Objects != 100 || !got.Informer.WatchList {
 		t.Errorf("informer = %+v, want 100 objects synced by WatchList", got.Informer)

@@ -41,10 +41,12 @@ type options struct {
 	ListRuns     int
 	WriteUpdates int
 	WriteRate    float64
+	WatchRate    float64
 	Idle         time.Duration
 	CPUWindow    time.Duration
 	DataRoot     string
 	Keep         bool
+	ProfileDir   string
 	Log          io.Writer
 }
 
@@ -74,6 +76,9 @@ func (o *options) complete() error {
 	if o.WriteRate <= 0 {
 		return fmt.Errorf("invalid -write-rate %v: must be > 0", o.WriteRate)
 	}
+	if o.WatchRate <= 0 {
+		return fmt.Errorf("invalid -watch-rate %v: must be > 0", o.WatchRate)
+	}
 	if o.Nodes > o.Pods {
 		o.Nodes = o.Pods
 	}
@@ -98,10 +103,12 @@ func main() {
 	flag.IntVar(&o.ListRuns, "list-runs", 20, "runs of each LIST variant")
 	flag.IntVar(&o.WriteUpdates, "write-updates", 0, "updates of the flash-write measurement (0: 10000 x scale)")
 	flag.Float64Var(&o.WriteRate, "write-rate", 100, "updates per second of the flash-write measurement")
+	flag.Float64Var(&o.WatchRate, "watch-rate", 100, "pod updates per second of the paced watch fan-out (the other one updates as fast as -clients go)")
 	flag.DurationVar(&o.Idle, "idle", 30*time.Second, "wait after start before the idle memory sample")
 	flag.DurationVar(&o.CPUWindow, "cpu-window", 10*time.Second, "window of the idle CPU measurements")
 	flag.StringVar(&o.DataRoot, "data-root", "", "directory for the temporary data dir (default: the system temp dir; must be on the disk whose writes are measured)")
 	flag.BoolVar(&o.Keep, "keep", false, "keep the data dir and server logs")
+	flag.StringVar(&o.ProfileDir, "profile-dir", "", "if set, serve with --profiling and save heap profiles (idle, loaded, after the lists) and a CPU profile of the first cached LISTs there")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "bench: unexpected arguments %q\n", flag.Args())

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,15 +17,17 @@ const (
 	sentAnnotation = "bench.kubestore.io/sent"
 )
 
-// payload is 1 KiB of text; each ConfigMap gets its own so that nothing
-// downstream (compression, dedup) gets an easy ride.
+// payload is 1 KiB of pseudo-random hex, different for each ConfigMap and
+// round, so that compression (gzip responses, etcd's page reuse) gets no
+// easier ride than with real configuration.
 func payload(i, round int) string {
-	var b strings.Builder
-	b.Grow(1024)
-	for b.Len() < 1024 {
-		fmt.Fprintf(&b, "%08x-%04x;", uint32(i)*2654435761, round)
+	r := rand.New(rand.NewPCG(uint64(i), uint64(round)))
+	const hex = "0123456789abcdef"
+	b := make([]byte, 1024)
+	for k := range b {
+		b[k] = hex[r.IntN(16)]
 	}
-	return b.String()[:1024]
+	return string(b)
 }
 
 func configMapName(i int) string { return fmt.Sprintf("cm-%05d", i) }

@@ -289,6 +289,7 @@ type WatchResult struct {
 	PodWatchers  int     `json:"podWatchers"`
 	NodeWatchers int     `json:"nodeWatchers"`
 	Updates      int     `json:"updates"`
+	Rate         float64 `json:"rate"` // 0: as fast as the clients go
 	UpdateSec    float64 `json:"updateSec"`
 	Expected     int     `json:"expected"`
 	Delivered    int     `json:"delivered"`
@@ -304,13 +305,16 @@ type watcher struct {
 	done      chan struct{}
 }
 
-func (b *bench) watchFanOut(ctx context.Context) error {
+// watchFanOut updates every pod once while the watchers watch, as fast as
+// the clients go (rate 0) or at rate updates/s from one client.
+func (b *bench) watchFanOut(ctx context.Context, rate float64) (WatchResult, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	r := WatchResult{PodWatchers: b.o.Watchers, NodeWatchers: b.o.Watchers, Updates: len(b.pods), Rate: rate}
 	cs := b.clients(b.o.Clients)
 	rv, err := cs[0].CoreV1().Pods(benchNamespace).List(ctx, metav1.ListOptions{Limit: 1})
 	if err != nil {
-		return err
+		return r, err
 	}
 	perNode := make(map[string]int)
 	for i := range b.pods {
@@ -332,7 +336,7 @@ func (b *bench) watchFanOut(ctx context.Context) error {
 		}
 		wi, err := b.client(true).CoreV1().Pods(benchNamespace).Watch(ctx, opts)
 		if err != nil {
-			return fmt.Errorf("starting watch %d: %w", i, err)
+			return r, fmt.Errorf("starting watch %d: %w", i, err)
 		}
 		w := &watcher{w: wi, expected: expected, done: make(chan struct{})}
 		watchers = append(watchers, w)
@@ -340,7 +344,7 @@ func (b *bench) watchFanOut(ctx context.Context) error {
 	}
 	b.logf("%d watchers on pods and %d per-node watchers started", b.o.Watchers, b.o.Watchers)
 
-	d, err := parallel(ctx, b.o.Clients, len(b.pods), func(ctx context.Context, w, i int) error {
+	update := func(ctx context.Context, w, i int) error {
 		p := b.pods[i].DeepCopy()
 		p.Annotations[sentAnnotation] = strconv.FormatInt(time.Now().UnixNano(), 10)
 		p, err := cs[w].CoreV1().Pods(benchNamespace).Update(ctx, p, metav1.UpdateOptions{})
@@ -348,11 +352,17 @@ func (b *bench) watchFanOut(ctx context.Context) error {
 			b.pods[i] = p
 		}
 		return err
-	})
-	if err != nil {
-		return fmt.Errorf("updating pods: %w", err)
 	}
-	r := WatchResult{PodWatchers: b.o.Watchers, NodeWatchers: b.o.Watchers, Updates: len(b.pods), UpdateSec: d.Seconds()}
+	var d time.Duration
+	if rate > 0 {
+		d, err = paced(ctx, b.o.Clients, len(b.pods), rate, update)
+	} else {
+		d, err = parallel(ctx, b.o.Clients, len(b.pods), update)
+	}
+	if err != nil {
+		return r, fmt.Errorf("updating pods: %w", err)
+	}
+	r.UpdateSec = d.Seconds()
 	deadline := time.After(60 * time.Second)
 	for _, w := range watchers {
 		r.Expected += w.expected
@@ -360,7 +370,7 @@ func (b *bench) watchFanOut(ctx context.Context) error {
 		case <-w.done:
 		case <-deadline:
 		case <-ctx.Done():
-			return ctx.Err()
+			return r, ctx.Err()
 		}
 	}
 	cancel()
@@ -373,12 +383,11 @@ func (b *bench) watchFanOut(ctx context.Context) error {
 	}
 	watchers = nil
 	r.P50Ms, r.P99Ms, r.MaxMs = ms(percentile(all, 50)), ms(percentile(all, 99)), ms(percentile(all, 100))
-	b.res.Watch = r
-	b.logf("watch: %d of %d events delivered, latency p50 %.1f ms, p99 %.1f ms, max %.1f ms", r.Delivered, r.Expected, r.P50Ms, r.P99Ms, r.MaxMs)
+	b.logf("watch (rate %v): %d of %d events delivered, latency p50 %.1f ms, p99 %.1f ms, max %.1f ms", rate, r.Delivered, r.Expected, r.P50Ms, r.P99Ms, r.MaxMs)
 	if r.Delivered != r.Expected {
-		return fmt.Errorf("watch fan-out delivered %d of %d events", r.Delivered, r.Expected)
+		return r, fmt.Errorf("watch fan-out delivered %d of %d events", r.Delivered, r.Expected)
 	}
-	return nil
+	return r, nil
 }
 
 // consume records the delivery latency of each pod update until it has
@@ -416,7 +425,6 @@ type WriteResult struct {
 }
 
 func (b *bench) flashWrites(ctx context.Context) error {
-	cs := b.client(true)
 	pid := b.srv.pid()
 	// Let the previous phase's batch reach the disk first.
 	if err := sleep(ctx, flushWait); err != nil {
@@ -426,25 +434,24 @@ func (b *bench) flashWrites(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tick := time.NewTicker(time.Duration(float64(time.Second) / b.o.WriteRate))
-	defer tick.Stop()
-	start := time.Now()
-	for i := range b.o.WriteUpdates {
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	// A few clients, so that one slow answer does not lower the rate; each
+	// ConfigMap is written once per round, so they never race.
+	const writers = 4
+	cs := b.clients(writers)
+	elapsed, err := paced(ctx, writers, b.o.WriteUpdates, b.o.WriteRate, func(ctx context.Context, w, i int) error {
 		k := i % len(b.cms)
 		cm := b.cms[k].DeepCopy()
 		cm.Data["payload"] = payload(k, 2+i/len(b.cms))
-		cm, err := cs.CoreV1().ConfigMaps(benchNamespace).Update(ctx, cm, metav1.UpdateOptions{})
+		cm, err := cs[w].CoreV1().ConfigMaps(benchNamespace).Update(ctx, cm, metav1.UpdateOptions{})
 		if err != nil {
 			return fmt.Errorf("updating configmap: %w", err)
 		}
 		b.cms[k] = cm
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	elapsed := time.Since(start)
 	if err := sleep(ctx, flushWait); err != nil {
 		return err
 	}

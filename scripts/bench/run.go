@@ -37,9 +37,10 @@ type Result struct {
 	Lists  []ListResult `json:"lists"`
 	Encode []Encode     `json:"encode"`
 
-	Watch    WatchResult    `json:"watch"`
-	Writes   WriteResult    `json:"writes"`
-	Informer InformerResult `json:"informer"`
+	Watch      WatchResult    `json:"watch"`      // updates as fast as the clients go
+	WatchPaced WatchResult    `json:"watchPaced"` // updates at -watch-rate
+	Writes     WriteResult    `json:"writes"`
+	Informer   InformerResult `json:"informer"`
 }
 
 // Counts are the sizes the run used.
@@ -52,6 +53,7 @@ type Counts struct {
 	ListRuns     int     `json:"listRuns"`
 	WriteUpdates int     `json:"writeUpdates"`
 	WriteRate    float64 `json:"writeRate"`
+	WatchRate    float64 `json:"watchRate"`
 	IdleSec      float64 `json:"idleSec"`
 	CPUWindowSec float64 `json:"cpuWindowSec"`
 }
@@ -66,7 +68,7 @@ func run(ctx context.Context, o options) (*Result, error) {
 		Machine:   describeMachine(),
 		ServeArgs: append([]string{}, o.ServeArgs...),
 		Counts: Counts{ConfigMaps: o.ConfigMaps, Pods: o.Pods, Nodes: o.Nodes, Watchers: o.Watchers, Clients: o.Clients,
-			ListRuns: o.ListRuns, WriteUpdates: o.WriteUpdates, WriteRate: o.WriteRate,
+			ListRuns: o.ListRuns, WriteUpdates: o.WriteUpdates, WriteRate: o.WriteRate, WatchRate: o.WatchRate,
 			IdleSec: o.Idle.Seconds(), CPUWindowSec: o.CPUWindow.Seconds()},
 	}
 	started := time.Now()
@@ -118,6 +120,9 @@ func (b *bench) start(ctx context.Context, extra ...string) (time.Duration, erro
 	b.starts++
 	logPath := filepath.Join(b.root, fmt.Sprintf("server-%d.log", b.starts))
 	args := append(append([]string{}, b.o.ServeArgs...), extra...)
+	if b.o.ProfileDir != "" {
+		args = append(args, "--profiling")
+	}
 	srv, ready, err := startServer(ctx, b.o.Bin, b.dataDir, logPath, args)
 	if err != nil {
 		return 0, err
@@ -158,6 +163,44 @@ func (b *bench) mem(what string) (Mem, error) {
 	return m, err
 }
 
+// heapProfile saves the server's heap profile after a GC, with -profile-dir.
+func (b *bench) heapProfile(ctx context.Context, name string) error {
+	if b.o.ProfileDir == "" {
+		return nil
+	}
+	return b.saveProfile(ctx, "heap?gc=1", name+".heap.pb.gz")
+}
+
+// cpuProfile starts a CPU profile of the server over window, with
+// -profile-dir; the channel reports its end.
+func (b *bench) cpuProfile(ctx context.Context, name string, window time.Duration) <-chan error {
+	done := make(chan error, 1)
+	if b.o.ProfileDir == "" {
+		done <- nil
+		return done
+	}
+	go func() {
+		done <- b.saveProfile(ctx, fmt.Sprintf("profile?seconds=%d", int(window.Seconds())), name+".cpu.pb.gz")
+	}()
+	return done
+}
+
+func (b *bench) saveProfile(ctx context.Context, query, file string) error {
+	path, params, _ := strings.Cut(query, "?")
+	req := b.client(false).CoreV1().RESTClient().Get().AbsPath("/debug/pprof/" + path)
+	if k, v, ok := strings.Cut(params, "="); ok {
+		req = req.Param(k, v)
+	}
+	raw, err := req.DoRaw(ctx)
+	if err != nil {
+		return fmt.Errorf("getting /debug/pprof/%s: %w", query, err)
+	}
+	if err := os.MkdirAll(b.o.ProfileDir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(b.o.ProfileDir, file), raw, 0o644)
+}
+
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func sleep(ctx context.Context, d time.Duration) error {
@@ -195,6 +238,9 @@ func (b *bench) run(ctx context.Context) error {
 	if res.MemIdle, err = b.mem("idle"); err != nil {
 		return err
 	}
+	if err := b.heapProfile(ctx, "idle"); err != nil {
+		return err
+	}
 	if res.IdleCPUPercent, err = cpuPercent(ctx, b.srv.pid(), b.o.CPUWindow); err != nil {
 		return err
 	}
@@ -207,12 +253,22 @@ func (b *bench) run(ctx context.Context) error {
 	if res.MemLoaded, err = b.mem("loaded"); err != nil {
 		return err
 	}
+	if err := b.heapProfile(ctx, "loaded"); err != nil {
+		return err
+	}
 
 	// LISTs from the cache and the in-process encode of the same list.
+	cpuProfile := b.cpuProfile(ctx, "cached-lists", 10*time.Second)
 	if err := b.lists(ctx, "cached"); err != nil {
 		return err
 	}
+	if err := <-cpuProfile; err != nil {
+		return err
+	}
 	if res.MemAfterLists, err = b.mem("after lists"); err != nil {
+		return err
+	}
+	if err := b.heapProfile(ctx, "after-lists"); err != nil {
 		return err
 	}
 	if res.LoadedCPUPercent, err = cpuPercent(ctx, b.srv.pid(), b.o.CPUWindow); err != nil {
@@ -226,7 +282,10 @@ func (b *bench) run(ctx context.Context) error {
 	if err := b.updates(ctx); err != nil {
 		return err
 	}
-	if err := b.watchFanOut(ctx); err != nil {
+	if res.Watch, err = b.watchFanOut(ctx, 0); err != nil {
+		return err
+	}
+	if res.WatchPaced, err = b.watchFanOut(ctx, b.o.WatchRate); err != nil {
 		return err
 	}
 	if err := b.flashWrites(ctx); err != nil {
@@ -281,6 +340,61 @@ func parallel(ctx context.Context, workers, n int, fn func(ctx context.Context, 
 			errs <- nil
 		}()
 	}
+	var first error
+	for range workers {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	elapsed := time.Since(start)
+	if first == nil {
+		first = ctx.Err()
+	}
+	return elapsed, first
+}
+
+// paced runs fn(worker, i) for i in [0,n), starting index i at i/rate
+// seconds after the start on one of workers goroutines, so that a slow
+// answer does not lower the rate; it returns the elapsed time and the
+// first error.
+func paced(ctx context.Context, workers, n int, rate float64, fn func(ctx context.Context, worker, i int) error) (time.Duration, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	jobs := make(chan int)
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			for i := range jobs {
+				if err := fn(ctx, w, i); err != nil {
+					cancel()
+					errs <- err
+					for range jobs {
+					}
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	start := time.Now()
+	interval := time.Duration(float64(time.Second) / rate)
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+dispatch:
+	for i := range n {
+		timer.Reset(time.Until(start.Add(time.Duration(i) * interval)))
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			break dispatch
+		}
+		select {
+		case jobs <- i:
+		case <-ctx.Done():
+			break dispatch
+		}
+	}
+	close(jobs)
 	var first error
 	for range workers {
 		if err := <-errs; err != nil && first == nil {
