@@ -58,6 +58,7 @@ func TestSmoke(t *testing.T) {
 		"after lists HWM": float64(got.MemAfterLists.VmHWM),
 		"creates/s":       got.CreatesPerSec,
 		"updates/s":       got.UpdatesPerSec,
+		"create CPU":      got.CreateCPUMs,
 		"watch p50":       got.Watch.P50Ms,
 		"disk writes":     float64(got.Writes.WriteBytes),
 		"informer sync":   got.Informer.SyncMs,

@@ -56,6 +56,7 @@ func (b *bench) load(ctx context.Context) error {
 	}
 
 	b.cms = make([]*corev1.ConfigMap, b.o.ConfigMaps)
+	cpu := b.serverCPU()
 	d, err := parallel(ctx, b.o.Clients, b.o.ConfigMaps, func(ctx context.Context, w, i int) error {
 		cm, err := cs[w].CoreV1().ConfigMaps(benchNamespace).Create(ctx, configMap(i), metav1.CreateOptions{})
 		b.cms[i] = cm
@@ -65,7 +66,8 @@ func (b *bench) load(ctx context.Context) error {
 		return fmt.Errorf("creating configmaps: %w", err)
 	}
 	b.res.CreatesPerSec = float64(b.o.ConfigMaps) / d.Seconds()
-	b.logf("%d configmaps created in %v: %.0f/s", b.o.ConfigMaps, d.Round(time.Millisecond), b.res.CreatesPerSec)
+	b.res.CreateCPUMs = ms(b.serverCPU()-cpu) / float64(b.o.ConfigMaps)
+	b.logf("%d configmaps created in %v: %.0f/s, server CPU %.2f ms each", b.o.ConfigMaps, d.Round(time.Millisecond), b.res.CreatesPerSec, b.res.CreateCPUMs)
 
 	b.pods = make([]*corev1.Pod, b.o.Pods)
 	d, err = parallel(ctx, b.o.Clients, b.o.Pods, func(ctx context.Context, w, i int) error {
@@ -89,6 +91,7 @@ func (b *bench) load(ctx context.Context) error {
 // clients (updates/s).
 func (b *bench) updates(ctx context.Context) error {
 	cs := b.clients(b.o.Clients)
+	cpu := b.serverCPU()
 	d, err := parallel(ctx, b.o.Clients, len(b.cms), func(ctx context.Context, w, i int) error {
 		cm := b.cms[i].DeepCopy()
 		cm.Data["payload"] = payload(i, 1)
@@ -102,7 +105,8 @@ func (b *bench) updates(ctx context.Context) error {
 		return fmt.Errorf("updating configmaps: %w", err)
 	}
 	b.res.UpdatesPerSec = float64(len(b.cms)) / d.Seconds()
-	b.logf("%d configmaps updated in %v: %.0f/s", len(b.cms), d.Round(time.Millisecond), b.res.UpdatesPerSec)
+	b.res.UpdateCPUMs = ms(b.serverCPU()-cpu) / float64(len(b.cms))
+	b.logf("%d configmaps updated in %v: %.0f/s, server CPU %.2f ms each", len(b.cms), d.Round(time.Millisecond), b.res.UpdatesPerSec, b.res.UpdateCPUMs)
 	return nil
 }
 
@@ -117,6 +121,8 @@ type ListResult struct {
 	Bytes    int     `json:"bytes"`
 	MedianMs float64 `json:"medianMs"`
 	P99Ms    float64 `json:"p99Ms"`
+	// ServerCPUMs is the server's CPU time per LIST.
+	ServerCPUMs float64 `json:"serverCPUMs"`
 }
 
 type listVariant struct {
@@ -154,7 +160,11 @@ func (b *bench) lists(ctx context.Context, cacheMode string) error {
 		}
 		r := ListResult{Cache: cacheMode, Format: v.format, Variant: v.variant, Gzip: v.gzip}
 		var times []time.Duration
+		var cpu time.Duration
 		for run := range b.o.ListRuns + 1 {
+			if run == 1 {
+				cpu = b.serverCPU()
+			}
 			d, items, pages, size, err := listOnce(ctx, hc, base, accept, v)
 			if err != nil {
 				return fmt.Errorf("LIST %s %s %s: %w", cacheMode, v.format, v.variant, err)
@@ -170,8 +180,9 @@ func (b *bench) lists(ctx context.Context, cacheMode string) error {
 			times = append(times, d)
 		}
 		r.MedianMs, r.P99Ms = ms(percentile(times, 50)), ms(percentile(times, 99))
+		r.ServerCPUMs = ms(b.serverCPU()-cpu) / float64(b.o.ListRuns)
 		b.res.Lists = append(b.res.Lists, r)
-		b.logf("LIST %s %s %s gzip=%v: median %.1f ms, p99 %.1f ms, %d bytes", cacheMode, v.format, v.variant, v.gzip, r.MedianMs, r.P99Ms, r.Bytes)
+		b.logf("LIST %s %s %s gzip=%v: median %.1f ms, p99 %.1f ms, server CPU %.1f ms, %d bytes", cacheMode, v.format, v.variant, v.gzip, r.MedianMs, r.P99Ms, r.ServerCPUMs, r.Bytes)
 	}
 	return nil
 }
@@ -296,6 +307,10 @@ type WatchResult struct {
 	P50Ms        float64 `json:"p50Ms"`
 	P99Ms        float64 `json:"p99Ms"`
 	MaxMs        float64 `json:"maxMs"`
+	// CPU time of the server and of this program (the watchers' decoding)
+	// from the first update to the last event: they share the machine.
+	ServerCPUSec float64 `json:"serverCPUSec"`
+	BenchCPUSec  float64 `json:"benchCPUSec"`
 }
 
 type watcher struct {
@@ -354,6 +369,7 @@ func (b *bench) watchFanOut(ctx context.Context, rate float64) (WatchResult, err
 		return err
 	}
 	var d time.Duration
+	cpu, ownCPU := b.serverCPU(), benchCPU()
 	if rate > 0 {
 		d, err = paced(ctx, b.o.Clients, len(b.pods), rate, update)
 	} else {
@@ -373,6 +389,7 @@ func (b *bench) watchFanOut(ctx context.Context, rate float64) (WatchResult, err
 			return r, ctx.Err()
 		}
 	}
+	r.ServerCPUSec, r.BenchCPUSec = (b.serverCPU() - cpu).Seconds(), (benchCPU() - ownCPU).Seconds()
 	cancel()
 	var all []time.Duration
 	for _, w := range watchers {
@@ -383,7 +400,7 @@ func (b *bench) watchFanOut(ctx context.Context, rate float64) (WatchResult, err
 	}
 	watchers = nil
 	r.P50Ms, r.P99Ms, r.MaxMs = ms(percentile(all, 50)), ms(percentile(all, 99)), ms(percentile(all, 100))
-	b.logf("watch (rate %v): %d of %d events delivered, latency p50 %.1f ms, p99 %.1f ms, max %.1f ms", rate, r.Delivered, r.Expected, r.P50Ms, r.P99Ms, r.MaxMs)
+	b.logf("watch (rate %v): %d of %d events delivered, latency p50 %.1f ms, p99 %.1f ms, max %.1f ms; CPU server %.1f s, bench %.1f s", rate, r.Delivered, r.Expected, r.P50Ms, r.P99Ms, r.MaxMs, r.ServerCPUSec, r.BenchCPUSec)
 	if r.Delivered != r.Expected {
 		return r, fmt.Errorf("watch fan-out delivered %d of %d events", r.Delivered, r.Expected)
 	}

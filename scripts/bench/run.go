@@ -33,6 +33,10 @@ type Result struct {
 
 	CreatesPerSec float64 `json:"createsPerSec"`
 	UpdatesPerSec float64 `json:"updatesPerSec"`
+	// Server CPU (user+system) per write: less sensitive than the rates
+	// to other work on a shared machine.
+	CreateCPUMs float64 `json:"createServerCPUMs"`
+	UpdateCPUMs float64 `json:"updateServerCPUMs"`
 
 	Lists  []ListResult `json:"lists"`
 	Encode []Encode     `json:"encode"`
@@ -199,6 +203,18 @@ func (b *bench) saveProfile(ctx context.Context, query, file string) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(b.o.ProfileDir, file), raw, 0o644)
+}
+
+// serverCPU is the CPU time the server has used so far.
+func (b *bench) serverCPU() time.Duration {
+	d, _ := cpuTime(b.srv.pid())
+	return d
+}
+
+// benchCPU is the CPU time this process has used so far.
+func benchCPU() time.Duration {
+	d, _ := cpuTime(os.Getpid())
+	return d
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -40,6 +40,7 @@ func printTable(w io.Writer, r *Result) {
 	fmt.Fprintf(w, "machine: %d CPUs, %s, %s RAM, kernel %s, %s; load avg %s at start, %s at end; %s, %d s\n",
 		m.CPUs, m.CPUModel, m.MemTotal, m.Kernel, m.GoVersion, m.LoadStart, m.LoadEnd, m.StartedUTC, m.DurationSec)
 	c := r.Counts
+	fmt.Fprintf(w, "CPU is user+system time of the server process (LIST: per request; the bench's own watchers share the machine)\n")
 	fmt.Fprintf(w, "load: %d ConfigMaps of 1 KiB, %d Pods on %d Nodes; %d clients; %d runs per LIST; serve args: %q\n\n",
 		c.ConfigMaps, c.Pods, c.Nodes, c.Clients, c.ListRuns, r.ServeArgs)
 
@@ -77,7 +78,7 @@ func printTable(w io.Writer, r *Result) {
 		if l.Gzip {
 			name = fmt.Sprintf("LIST cm %s %s %s gzip", l.Format, l.Variant, l.Cache)
 		}
-		val := fmt.Sprintf("p50 %.1f ms, p99 %.1f ms", l.MedianMs, l.P99Ms)
+		val := fmt.Sprintf("p50 %.1f ms, p99 %.1f ms, CPU %.0f ms", l.MedianMs, l.P99Ms, l.ServerCPUMs)
 		var t target
 		if enc := r.encodeMs(l.Format); enc > 0 && !l.Gzip {
 			ratio := l.MedianMs / enc
@@ -91,15 +92,15 @@ func printTable(w io.Writer, r *Result) {
 	for _, e := range r.Encode {
 		row("encode in-process, "+e.Format, fmt.Sprintf("p50 %.1f ms, p99 %.1f ms, %.1f MB", e.MedianMs, e.P99Ms, float64(e.Bytes)/1e6), target{})
 	}
-	row(fmt.Sprintf("creates/s, %d clients", c.Clients), fmt.Sprintf("%.0f", r.CreatesPerSec), target{">= 700", r.CreatesPerSec >= 700})
-	row(fmt.Sprintf("updates/s, %d clients", c.Clients), fmt.Sprintf("%.0f", r.UpdatesPerSec), target{})
+	row(fmt.Sprintf("creates/s, %d clients", c.Clients), fmt.Sprintf("%.0f (server CPU %.2f ms each)", r.CreatesPerSec, r.CreateCPUMs), target{">= 700", r.CreatesPerSec >= 700})
+	row(fmt.Sprintf("updates/s, %d clients", c.Clients), fmt.Sprintf("%.0f (server CPU %.2f ms each)", r.UpdatesPerSec, r.UpdateCPUMs), target{})
 	for _, wr := range []WatchResult{r.Watch, r.WatchPaced} {
 		how := fmt.Sprintf("%d clients flat out", c.Clients)
 		if wr.Rate > 0 {
 			how = fmt.Sprintf("%.0f/s", wr.Rate)
 		}
 		row(fmt.Sprintf("watch: %d+%d watchers, %d updates, %s", wr.PodWatchers, wr.NodeWatchers, wr.Updates, how),
-			fmt.Sprintf("%d/%d delivered, p50 %.1f ms, p99 %.1f ms", wr.Delivered, wr.Expected, wr.P50Ms, wr.P99Ms),
+			fmt.Sprintf("%d/%d delivered, p50 %.1f ms, p99 %.1f ms; CPU server %.1f s, bench %.1f s", wr.Delivered, wr.Expected, wr.P50Ms, wr.P99Ms, wr.ServerCPUSec, wr.BenchCPUSec),
 			target{"all delivered", wr.Expected > 0 && wr.Delivered == wr.Expected})
 	}
 	fw := r.Writes
