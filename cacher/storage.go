@@ -5,8 +5,13 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured/unstructuredscheme"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/cbor"
+	"k8s.io/apimachinery/pkg/runtime/serializer/recognizer"
+	"k8s.io/apiserver/pkg/features"
 	"k8s.io/apiserver/pkg/registry/generic"
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	"k8s.io/apiserver/pkg/storage"
@@ -16,6 +21,7 @@ import (
 	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
 	"k8s.io/apiserver/pkg/storage/value"
 	"k8s.io/apiserver/pkg/storage/value/encrypt/identity"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -72,33 +78,69 @@ func (g *restOptionsGetter) GetRESTOptions(gr schema.GroupResource, _ runtime.Ob
 	if err != nil {
 		return generic.RESTOptions{}, fmt.Errorf("building storage codec for %s: %w", gr, err)
 	}
-	rc, err := g.backend.cfg.Cache.ForResource(gr)
-	if err != nil {
-		return generic.RESTOptions{}, err
-	}
-	budget, err := g.backend.cfg.Memory.BudgetFor(gr)
-	if err != nil {
-		return generic.RESTOptions{}, err
-	}
-
-	sc := storagebackend.NewDefaultConfig(g.backend.cfg.Etcd.Prefix, codec)
-	sc.EncodeVersioner = encodeVersioner
-	sc.Transport.ServerList = g.backend.Endpoints()
-	sc.CompactionInterval = g.backend.cfg.Etcd.CompactionInterval.Duration
-	sc.EventsHistoryWindow = rc.HistoryWindow
-	if g.resources.Transformer != nil {
-		sc.Transformer = g.resources.Transformer(gr)
-	}
-
 	prefix, ok := g.resources.KeyPrefixes[gr]
 	if !ok {
 		prefix = gr.Group + "/" + gr.Resource
 	}
+	return g.backend.restOptions(gr, codec, encodeVersioner, prefix, g.resources.Transformer)
+}
+
+// CustomResourcesRESTOptionsGetter is the generic.RESTOptionsGetter of
+// custom resources (apiextensions-apiserver's CRDRESTOptionsGetter): their
+// objects are unstructured and stored as JSON under
+// "<group>/<resource>", as kube-apiserver stores them, through the same
+// per-resource watch-cache settings and budgets as built-in resources.
+// transformer, when set, transforms values on their way to and from etcd.
+func (b *Backend) CustomResourcesRESTOptionsGetter(transformer func(schema.GroupResource) value.Transformer) generic.RESTOptionsGetter {
+	return &customResourcesGetter{backend: b, transformer: transformer}
+}
+
+type customResourcesGetter struct {
+	backend     *Backend
+	transformer func(schema.GroupResource) value.Transformer
+}
+
+func (g *customResourcesGetter) GetRESTOptions(gr schema.GroupResource, _ runtime.Object) (generic.RESTOptions, error) {
+	// As NewCRDRESTOptionsGetter in k8s.io/apiextensions-apiserver: JSON
+	// (CBOR when the CBORServingAndStorage gate is on) is written, both are
+	// read. apiextensions-apiserver wraps this codec with the conversion
+	// and schema of the CRD's storage version.
+	ucbor := cbor.NewSerializer(unstructuredscheme.NewUnstructuredCreator(), unstructuredscheme.NewUnstructuredObjectTyper())
+	var encoder runtime.Encoder = unstructured.UnstructuredJSONScheme
+	if utilfeature.DefaultFeatureGate.Enabled(features.CBORServingAndStorage) {
+		encoder = ucbor
+	}
+	codec := runtime.NewCodec(encoder, recognizer.NewDecoder(ucbor, unstructured.UnstructuredJSONScheme))
+	return g.backend.restOptions(gr, codec, nil, gr.Group+"/"+gr.Resource, g.transformer)
+}
+
+// restOptions are the options of one resource stored with codec under
+// prefix (below --etcd-prefix).
+func (b *Backend) restOptions(gr schema.GroupResource, codec runtime.Codec, encodeVersioner runtime.GroupVersioner, prefix string,
+	transformer func(schema.GroupResource) value.Transformer) (generic.RESTOptions, error) {
+	rc, err := b.cfg.Cache.ForResource(gr)
+	if err != nil {
+		return generic.RESTOptions{}, err
+	}
+	budget, err := b.cfg.Memory.BudgetFor(gr)
+	if err != nil {
+		return generic.RESTOptions{}, err
+	}
+
+	sc := storagebackend.NewDefaultConfig(b.cfg.Etcd.Prefix, codec)
+	sc.EncodeVersioner = encodeVersioner
+	sc.Transport.ServerList = b.Endpoints()
+	sc.CompactionInterval = b.cfg.Etcd.CompactionInterval.Duration
+	sc.EventsHistoryWindow = rc.HistoryWindow
+	if transformer != nil {
+		sc.Transformer = transformer(gr)
+	}
+
 	klog.V(3).InfoS("Storage", "resource", gr, "watchCache", rc.Enabled, "historyWindow", rc.HistoryWindow, "key", sc.Prefix+"/"+prefix,
 		"maxObjects", budget.Objects, "maxBytes", budget.Bytes)
 	return generic.RESTOptions{
 		StorageConfig: sc.ForResource(gr),
-		Decorator:     g.backend.decorator(rc.Enabled, budget),
+		Decorator:     b.decorator(rc.Enabled, budget),
 		// No garbage collector runs here: a delete must not wait for one
 		// to remove orphan or foreground finalizers.
 		EnableGarbageCollection: false,

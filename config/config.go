@@ -117,6 +117,10 @@ type Server struct {
 	// EncryptionProviderConfig is an EncryptionConfiguration file; empty
 	// means the generated one in <data-dir>/pki.
 	EncryptionProviderConfig string `json:"encryptionProviderConfig,omitempty"`
+	// CustomResources serves apiextensions.k8s.io and custom resources
+	// (apiextensions-apiserver chained behind the built-in API); false
+	// does not build it at all.
+	CustomResources bool `json:"customResources"`
 }
 
 // Etcd configures storage: the embedded etcd server by default, or an
@@ -209,6 +213,7 @@ func Default() Config {
 			MaxRequestsInFlight:         DefaultMaxRequestsInFlight,
 			MaxMutatingRequestsInFlight: DefaultMaxMutatingInFlight,
 			MaxRequestBodyBytes:         DefaultMaxRequestBodyBytes,
+			CustomResources:             true,
 		},
 		Etcd: Etcd{
 			Prefix:                      DefaultEtcdPrefix,

@@ -31,6 +31,7 @@ const (
 	FlagUnixSocket                      = "unix-socket"
 	FlagUnixSocketGroup                 = "unix-socket-group"
 	FlagEncryptionProviderConfig        = "encryption-provider-config"
+	FlagCustomResources                 = "custom-resources"
 	FlagEtcdServers                     = "etcd-servers"
 	FlagEtcdCAFile                      = "etcd-cafile"
 	FlagEtcdCertFile                    = "etcd-certfile"
@@ -158,6 +159,8 @@ var bindings = []binding{
 		func(c *Config) *string { return &c.Server.UnixSocketGroup }),
 	bind(FlagEncryptionProviderConfig, "kube-apiserver EncryptionConfiguration file; empty uses <data-dir>/pki/encryption-config.yaml, generated with a secretbox key for secrets on first start",
 		func(c *Config) *string { return &c.Server.EncryptionProviderConfig }),
+	bind(FlagCustomResources, "serve CustomResourceDefinitions and custom resources (apiextensions.k8s.io); false does not build that API server at all",
+		func(c *Config) *bool { return &c.Server.CustomResources }),
 	bind(FlagEtcdServers, "client URLs of an external etcd cluster; when set, no embedded etcd is started",
 		func(c *Config) *[]string { return &c.Etcd.Servers }),
 	bind(FlagEtcdCAFile, "CA bundle to verify the external etcd servers",

@@ -45,7 +45,7 @@ func (s *listWatchSubject) client() dynamic.ResourceInterface {
 func (s *listWatchSubject) create(t *testing.T, name string) *unstructured.Unstructured {
 	t.Helper()
 	obj := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1", "kind": s.kind,
+		"apiVersion": s.gvr.GroupVersion().String(), "kind": s.kind,
 		"metadata": map[string]any{"name": name, "labels": map[string]any{"gen": "0"}},
 	}}
 	out, err := s.client().Create(t.Context(), obj, metav1.CreateOptions{})
@@ -198,7 +198,11 @@ func checkListWatchSemantics(t *testing.T, s *listWatchSubject) {
 	t.Run("reads from a future rv time out", func(t *testing.T) {
 		cur := s.list(t, metav1.ListOptions{}).GetResourceVersion()
 		future := strconv.FormatUint(rv(t, cur)+1000, 10)
-		path := "/api/v1/namespaces/" + s.ns + "/" + s.resource
+		path := "/apis/" + s.gvr.GroupVersion().String()
+		if s.gvr.Group == "" {
+			path = "/api/" + s.gvr.Version
+		}
+		path += "/namespaces/" + s.ns + "/" + s.gvr.Resource
 		for what, req := range map[string]*rest.Request{
 			"list": ts.client.CoreV1().RESTClient().Get().AbsPath(path).
 				Param("resourceVersion", future).Param("resourceVersionMatch", "NotOlderThan"),

@@ -320,7 +320,10 @@ type namespaceController struct {
 	namespaces *namespaceREST
 	finalize   *genericregistry.Store
 	contents   []*genericregistry.Store
-	queue      workqueue.TypedRateLimitingInterface[string]
+	// custom, when set, deletes the namespace's custom objects and
+	// reports how many are left.
+	custom func(ctx context.Context, namespace string) (remaining int, err error)
+	queue  workqueue.TypedRateLimitingInterface[string]
 }
 
 // contentRetry is how soon a namespace is checked again while content is
@@ -417,6 +420,13 @@ func (c *namespaceController) sync(ctx context.Context, name string) (retry bool
 				return false, fmt.Errorf("listing %s: %w", s.DefaultQualifiedResource, err)
 			}
 			remaining += meta.LenList(list)
+		}
+		if c.custom != nil {
+			n, err := c.custom(ctx, name)
+			if err != nil {
+				return false, err
+			}
+			remaining += n
 		}
 		if remaining > 0 {
 			klog.V(2).InfoS("Namespace content still being deleted", "namespace", name, "remaining", remaining)

@@ -22,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/endpoints/discovery/aggregated"
+	genericapifilters "k8s.io/apiserver/pkg/endpoints/filters"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
@@ -29,6 +31,7 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/apiserver/pkg/server/healthz"
+	"k8s.io/apiserver/pkg/util/notfoundhandler"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
@@ -154,11 +157,36 @@ func New(cfg config.Config, backend *cacher.Backend) (_ *Server, err error) {
 		return nil, err
 	}
 	cleanup = append(cleanup, api.destroy)
-	c.AdmissionControl = &namespaceLifecycle{namespaces: api.namespaces.store}
+	nsLifecycle := &namespaceLifecycle{namespaces: api.namespaces.store}
+	c.AdmissionControl = nsLifecycle
 
-	gs, err := c.Complete(nil).New("kubestore", genericapiserver.NewEmptyDelegate())
+	// The chain of kube-apiserver: kubestore's server, then the
+	// apiextensions server, then the NotFound handler.
+	var delegate genericapiserver.DelegationTarget = genericapiserver.NewEmptyDelegateWithCustomHandler(
+		notfoundhandler.New(c.Serializer, genericapifilters.NoMuxAndDiscoveryIncompleteKey))
+	var crds *customResources
+	if cfg.Server.CustomResources {
+		c.AggregatedDiscoveryGroupManager = aggregated.NewResourceManager("apis")
+		crds, err = newCustomResourcesServer(*c, backend, transformers, nsLifecycle, delegate)
+		if err != nil {
+			return nil, err
+		}
+		delegate = crds.GenericAPIServer
+	}
+	gs, err := c.Complete(nil).New("kubestore", delegate)
 	if err != nil {
+		if crds != nil {
+			crds.GenericAPIServer.Destroy()
+		}
 		return nil, fmt.Errorf("building API server: %w", err)
+	}
+	if crds != nil {
+		gs.DiscoveryGroupManager.AddGroup(apiextensionsGroup())
+		informer := crds.Informers.Apiextensions().V1().CustomResourceDefinitions()
+		disc := &legacyCRDDiscovery{groups: gs.DiscoveryGroupManager, crds: informer.Lister()}
+		if _, err := informer.Informer().AddEventHandler(disc.handler()); err != nil {
+			return nil, err
+		}
 	}
 	gs.ShutdownTimeout = cfg.Server.ShutdownTimeout.Duration / 4
 	if err := api.install(gs, scheme, codecs); err != nil {
@@ -169,10 +197,23 @@ func New(cfg config.Config, backend *cacher.Backend) (_ *Server, err error) {
 	gs.AddPostStartHookOrDie("kubestore-system-namespaces", func(ctx genericapiserver.PostStartHookContext) error {
 		return ensureSystemNamespaces(ctx, scheme, api.namespaces)
 	})
+	nsController := api.namespaceController()
+	if crds != nil {
+		custom, err := newCustomContents(crds)
+		if err != nil {
+			return nil, err
+		}
+		nsController.custom = custom.deleteIn
+	}
 	gs.AddPostStartHookOrDie("kubestore-namespace-controller", func(ctx genericapiserver.PostStartHookContext) error {
-		go api.namespaceController().run(ctx)
+		go nsController.run(ctx)
 		return nil
 	})
+	if crds != nil {
+		gs.AddPostStartHookOrDie("kubestore-custom-resources-openapi", func(ctx genericapiserver.PostStartHookContext) error {
+			return crds.serveOpenAPIV3(ctx, gs.OpenAPIV3VersionedService)
+		})
+	}
 	gs.AddPostStartHookOrDie("kubestore-certificate-renewal", func(ctx genericapiserver.PostStartHookContext) error {
 		go wait.UntilWithContext(ctx, func(context.Context) {
 			if err := pki.renew(); err != nil {

@@ -131,6 +131,12 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 	return l.w.Write(b)
 }
 
+func (l *lockedWriter) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.String()
+}
+
 func (p *proc) logs() string {
 	lw := p.cmd.Stderr.(*lockedWriter)
 	lw.mu.Lock()

@@ -1,0 +1,284 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/emicklei/go-restful/v3"
+
+	apiextensionshelpers "k8s.io/apiextensions-apiserver/pkg/apihelpers"
+	apiextensionsinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
+	openapiv3controller "k8s.io/apiextensions-apiserver/pkg/controller/openapiv3"
+	apiextensionsopenapi "k8s.io/apiextensions-apiserver/pkg/generated/openapi"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	utilversion "k8s.io/apimachinery/pkg/version"
+	"k8s.io/apiserver/pkg/admission"
+	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/storage/value"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/kube-openapi/pkg/builder3"
+	"k8s.io/kube-openapi/pkg/common"
+	"k8s.io/kube-openapi/pkg/common/restfuladapter"
+	"k8s.io/kube-openapi/pkg/handler3"
+
+	"github.com/kubestore/kubestore/cacher"
+	"github.com/kubestore/kubestore/server/openapi"
+)
+
+// newCustomResourcesServer builds the upstream apiextensions-apiserver
+// that serves apiextensions.k8s.io/v1 and every custom resource, as
+// kube-apiserver builds it (pkg/controlplane/apiserver/apiextensions.go):
+// from a copy of kubestore's generic config, so it shares authentication,
+// authorization, the loopback client, admission and the aggregated
+// discovery, with its own post-start hooks. CustomResourceDefinitions are
+// stored like built-in resources; custom objects as JSON, both through
+// the backend's getters (watch cache, per-resource settings, budgets).
+// delegate serves what it does not (the NotFound handler at the end of the
+// chain).
+func newCustomResourcesServer(base genericapiserver.Config, backend *cacher.Backend, transformers func(schema.GroupResource) value.Transformer,
+	nsLifecycle admission.ValidationInterface, delegate genericapiserver.DelegationTarget) (*customResources, error) {
+	c := base
+	// Hooks, health checks and the equivalent-resource registry are the
+	// server's own; the checks of the copy would be registered twice.
+	c.PostStartHooks = map[string]genericapiserver.PostStartHookConfigEntry{}
+	c.HealthzChecks, c.LivezChecks, c.ReadyzChecks = nil, nil, nil
+	c.EquivalentResourceRegistry = nil
+	c.RESTOptionsGetter = backend.RESTOptionsGetter(cacher.Resources{
+		Scheme:      apiextensionsapiserver.Scheme,
+		Serializer:  apiextensionsapiserver.Codecs,
+		Transformer: transformers,
+	})
+	c.MergedResourceConfig = apiextensionsapiserver.DefaultAPIResourceConfigSource()
+	c.AdmissionControl = admission.NewChainHandler(nsLifecycle, conversionCheck{})
+	// Server-side apply of CRDs needs the apiextensions types' schemas,
+	// custom resources the metav1 and autoscaling/v1 Scale ones.
+	c.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(customResourceDefinitions,
+		openapinamer.NewDefinitionNamer(apiextensionsapiserver.Scheme))
+	c.OpenAPIV3Config.Info.Title = base.OpenAPIV3Config.Info.Title
+	c.OpenAPIV3Config.Info.Version = base.OpenAPIV3Config.Info.Version
+
+	ec := &apiextensionsapiserver.Config{
+		GenericConfig: &genericapiserver.RecommendedConfig{Config: c},
+		ExtraConfig: apiextensionsapiserver.ExtraConfig{
+			CRDRESTOptionsGetter: backend.CustomResourcesRESTOptionsGetter(transformers),
+			// One server: a new CRD is established at once, not after
+			// the 5 s an HA control plane waits.
+			MasterCount: 1,
+		},
+	}
+	s, err := ec.Complete().New(delegate)
+	if err != nil {
+		return nil, fmt.Errorf("building the apiextensions API server: %w", err)
+	}
+	s.GenericAPIServer.AddPostStartHookOrDie("apiextensions-storage-readiness", s.GenericAPIServer.StorageReadinessHook.Hook)
+	return &customResources{CustomResourceDefinitions: s, openAPIV3: c.OpenAPIV3Config}, nil
+}
+
+// customResources is the apiextensions server of the chain.
+type customResources struct {
+	*apiextensionsapiserver.CustomResourceDefinitions
+	openAPIV3 *common.OpenAPIV3Config
+}
+
+// serveOpenAPIV3 adds apiextensions.k8s.io/v1 and the schemas of the
+// established CRDs to the top server's /openapi/v3, the merge
+// kube-apiserver's aggregator does: kubectl looks a kind up there before
+// it sends an object for server-side field validation, and
+// kubectl explain reads it. It runs once the top server has built its
+// OpenAPI service (a post-start hook).
+func (s *customResources) serveOpenAPIV3(ctx context.Context, service *handler3.OpenAPIService) error {
+	if service == nil {
+		return nil
+	}
+	for _, ws := range s.GenericAPIServer.Handler.GoRestfulContainer.RegisteredWebServices() {
+		// apis/apiextensions.k8s.io and its versions; the top server has
+		// the rest (/version).
+		gv := strings.TrimPrefix(ws.RootPath(), "/")
+		if !strings.HasPrefix(gv, "apis/") {
+			continue
+		}
+		spec, err := builder3.BuildOpenAPISpecFromRoutes(restfuladapter.AdaptWebServices([]*restful.WebService{ws}), s.openAPIV3)
+		if err != nil {
+			return fmt.Errorf("building the OpenAPI v3 of %s: %w", gv, err)
+		}
+		service.UpdateGroupVersion(gv, spec)
+	}
+	go openapiv3controller.NewController(s.Informers.Apiextensions().V1().CustomResourceDefinitions()).Run(service, ctx.Done())
+	return nil
+}
+
+// customResourceDefinitions are the OpenAPI definitions of kubestore's
+// types and apiextensions-apiserver's.
+func customResourceDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
+	defs := openapi.GetOpenAPIDefinitions(ref)
+	for name, d := range apiextensionsopenapi.GetOpenAPIDefinitions(ref) {
+		if _, ok := defs[name]; !ok {
+			defs[name] = d
+		}
+	}
+	return defs
+}
+
+// conversionCheck refuses CRDs whose versions are converted by a webhook:
+// kubestore resolves no services to call, so it would accept the CRD and
+// then fail every read of its objects in another version.
+type conversionCheck struct{}
+
+var _ admission.ValidationInterface = conversionCheck{}
+
+func (conversionCheck) Handles(op admission.Operation) bool {
+	return op == admission.Create || op == admission.Update
+}
+
+func (conversionCheck) Validate(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	if a.GetResource().GroupResource() != apiextensionsv1.Resource("customresourcedefinitions") || a.GetSubresource() != "" {
+		return nil
+	}
+	crd, ok := a.GetObject().(*apiextensionsinternal.CustomResourceDefinition)
+	if !ok || crd.Spec.Conversion == nil || crd.Spec.Conversion.Strategy != apiextensionsinternal.WebhookConverter {
+		return nil
+	}
+	return apierrors.NewInvalid(apiextensionsv1.Kind("CustomResourceDefinition"), a.GetName(), field.ErrorList{
+		field.Invalid(field.NewPath("spec", "conversion", "strategy"), crd.Spec.Conversion.Strategy,
+			"conversion webhooks are not supported by kubestore; use None (objects change versions by their apiVersion only)"),
+	})
+}
+
+// legacyCRDDiscovery lists the groups of established CRDs in the legacy
+// /apis discovery document of the top server, the work kube-apiserver's
+// aggregator does (its crdRegistrationController). The aggregated document
+// is shared by the servers of the chain and needs no help.
+type legacyCRDDiscovery struct {
+	groups genericapiserverGroupManager
+	crds   apiextensionsLister
+}
+
+// genericapiserverGroupManager is the part of the top server's legacy
+// /apis handler this uses.
+type genericapiserverGroupManager interface {
+	AddGroup(metav1.APIGroup)
+	RemoveGroup(string)
+}
+
+type apiextensionsLister interface {
+	List(labels.Selector) ([]*apiextensionsv1.CustomResourceDefinition, error)
+}
+
+func (d *legacyCRDDiscovery) handler() cache.ResourceEventHandler {
+	sync := func(objs ...any) {
+		groups := map[string]bool{}
+		for _, obj := range objs {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition); ok {
+				groups[crd.Spec.Group] = true
+			}
+		}
+		for _, g := range slices.Sorted(maps.Keys(groups)) {
+			d.sync(g)
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { sync(obj) },
+		UpdateFunc: func(old, obj any) { sync(old, obj) },
+		DeleteFunc: func(obj any) { sync(obj) },
+	}
+}
+
+// sync sets one group's entry from the established CRDs that serve it, as
+// apiextensions-apiserver's DiscoveryController computes /apis/<group>.
+func (d *legacyCRDDiscovery) sync(group string) {
+	crds, err := d.crds.List(labels.Everything())
+	if err != nil {
+		klog.ErrorS(err, "Listing CustomResourceDefinitions for discovery")
+		return
+	}
+	seen := map[string]bool{}
+	var versions []metav1.GroupVersionForDiscovery
+	for _, crd := range crds {
+		if crd.Spec.Group != group || !apiextensionshelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established) {
+			continue
+		}
+		for _, v := range crd.Spec.Versions {
+			if v.Served && !seen[v.Name] {
+				seen[v.Name] = true
+				versions = append(versions, metav1.GroupVersionForDiscovery{GroupVersion: group + "/" + v.Name, Version: v.Name})
+			}
+		}
+	}
+	if len(versions) == 0 {
+		d.groups.RemoveGroup(group)
+		return
+	}
+	sort.Slice(versions, func(i, j int) bool {
+		return utilversion.CompareKubeAwareVersionStrings(versions[i].Version, versions[j].Version) > 0
+	})
+	d.groups.AddGroup(metav1.APIGroup{Name: group, Versions: versions, PreferredVersion: versions[0]})
+}
+
+// apiextensionsGroup is apiextensions.k8s.io in the legacy /apis list.
+func apiextensionsGroup() metav1.APIGroup {
+	v1 := metav1.GroupVersionForDiscovery{GroupVersion: apiextensionsv1.SchemeGroupVersion.String(), Version: apiextensionsv1.SchemeGroupVersion.Version}
+	return metav1.APIGroup{Name: apiextensionsv1.GroupName, Versions: []metav1.GroupVersionForDiscovery{v1}, PreferredVersion: v1}
+}
+
+// customContents deletes the custom objects of a terminating namespace,
+// as kube-controller-manager's namespace controller does for every
+// namespaced resource in discovery: through the API (the loopback client),
+// for every established namespaced CRD.
+type customContents struct {
+	crds   apiextensionsLister
+	client dynamic.Interface
+}
+
+func newCustomContents(s *customResources) (*customContents, error) {
+	client, err := dynamic.NewForConfig(s.GenericAPIServer.LoopbackClientConfig)
+	if err != nil {
+		return nil, err
+	}
+	return &customContents{crds: s.Informers.Apiextensions().V1().CustomResourceDefinitions().Lister(), client: client}, nil
+}
+
+func (c *customContents) deleteIn(ctx context.Context, namespace string) (remaining int, err error) {
+	crds, err := c.crds.List(labels.Everything())
+	if err != nil {
+		return 0, err
+	}
+	for _, crd := range crds {
+		if crd.Spec.Scope != apiextensionsv1.NamespaceScoped || !apiextensionshelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established) {
+			continue
+		}
+		i := slices.IndexFunc(crd.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool { return v.Served })
+		if i < 0 {
+			continue
+		}
+		gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: crd.Spec.Versions[i].Name, Resource: crd.Status.AcceptedNames.Plural}
+		r := c.client.Resource(gvr).Namespace(namespace)
+		if err := r.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return 0, fmt.Errorf("deleting %s: %w", gvr.GroupResource(), err)
+		}
+		l, err := r.List(ctx, metav1.ListOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("listing %s: %w", gvr.GroupResource(), err)
+		}
+		remaining += len(l.Items)
+	}
+	return remaining, nil
+}
