@@ -1,0 +1,553 @@
+// Package crash kills the real kubestore binary with SIGKILL while clients
+// write and watch, restarts it, and checks that nothing acknowledged was
+// lost, nothing unacknowledged appeared, resourceVersions never went back,
+// and watchers converged without help.
+//
+// It runs the binary named by KUBESTORE_BIN (make test sets it) and skips
+// without it.
+package crash
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+const (
+	namespace = "default"
+	writers   = 4
+	// namesPerWriter: each writer owns its names, so the operations on a
+	// name are sequential and the expected state is exact.
+	namesPerWriter = 25
+)
+
+func cycles() int {
+	if n, err := strconv.Atoi(os.Getenv("KUBESTORE_CRASH_CYCLES")); err == nil && n > 0 {
+		return n
+	}
+	return 20
+}
+
+// outcome is what the store may hold for a name: exactly one state after an
+// acknowledged write, either of two after a write whose answer was lost.
+type outcome struct {
+	value   string // "" means absent
+	maybe   string // the other possible value when uncertain
+	unknown bool
+}
+
+type model struct {
+	mu    sync.Mutex
+	names map[string]outcome
+	maxRV uint64
+	acked int64
+	// lost and phantom count acknowledged writes missing and objects that
+	// should not exist, found by a check or by a write the store refused.
+	lost, phantom int64
+}
+
+func (m *model) ack(name, value string, rv string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.names[name] = outcome{value: value}
+	m.acked++
+	if n, err := strconv.ParseUint(rv, 10, 64); err == nil && n > m.maxRV {
+		m.maxRV = n
+	}
+}
+
+func (m *model) unanswered(name, attempted string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	prev := m.names[name]
+	if prev.unknown {
+		// Two unanswered writes in a row: keep it simple, accept anything
+		// until the next check settles it.
+		m.names[name] = outcome{unknown: true, value: attempted, maybe: "*"}
+		return
+	}
+	m.names[name] = outcome{value: prev.value, maybe: attempted, unknown: true}
+}
+
+func (m *model) get(name string) outcome {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.names[name]
+}
+
+// proc is the kubestore process under test.
+type proc struct {
+	bin, dir string
+	port     int
+	cmd      *exec.Cmd
+	done     chan struct{}
+}
+
+func (p *proc) start(t *testing.T) {
+	t.Helper()
+	p.cmd = exec.Command(p.bin, "--data-dir", p.dir, "--secure-port", strconv.Itoa(p.port))
+	logf, err := os.OpenFile(filepath.Join(filepath.Dir(p.dir), "kubestore.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Stderr = logf
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p.done = make(chan struct{})
+	go func() { p.cmd.Wait(); logf.Close(); close(p.done) }()
+	insecure := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		select {
+		case <-p.done:
+			log, _ := os.ReadFile(filepath.Join(filepath.Dir(p.dir), "kubestore.log"))
+			t.Fatalf("kubestore exited before ready:\n%s", log)
+		default:
+		}
+		resp, err := insecure.Get(fmt.Sprintf("https://127.0.0.1:%d/readyz", p.port))
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("kubestore not ready within 60s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (p *proc) kill() {
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// counts is what the test prints at the end.
+type counts struct {
+	cycles, acked, lost, phantom, informerDivergences, watchDivergences, rvRegressions, relists int64
+}
+
+func TestCrashSafety(t *testing.T) {
+	bin := os.Getenv("KUBESTORE_BIN")
+	if bin == "" {
+		t.Skip("KUBESTORE_BIN is not set (make test sets it)")
+	}
+	base, err := os.MkdirTemp("", "kscrash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			os.RemoveAll(base)
+		} else {
+			t.Logf("data and log kept in %s", base)
+		}
+	})
+	p := &proc{bin: bin, dir: filepath.Join(base, "data"), port: freePort(t)}
+	p.start(t)
+	defer func() {
+		if p.cmd.ProcessState == nil {
+			p.kill()
+		}
+	}()
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(p.dir, "admin.kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = -1, -1
+	cfg.Timeout = 5 * time.Second
+	client := kubernetes.NewForConfigOrDie(cfg)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	m := &model{names: map[string]outcome{}}
+	var c counts
+
+	// The informer's reflector (WatchList, as client-go v0.37 does by
+	// default) lives through every crash: it must recover by itself, by
+	// resuming its watch or relisting. Its backoff is shortened from
+	// client-go's default (which grows to 30-60 s while the server is down
+	// and resets only after 2 quiet minutes) so that a kill every few
+	// seconds does not turn into minutes of waiting; what is tested is the
+	// server's side of the recovery, not client-go's patience.
+	informerCfg := rest.CopyConfig(cfg)
+	informerCfg.Timeout = 0
+	lw := cache.NewListWatchFromClient(kubernetes.NewForConfigOrDie(informerCfg).CoreV1().RESTClient(), "configmaps", namespace, fields.Everything())
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	reflector := cache.NewReflectorWithOptions(lw, &corev1.ConfigMap{}, store, cache.ReflectorOptions{
+		Name:    "crash-test",
+		Backoff: &wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 10, Cap: time.Second},
+	})
+	go reflector.RunWithContext(ctx)
+
+	// The raw watcher resumes from the last resourceVersion it saw; on 410
+	// it relists. Its view must converge too, and its events must come in
+	// resourceVersion order.
+	rw := &rawWatcher{client: client}
+	go rw.run(ctx, &c)
+
+	// Writers pause while a check runs.
+	var gate sync.RWMutex
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			write(ctx, client, m, &gate, w)
+		}()
+	}
+
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	for cycle := 1; cycle <= cycles(); cycle++ {
+		time.Sleep(300*time.Millisecond + time.Duration(rng.Int64N(int64(1700*time.Millisecond))))
+		p.kill()
+		c.cycles++
+		p.start(t)
+
+		gate.Lock()
+		check(t, ctx, client, m, store, rw, &c, cycle)
+		gate.Unlock()
+	}
+	cancel()
+	wg.Wait()
+
+	c.acked, c.lost, c.phantom = m.acked, m.lost, m.phantom
+	summary := fmt.Sprintf("crash test: cycles=%d acknowledged-writes=%d lost=%d phantom=%d informer-divergences=%d watch-divergences=%d rv-regressions=%d watch-relists=%d",
+		c.cycles, c.acked, c.lost, c.phantom, c.informerDivergences, c.watchDivergences, c.rvRegressions, c.relists)
+	fmt.Println(summary)
+	t.Log(summary)
+	if c.acked < int64(c.cycles) {
+		t.Errorf("only %d writes were acknowledged in %d cycles: the test did not exercise the store", c.acked, c.cycles)
+	}
+	if c.lost+c.phantom+c.informerDivergences+c.watchDivergences+c.rvRegressions > 0 {
+		t.Fail()
+	}
+}
+
+// write creates, updates and deletes its own names at random until ctx
+// ends, recording each acknowledged write and each unanswered one.
+func write(ctx context.Context, client kubernetes.Interface, m *model, gate *sync.RWMutex, w int) {
+	rng := rand.New(rand.NewPCG(uint64(w), uint64(time.Now().UnixNano())))
+	cms := client.CoreV1().ConfigMaps(namespace)
+	for seq := 0; ctx.Err() == nil; seq++ {
+		name := fmt.Sprintf("w%d-%d", w, rng.IntN(namesPerWriter))
+		value := fmt.Sprintf("%d-%d", w, seq)
+		gate.RLock()
+		cur := m.get(name)
+		var err error
+		// rv and result are what the write leaves when acknowledged;
+		// attempted is what it may have left when its answer was lost.
+		var rv, result, attempted string
+		switch {
+		case cur.unknown:
+			// Settle it first: whatever is stored now is the truth.
+			var got *corev1.ConfigMap
+			got, err = cms.Get(ctx, name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				m.mu.Lock()
+				m.names[name] = outcome{}
+				m.mu.Unlock()
+				err = nil
+			} else if err == nil {
+				m.mu.Lock()
+				m.names[name] = outcome{value: got.Data["v"]}
+				m.mu.Unlock()
+			}
+			gate.RUnlock()
+			if err != nil {
+				time.Sleep(50 * time.Millisecond)
+			}
+			continue
+		case cur.value == "":
+			attempted = value
+			var got *corev1.ConfigMap
+			got, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"v": value}}, metav1.CreateOptions{})
+			if err == nil {
+				rv, result = got.ResourceVersion, value
+			}
+		case rng.IntN(4) == 0:
+			attempted = ""
+			err = cms.Delete(ctx, name, metav1.DeleteOptions{})
+		default:
+			attempted = value
+			var got *corev1.ConfigMap
+			got, err = cms.Update(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"v": value}}, metav1.UpdateOptions{})
+			if err == nil {
+				rv, result = got.ResourceVersion, value
+			}
+		}
+		switch {
+		case err == nil:
+			m.ack(name, result, rv)
+		case apierrors.IsAlreadyExists(err) || apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+			// A definite refusal of a write that the acknowledged state
+			// allows: that state is gone.
+			m.mu.Lock()
+			if apierrors.IsAlreadyExists(err) {
+				m.phantom++
+			} else {
+				m.lost++
+			}
+			m.names[name] = outcome{unknown: true, maybe: "*"}
+			m.mu.Unlock()
+			fmt.Printf("%s: %v, but the acknowledged state is %q\n", name, err, cur.value)
+		default:
+			m.unanswered(name, attempted)
+		}
+		gate.RUnlock()
+		if err != nil {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// check compares the store with the model, and the informer's and raw
+// watcher's views with the store.
+func check(t *testing.T, ctx context.Context, client kubernetes.Interface, m *model, informer cache.Store, rw *rawWatcher, c *counts, cycle int) {
+	var list *corev1.ConfigMapList
+	var err error
+	for range 100 {
+		if list, err = client.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{}); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("cycle %d: listing after restart: %v", cycle, err)
+	}
+	stored := map[string]string{}
+	storedRV := map[string]string{}
+	for _, cm := range list.Items {
+		stored[cm.Name] = cm.Data["v"]
+		storedRV[cm.Name] = cm.ResourceVersion
+	}
+	listRV, _ := strconv.ParseUint(list.ResourceVersion, 10, 64)
+	m.mu.Lock()
+	if listRV < m.maxRV {
+		c.rvRegressions++
+		t.Errorf("cycle %d: list resourceVersion %d is below the acknowledged %d", cycle, listRV, m.maxRV)
+	}
+	names := map[string]bool{}
+	for n := range m.names {
+		names[n] = true
+	}
+	for n := range stored {
+		names[n] = true
+	}
+	for n := range names {
+		want := m.names[n]
+		got, present := stored[n]
+		if !present {
+			got = ""
+		}
+		switch {
+		case want.unknown && (want.maybe == "*" || got == want.value || got == want.maybe):
+			m.names[n] = outcome{value: got}
+		case want.unknown:
+			t.Errorf("cycle %d: %s holds %q, want %q or %q", cycle, n, got, want.value, want.maybe)
+			m.lost++
+			m.names[n] = outcome{value: got}
+		case got == want.value:
+		case want.value == "":
+			t.Errorf("cycle %d: %s holds %q, but it was deleted or never acknowledged", cycle, n, got)
+			m.phantom++
+			m.names[n] = outcome{value: got}
+		default:
+			t.Errorf("cycle %d: %s holds %q, want the acknowledged %q", cycle, n, got, want.value)
+			m.lost++
+			m.names[n] = outcome{value: got}
+		}
+	}
+	m.mu.Unlock()
+
+	converged := func(view map[string]string) bool {
+		if len(view) != len(storedRV) {
+			return false
+		}
+		for n, rv := range storedRV {
+			if view[n] != rv {
+				return false
+			}
+		}
+		return true
+	}
+	informerView := func() map[string]string {
+		v := map[string]string{}
+		for _, o := range informer.List() {
+			cm := o.(*corev1.ConfigMap)
+			v[cm.Name] = cm.ResourceVersion
+		}
+		return v
+	}
+	start := time.Now()
+	if !waitFor(convergeTimeout, func() bool { return converged(informerView()) }) {
+		c.informerDivergences++
+		t.Errorf("cycle %d: the informer did not converge to the stored objects: %s", cycle, diff(storedRV, informerView()))
+	}
+	if !waitFor(convergeTimeout, func() bool { return converged(rw.view()) }) {
+		c.watchDivergences++
+		t.Errorf("cycle %d: the resumed watch did not converge to the stored objects: %s", cycle, diff(storedRV, rw.view()))
+	}
+	t.Logf("cycle %d: %d objects, watchers converged in %s", cycle, len(storedRV), time.Since(start).Round(time.Millisecond))
+}
+
+// convergeTimeout bounds the wait for a watcher to catch up.
+const convergeTimeout = 30 * time.Second
+
+// diff describes how view differs from want (name -> resourceVersion).
+func diff(want, view map[string]string) string {
+	var out []string
+	for n, rv := range want {
+		if view[n] != rv {
+			out = append(out, fmt.Sprintf("%s: %q, want %q", n, view[n], rv))
+		}
+	}
+	for n, rv := range view {
+		if _, ok := want[n]; !ok {
+			out = append(out, fmt.Sprintf("%s: %q, want absent", n, rv))
+		}
+	}
+	sort.Strings(out)
+	if len(out) > 5 {
+		out = append(out[:5], fmt.Sprintf("and %d more", len(out)-5))
+	}
+	return strings.Join(out, "; ")
+}
+
+func waitFor(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return cond()
+}
+
+// rawWatcher keeps a name -> resourceVersion view from a plain watch that
+// it resumes from the last resourceVersion it saw after every failure; a
+// 410 Gone makes it relist, as the API conventions prescribe.
+type rawWatcher struct {
+	client kubernetes.Interface
+	mu     sync.Mutex
+	state  map[string]string
+}
+
+func (r *rawWatcher) view() map[string]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]string, len(r.state))
+	for k, v := range r.state {
+		out[k] = v
+	}
+	return out
+}
+
+func (r *rawWatcher) run(ctx context.Context, c *counts) {
+	cms := r.client.CoreV1().ConfigMaps(namespace)
+	rv := ""
+	for ctx.Err() == nil {
+		if rv == "" {
+			list, err := cms.List(ctx, metav1.ListOptions{})
+			if err != nil {
+				time.Sleep(50 * time.Millisecond)
+				continue
+			}
+			state := map[string]string{}
+			for _, cm := range list.Items {
+				state[cm.Name] = cm.ResourceVersion
+			}
+			r.mu.Lock()
+			r.state = state
+			r.mu.Unlock()
+			rv = list.ResourceVersion
+		}
+		w, err := cms.Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+		if err != nil {
+			if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+				atomic.AddInt64(&c.relists, 1)
+				rv = ""
+			}
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		rv = r.consume(w, rv, c)
+	}
+}
+
+// consume applies events until the watch ends and returns the
+// resourceVersion to resume from ("" to relist).
+func (r *rawWatcher) consume(w watch.Interface, rv string, c *counts) string {
+	defer w.Stop()
+	last, _ := strconv.ParseUint(rv, 10, 64)
+	for ev := range w.ResultChan() {
+		switch ev.Type {
+		case watch.Error:
+			if err := apierrors.FromObject(ev.Object); apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+				atomic.AddInt64(&c.relists, 1)
+				return ""
+			}
+			return rv
+		case watch.Bookmark:
+			continue
+		}
+		cm, ok := ev.Object.(*corev1.ConfigMap)
+		if !ok {
+			continue
+		}
+		n, _ := strconv.ParseUint(cm.ResourceVersion, 10, 64)
+		if n <= last {
+			atomic.AddInt64(&c.watchDivergences, 1)
+			fmt.Printf("watch event out of order: %s %s at %d after %d\n", ev.Type, cm.Name, n, last)
+		}
+		last = n
+		rv = cm.ResourceVersion
+		r.mu.Lock()
+		if ev.Type == watch.Deleted {
+			delete(r.state, cm.Name)
+		} else {
+			r.state[cm.Name] = cm.ResourceVersion
+		}
+		r.mu.Unlock()
+	}
+	return rv
+}
