@@ -21,6 +21,9 @@ import (
 // memberName is the name of the single member in its own cluster.
 const memberName = "kubestore"
 
+// MemberName is the name of the embedded etcd's single member.
+const MemberName = memberName
+
 // socketName is the etcd client socket inside <data-dir>/etcd. Only
 // processes that can enter the 0700 directory can reach it.
 const socketName = "etcd.sock"

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/kubestore/kubestore/config"
+	"github.com/kubestore/kubestore/maintenance"
+)
+
+// flagRevisionBump is snapshot restore's --bump-revision.
+const flagRevisionBump = "bump-revision"
+
+// maintenanceCommands are the operator's commands on etcd.
+func maintenanceCommands() []*cli.Command {
+	return []*cli.Command{
+		{
+			Name:         "defrag",
+			Usage:        "defragment etcd to reclaim space, online if a server runs on --data-dir; disarms etcd's NOSPACE alarm once below the quota",
+			Flags:        config.Flags(),
+			Action:       defrag,
+			OnUsageError: usageError,
+		},
+		{
+			Name:  "snapshot",
+			Usage: "save or restore a snapshot of etcd",
+			Subcommands: []*cli.Command{
+				{
+					Name:         "save",
+					Usage:        "write a consistent snapshot of etcd to FILE, from the running server or a stopped data directory",
+					ArgsUsage:    "FILE",
+					Flags:        config.Flags(),
+					Action:       snapshotSave,
+					OnUsageError: usageError,
+				},
+				{
+					Name:      "restore",
+					Usage:     "create the etcd of a fresh --data-dir from snapshot FILE (offline), then serve it",
+					ArgsUsage: "FILE",
+					Flags: append(config.Flags(), &cli.Uint64Flag{
+						Name:  flagRevisionBump,
+						Usage: "raise etcd's revision, and so every resourceVersion, by this much, so they keep increasing past the old server's; 0 keeps them",
+						Value: maintenance.DefaultRevisionBump,
+					}),
+					Action:       snapshotRestore,
+					OnUsageError: usageError,
+				},
+			},
+		},
+	}
+}
+
+// oneArg returns the single positional argument of a command.
+func oneArg(c *cli.Context, what string) (string, error) {
+	if c.NArg() != 1 {
+		return "", fmt.Errorf("kubestore %s needs exactly one argument, %s, and got %d", c.Command.FullName(), what, c.NArg())
+	}
+	return c.Args().First(), nil
+}
+
+// loadConfigArgs reads and validates the configuration of a command that
+// takes positional arguments.
+func loadConfigArgs(c *cli.Context) (config.Config, error) {
+	cfg, err := config.Load(c)
+	if err != nil {
+		return config.Config{}, err
+	}
+	return cfg, cfg.Validate()
+}
+
+func defrag(c *cli.Context) error {
+	cfg, err := loadConfig(c)
+	if err != nil {
+		return err
+	}
+	return maintenance.Defrag(c.Context, cfg, c.App.Writer)
+}
+
+func snapshotSave(c *cli.Context) error {
+	file, err := oneArg(c, "FILE")
+	if err != nil {
+		return err
+	}
+	cfg, err := loadConfigArgs(c)
+	if err != nil {
+		return err
+	}
+	return maintenance.SnapshotSave(c.Context, cfg, file, c.App.Writer)
+}
+
+func snapshotRestore(c *cli.Context) error {
+	file, err := oneArg(c, "FILE")
+	if err != nil {
+		return err
+	}
+	cfg, err := loadConfigArgs(c)
+	if err != nil {
+		return err
+	}
+	return maintenance.SnapshotRestore(cfg, file, c.Uint64(flagRevisionBump), c.App.Writer)
+}

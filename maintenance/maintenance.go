@@ -1,0 +1,289 @@
+// Package maintenance holds the operator's commands on kubestore's etcd:
+// defragmentation, snapshot save and snapshot restore.
+//
+// Online commands talk to the running server's embedded etcd over the unix
+// socket in its data directory (or to --etcd-servers). When no server runs
+// on the data directory (its lock is free) they take the lock and start the
+// embedded etcd briefly, so the WAL is replayed and what they read is
+// exactly what a server would serve.
+package maintenance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/etcdutl/v3/snapshot"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+
+	"github.com/kubestore/kubestore/config"
+	"github.com/kubestore/kubestore/datadir"
+	"github.com/kubestore/kubestore/etcdembed"
+)
+
+// dialTimeout bounds connecting to etcd.
+const dialTimeout = 20 * time.Second
+
+// DefaultRevisionBump is how much a restore raises etcd's revision, and so
+// every resourceVersion: more than the writes a device makes between a
+// snapshot and its restore, so clients never see a resourceVersion go back.
+const DefaultRevisionBump = 1_000_000_000
+
+// conn is an etcd client on one or more members.
+type conn struct {
+	client    *clientv3.Client
+	endpoints []string
+	logger    *zap.Logger
+	close     func()
+}
+
+// hasEtcdData reports whether a data directory holds an etcd member.
+func hasEtcdData(dir datadir.Dir) bool {
+	_, err := os.Stat(filepath.Join(dir.Etcd(), "member"))
+	return err == nil
+}
+
+// connect reaches the etcd of cfg: --etcd-servers, the embedded etcd of a
+// running server on its socket, or, when no server holds the data
+// directory, the embedded etcd started for the command's duration.
+func connect(ctx context.Context, cfg config.Config) (*conn, error) {
+	lg, err := etcdembed.Logger(cfg.Log)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Etcd.External() {
+		return dial(cfg, cfg.Etcd.Servers, lg, func() {})
+	}
+	dir := datadir.Dir(cfg.DataDir)
+	if !hasEtcdData(dir) {
+		return nil, fmt.Errorf("no etcd data in --%s %s", config.FlagDataDir, cfg.DataDir)
+	}
+	unlock, err := dir.Lock()
+	if errors.Is(err, datadir.ErrLocked) {
+		// A server runs on the directory: use its etcd.
+		return dial(cfg, []string{"unix://" + etcdembed.SocketPath(dir)}, lg, func() {})
+	}
+	if err != nil {
+		return nil, err
+	}
+	srv, err := etcdembed.Start(ctx, cfg)
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	return dial(cfg, srv.Endpoints(), lg, func() { srv.Close(); unlock() })
+}
+
+func dial(cfg config.Config, endpoints []string, lg *zap.Logger, closeFn func()) (*conn, error) {
+	ccfg := clientv3.Config{Endpoints: endpoints, DialTimeout: dialTimeout, Logger: lg.Named("client")}
+	tlsInfo := transport.TLSInfo{CertFile: cfg.Etcd.CertFile, KeyFile: cfg.Etcd.KeyFile, TrustedCAFile: cfg.Etcd.CAFile}
+	if cfg.Etcd.External() && (!tlsInfo.Empty() || cfg.Etcd.CAFile != "") {
+		tc, err := tlsInfo.ClientConfig()
+		if err != nil {
+			closeFn()
+			return nil, fmt.Errorf("reading etcd client TLS files: %w", err)
+		}
+		ccfg.TLS = tc
+	}
+	c, err := clientv3.New(ccfg)
+	if err != nil {
+		closeFn()
+		return nil, fmt.Errorf("connecting to etcd %v: %w", endpoints, err)
+	}
+	return &conn{client: c, endpoints: endpoints, logger: lg, close: func() { c.Close(); closeFn() }}, nil
+}
+
+// Defrag defragments every etcd member of cfg, reports the database size
+// before and after on w, and, when etcd raised its NOSPACE alarm and the
+// database is now below its quota, disarms the alarm so that writes work
+// again without a restart.
+func Defrag(ctx context.Context, cfg config.Config, w io.Writer) error {
+	c, err := connect(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	for _, ep := range c.endpoints {
+		before, err := c.client.Status(ctx, ep)
+		if err != nil {
+			return fmt.Errorf("etcd %s status: %w", ep, err)
+		}
+		start := time.Now()
+		if _, err := c.client.Defragment(ctx, ep); err != nil {
+			return fmt.Errorf("defragmenting etcd %s: %w", ep, err)
+		}
+		after, err := c.client.Status(ctx, ep)
+		if err != nil {
+			return fmt.Errorf("etcd %s status: %w", ep, err)
+		}
+		fmt.Fprintf(w, "defragmented %s in %s: database size %s -> %s (in use %s, quota %s)\n", ep,
+			time.Since(start).Round(time.Millisecond), config.ByteSize(before.DbSize), config.ByteSize(after.DbSize),
+			config.ByteSize(after.DbSizeInUse), config.ByteSize(quota(cfg, after)))
+	}
+	return disarmNoSpace(ctx, cfg, c, w)
+}
+
+// quota is a member's space quota: the one it reports, else the configured
+// one of the embedded etcd.
+func quota(cfg config.Config, st *clientv3.StatusResponse) int64 {
+	if st.DbSizeQuota > 0 {
+		return st.DbSizeQuota
+	}
+	return int64(cfg.Etcd.QuotaBackendBytes)
+}
+
+// disarmNoSpace disarms the NOSPACE alarms of members whose database is now
+// below their quota.
+func disarmNoSpace(ctx context.Context, cfg config.Config, c *conn, w io.Writer) error {
+	alarms, err := c.client.AlarmList(ctx)
+	if err != nil {
+		return fmt.Errorf("listing etcd alarms: %w", err)
+	}
+	for _, a := range alarms.Alarms {
+		if a.Alarm != etcdserverpb.AlarmType_NOSPACE {
+			continue
+		}
+		// The member of the alarm answers its own status; with one member
+		// (the embedded etcd) that is the only endpoint.
+		var st *clientv3.StatusResponse
+		for _, ep := range c.endpoints {
+			s, err := c.client.Status(ctx, ep)
+			if err == nil && s.Header.MemberId == a.MemberID {
+				st = s
+				break
+			}
+		}
+		if st == nil {
+			fmt.Fprintf(w, "NOSPACE alarm of etcd member %x left armed: its status is not reachable\n", a.MemberID)
+			continue
+		}
+		if q := quota(cfg, st); q > 0 && st.DbSize >= q {
+			fmt.Fprintf(w, "NOSPACE alarm left armed: the database (%s) is still not below its quota (%s); delete objects or raise --%s\n",
+				config.ByteSize(st.DbSize), config.ByteSize(q), config.FlagEtcdQuotaBackendBytes)
+			continue
+		}
+		if _, err := c.client.AlarmDisarm(ctx, (*clientv3.AlarmMember)(a)); err != nil {
+			return fmt.Errorf("disarming the NOSPACE alarm: %w", err)
+		}
+		fmt.Fprintf(w, "disarmed the NOSPACE alarm: writes work again\n")
+	}
+	return nil
+}
+
+// SnapshotSave writes a consistent snapshot of etcd to file: through a
+// temporary file in the same directory, synced and renamed, so file is
+// either absent or complete.
+func SnapshotSave(ctx context.Context, cfg config.Config, file string, w io.Writer) error {
+	c, err := connect(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	ep := c.endpoints[0]
+	// A snapshot is the state of one member: ask that one only.
+	one, err := dial(cfg, []string{ep}, c.logger, func() {})
+	if err != nil {
+		return err
+	}
+	defer one.close()
+
+	tmp, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".part*")
+	if err != nil {
+		return fmt.Errorf("creating the snapshot file: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	resp, err := one.client.SnapshotWithVersion(ctx)
+	if err != nil {
+		return fmt.Errorf("etcd %s snapshot: %w", ep, err)
+	}
+	defer resp.Snapshot.Close()
+	n, err := io.Copy(tmp, resp.Snapshot)
+	if err != nil {
+		return fmt.Errorf("etcd %s snapshot: %w", ep, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("writing %s: %w", file, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", file, err)
+	}
+	if err := os.Rename(tmp.Name(), file); err != nil {
+		return err
+	}
+	if d, err := os.Open(filepath.Dir(file)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	st, err := snapshot.NewV3(c.logger).Status(file)
+	if err != nil {
+		return fmt.Errorf("checking %s: %w", file, err)
+	}
+	fmt.Fprintf(w, "saved snapshot %s: %s, revision %d, %d keys\n", file, config.ByteSize(n), st.Revision, st.TotalKey)
+	return nil
+}
+
+// SnapshotRestore creates the etcd of cfg.DataDir from a snapshot file, as
+// etcdutl snapshot restore does for the embedded etcd's single member. The
+// revision is raised by bump and marked compacted, so resourceVersions keep
+// increasing past any the old server handed out and watchers from before
+// relist. The data directory must not hold etcd data yet.
+func SnapshotRestore(cfg config.Config, file string, bump uint64, w io.Writer) error {
+	if cfg.Etcd.External() {
+		return fmt.Errorf("snapshot restore is for the embedded etcd; restore an external etcd (--%s) with etcdutl", config.FlagEtcdServers)
+	}
+	if _, err := os.Stat(file); err != nil {
+		return err
+	}
+	dir := datadir.Dir(cfg.DataDir)
+	unlock, err := dir.Lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if entries, err := os.ReadDir(dir.Etcd()); err == nil && len(entries) > 0 {
+		return fmt.Errorf("--%s %s already holds etcd data in %s: restore into a fresh data directory", config.FlagDataDir, cfg.DataDir, dir.Etcd())
+	}
+	lg, err := etcdembed.Logger(cfg.Log)
+	if err != nil {
+		return err
+	}
+	// The member as etcdembed configures it: its name, the default peer URL
+	// and cluster token, which a single member never dials.
+	ec := embed.NewConfig()
+	peers := make([]string, 0, len(ec.AdvertisePeerUrls))
+	for _, u := range ec.AdvertisePeerUrls {
+		peers = append(peers, u.String())
+	}
+	rc := snapshot.RestoreConfig{
+		SnapshotPath:        file,
+		Name:                etcdembed.MemberName,
+		OutputDataDir:       dir.Etcd(),
+		PeerURLs:            peers,
+		InitialCluster:      ec.InitialClusterFromName(etcdembed.MemberName),
+		InitialClusterToken: ec.InitialClusterToken,
+		RevisionBump:        bump,
+		MarkCompacted:       bump > 0,
+	}
+	if err := snapshot.NewV3(lg).Restore(rc); err != nil {
+		os.RemoveAll(dir.Etcd())
+		return fmt.Errorf("restoring %s: %w", file, err)
+	}
+	if err := os.Chmod(dir.Etcd(), 0o700); err != nil {
+		return err
+	}
+	st, err := snapshot.NewV3(lg).Status(file)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "restored %s into %s: revision %d (+%d), %d keys\n", file, cfg.DataDir, st.Revision, bump, st.TotalKey)
+	return nil
+}
