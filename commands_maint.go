@@ -12,8 +12,9 @@ import (
 // flagRevisionBump is snapshot restore's --bump-revision.
 const flagRevisionBump = "bump-revision"
 
-// maintenanceCommands are the operator's commands on etcd.
-func maintenanceCommands() []*cli.Command {
+// operatorCommands are the operator's commands: etcd maintenance and
+// configuration files.
+func operatorCommands() []*cli.Command {
 	return []*cli.Command{
 		{
 			Name:         "defrag",
@@ -48,7 +49,65 @@ func maintenanceCommands() []*cli.Command {
 				},
 			},
 		},
+		{
+			Name:  "config",
+			Usage: "print or check configuration files",
+			Subcommands: []*cli.Command{
+				{
+					Name:         "defaults",
+					Usage:        "print the effective configuration (the defaults, with any flag or KUBESTORE_* variable given) as YAML that --config accepts",
+					Flags:        config.Flags(),
+					Action:       configDefaults,
+					OnUsageError: usageError,
+				},
+				{
+					Name:         "check",
+					Usage:        "validate --config FILE (with any flag or KUBESTORE_* variable given) without starting anything; one line per problem",
+					Flags:        config.Flags(),
+					Action:       configCheck,
+					OnUsageError: usageError,
+				},
+			},
+		},
 	}
+}
+
+func configDefaults(c *cli.Context) error {
+	cfg, err := loadConfig(c)
+	if err != nil {
+		return err
+	}
+	data, err := cfg.YAML()
+	if err != nil {
+		return err
+	}
+	_, err = c.App.Writer.Write(data)
+	return err
+}
+
+func configCheck(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	path := ""
+	for _, lc := range c.Lineage() {
+		if lc.IsSet(config.FlagConfig) {
+			path = lc.String(config.FlagConfig)
+			break
+		}
+	}
+	if path == "" {
+		return fmt.Errorf("kubestore config check needs --%s FILE", config.FlagConfig)
+	}
+	cfg, err := config.Load(c)
+	if err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.Writer, "%s: ok\n", path)
+	return nil
 }
 
 // oneArg returns the single positional argument of a command.
