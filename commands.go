@@ -19,6 +19,7 @@ import (
 	"github.com/kubestore/kubestore/cacher"
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/datadir"
+	"github.com/kubestore/kubestore/manifests"
 	"github.com/kubestore/kubestore/server"
 )
 
@@ -53,6 +54,13 @@ func serve(c *cli.Context) error {
 	done := make(chan struct{})
 	defer close(done)
 	go reloadOnHangup(srv, done)
+	if cfg.Server.ManifestsDir != "" {
+		applier, err := manifests.New(cfg.Server.ManifestsDir, srv.Kubeconfig())
+		if err != nil {
+			return err
+		}
+		go applier.Run(ctx)
+	}
 	go func() {
 		select {
 		case <-done:

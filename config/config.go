@@ -121,6 +121,9 @@ type Server struct {
 	// (apiextensions-apiserver chained behind the built-in API); false
 	// does not build it at all.
 	CustomResources bool `json:"customResources"`
+	// ManifestsDir holds manifests applied (server-side apply, field
+	// manager kubestore-manifests) at start and when they change.
+	ManifestsDir string `json:"manifestsDir,omitempty"`
 }
 
 // Etcd configures storage: the embedded etcd server by default, or an

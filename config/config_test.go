@@ -131,6 +131,7 @@ var settings = []setting{
 	{config.FlagUnixSocketGroup, "agents", func(c *config.Config) any { return &c.Server.UnixSocketGroup }, "agents"},
 	{config.FlagEncryptionProviderConfig, "/etc/ks/encryption.yaml", func(c *config.Config) any { return &c.Server.EncryptionProviderConfig }, "/etc/ks/encryption.yaml"},
 	{config.FlagCustomResources, "false", func(c *config.Config) any { return &c.Server.CustomResources }, false},
+	{config.FlagManifestsDir, "/etc/ks/manifests", func(c *config.Config) any { return &c.Server.ManifestsDir }, "/etc/ks/manifests"},
 	{config.FlagEtcdServers, "https://10.0.0.2:2379,https://10.0.0.3:2379", func(c *config.Config) any { return &c.Etcd.Servers }, []string{"https://10.0.0.2:2379", "https://10.0.0.3:2379"}},
 	{config.FlagEtcdCAFile, "/etc/ks/ca.pem", func(c *config.Config) any { return &c.Etcd.CAFile }, "/etc/ks/ca.pem"},
 	{config.FlagEtcdCertFile, "/etc/ks/client.pem", func(c *config.Config) any { return &c.Etcd.CertFile }, "/etc/ks/client.pem"},

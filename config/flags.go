@@ -32,6 +32,7 @@ const (
 	FlagUnixSocketGroup                 = "unix-socket-group"
 	FlagEncryptionProviderConfig        = "encryption-provider-config"
 	FlagCustomResources                 = "custom-resources"
+	FlagManifestsDir                    = "manifests-dir"
 	FlagEtcdServers                     = "etcd-servers"
 	FlagEtcdCAFile                      = "etcd-cafile"
 	FlagEtcdCertFile                    = "etcd-certfile"
@@ -161,6 +162,8 @@ var bindings = []binding{
 		func(c *Config) *string { return &c.Server.EncryptionProviderConfig }),
 	bind(FlagCustomResources, "serve CustomResourceDefinitions and custom resources (apiextensions.k8s.io); false does not build that API server at all",
 		func(c *Config) *bool { return &c.Server.CustomResources }),
+	bind(FlagManifestsDir, "directory of YAML/JSON manifests (*.yaml, *.yml, *.json, multi-document) applied by server-side apply once the server is ready and whenever a file changes",
+		func(c *Config) *string { return &c.Server.ManifestsDir }),
 	bind(FlagEtcdServers, "client URLs of an external etcd cluster; when set, no embedded etcd is started",
 		func(c *Config) *[]string { return &c.Etcd.Servers }),
 	bind(FlagEtcdCAFile, "CA bundle to verify the external etcd servers",
