@@ -540,10 +540,12 @@ func TestCustomResourceDynamicInformer(t *testing.T) {
 	})
 }
 
-// --max-objects applies to a custom resource like to a built-in one.
+// --max-objects and --max-bytes apply to custom resources like to built-in
+// ones.
 func TestCustomResourceBudget(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Memory.MaxObjects = []string{"devices.example.com#5"}
+	cfg.Memory.MaxBytes = []string{"gadgets.example.com#2Ki"}
 	ts := startServer(t, cfg)
 	ctx := t.Context()
 	createCRD(t, ts, devicesCRD(t))
@@ -565,6 +567,25 @@ func TestCustomResourceBudget(t *testing.T) {
 		_, err := devices.Create(ctx, device("d5", map[string]any{"model": "m"}), metav1.CreateOptions{})
 		return err == nil, err
 	})
+
+	gadgetsCRD := devicesCRD(t)
+	gadgetsCRD.Name, gadgetsCRD.Spec.Names = "gadgets.example.com", apiextensionsv1.CustomResourceDefinitionNames{
+		Plural: "gadgets", Singular: "gadget", Kind: "Gadget", ListKind: "GadgetList"}
+	createCRD(t, ts, gadgetsCRD)
+	gadgets := ts.dynamic.Resource(devicesV1.GroupVersion().WithResource("gadgets")).Namespace("budget")
+	gadget := func(name string) *unstructured.Unstructured {
+		g := device(name, map[string]any{"model": "m"})
+		g.SetKind("Gadget")
+		g.SetAnnotations(map[string]string{"note": strings.Repeat("x", 1024)})
+		return g
+	}
+	if _, err := gadgets.Create(ctx, gadget("g0"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = gadgets.Create(ctx, gadget("g1"), metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "--max-bytes=gadgets.example.com#2Ki") {
+		t.Fatalf("a gadget beyond 2Ki: got %v, want 403 naming --max-bytes=gadgets.example.com#2Ki", err)
+	}
 }
 
 // Deleting a CRD deletes its objects; CRDs and objects survive a restart.
