@@ -197,3 +197,30 @@ func hasRow(table string, cells ...string) bool {
 	}
 	return false
 }
+
+// A firmware image can ship a CRD and its objects together in
+// --manifests-dir: the objects are applied once the CRD is served.
+func TestManifestsDirCustomResources(t *testing.T) {
+	requireKubectl(t)
+	mdir := filepath.Join(t.TempDir(), "manifests")
+	if err := os.Mkdir(mdir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string]string{"00-crd.yaml": devicesCRD, "10-gateway.yaml": gateway} {
+		if err := os.WriteFile(filepath.Join(mdir, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := start(t, shortTempDir(t), "--manifests-dir", mdir)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, err := p.kubectl("get", "device", "gateway", "-o", "jsonpath={.spec.model}/{.spec.replicas}")
+		if err == nil && out == "gw-100/1" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the device of the manifests was not applied within 30s: %v %s\n%s", err, out, p.logs())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
