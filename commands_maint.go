@@ -18,7 +18,7 @@ func operatorCommands() []*cli.Command {
 	return []*cli.Command{
 		{
 			Name:         "defrag",
-			Usage:        "defragment etcd to reclaim space, online if a server runs on --data-dir; disarms etcd's NOSPACE alarm once below the quota",
+			Usage:        "defragment etcd to reclaim space, online if a server runs on --data-dir; under etcd's NOSPACE alarm it compacts first and disarms the alarm once below the quota",
 			Flags:        config.Flags(),
 			Action:       defrag,
 			OnUsageError: usageError,
