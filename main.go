@@ -16,6 +16,7 @@ import (
 )
 
 func main() {
+	reapOrphans()
 	ctx, stop := signalContext()
 	defer stop()
 	if err := newApp().RunContext(ctx, os.Args); err != nil && !errors.Is(err, context.Canceled) {

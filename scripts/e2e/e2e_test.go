@@ -84,8 +84,16 @@ func shortTempDir(t *testing.T) string {
 // /readyz answers ok.
 func start(t *testing.T, dataDir string, args ...string) *proc {
 	t.Helper()
+	return startWrapped(t, nil, dataDir, args...)
+}
+
+// startWrapped is start with the binary run by a wrapper command (unshare,
+// qemu), whose last argument is followed by the binary and its arguments.
+func startWrapped(t *testing.T, wrap []string, dataDir string, args ...string) *proc {
+	t.Helper()
 	all := append([]string{"--data-dir", dataDir, "--secure-port", "0", "--shutdown-timeout", "20s"}, args...)
-	cmd := exec.Command(binary(t), all...)
+	argv := append(append(append([]string{}, wrap...), binary(t)), all...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	p := &proc{t: t, cmd: cmd, dataDir: dataDir, kubeconfig: filepath.Join(dataDir, "admin.kubeconfig"), stderr: &bytes.Buffer{}, done: make(chan error, 1)}
 	cmd.Stderr = &lockedWriter{w: p.stderr}
 	// A kubeconfig from a previous run names an old port.

@@ -1,0 +1,180 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// requireRootTools skips a test that needs root and the given commands.
+func requireRootTools(t *testing.T, tools ...string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for namespaces")
+	}
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s", tool)
+		}
+	}
+}
+
+// procInfo is what /proc/PID/stat says about a process.
+type procInfo struct {
+	pid, ppid int
+	comm      string
+	state     string
+}
+
+// processes lists every process the test can see.
+func processes(t *testing.T) []procInfo {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ps []procInfo
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...; comm may hold spaces and parentheses.
+		s := string(data)
+		open, close := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || close < open {
+			continue
+		}
+		f := strings.Fields(s[close+1:])
+		if len(f) < 2 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		ps = append(ps, procInfo{pid: pid, ppid: ppid, comm: s[open+1 : close], state: f[0]})
+	}
+	return ps
+}
+
+func children(t *testing.T, ppid int) []procInfo {
+	t.Helper()
+	var cs []procInfo
+	for _, p := range processes(t) {
+		if p.ppid == ppid {
+			cs = append(cs, p)
+		}
+	}
+	return cs
+}
+
+// As PID 1 of a PID namespace kubestore reaps orphans (one left by the
+// shell that exec'd it, one orphaned into the namespace later), stops
+// with status 0 on SIGTERM, and a restart finds every acknowledged write.
+func TestPID1ReapsOrphansAndStopsCleanly(t *testing.T) {
+	requireRootTools(t, "unshare", "nsenter", "sh", "sleep")
+	requireKubectl(t)
+	dir := shortTempDir(t)
+	p := startWrapped(t, []string{"unshare", "--pid", "--fork", "--mount-proc", "sh", "-c", `sleep 0.2 & exec "$0" "$@"`}, dir)
+
+	kids := children(t, p.cmd.Process.Pid)
+	if len(kids) != 1 {
+		t.Fatalf("unshare has %d children, want kubestore only: %+v", len(kids), kids)
+	}
+	pid := kids[0].pid
+	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if !strings.Contains(string(status), "\nNSpid:\t"+strconv.Itoa(pid)+"\t1\n") {
+		t.Fatalf("kubestore is not PID 1 of its namespace:\n%s", status)
+	}
+	noChildren := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			cs := children(t, pid)
+			if len(cs) == 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: kubestore (PID 1) still has children: %+v", what, cs)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	noChildren("the shell's background sleep")
+
+	// An orphan made inside the namespace after the start: the shell exits
+	// at once and its sleep is re-parented to PID 1.
+	if out, err := exec.Command("nsenter", "-t", strconv.Itoa(pid), "-p", "--", "sh", "-c", "sleep 2 </dev/null >/dev/null 2>&1 &").CombinedOutput(); err != nil {
+		t.Fatalf("nsenter: %v\n%s", err, out)
+	}
+	adopted := false
+	for _, c := range children(t, pid) {
+		adopted = adopted || c.comm == "sleep"
+	}
+	if !adopted {
+		t.Errorf("the orphan was not re-parented to kubestore: %+v", children(t, pid))
+	}
+	noChildren("the orphaned sleep")
+
+	for i := range 5 {
+		p.mustKubectl("create", "configmap", fmt.Sprintf("cm-%d", i))
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-p.done:
+		if err != nil {
+			t.Fatalf("exit status after SIGTERM: %v\n%s", err, p.logs())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no exit within 30s of SIGTERM\n%s", p.logs())
+	}
+
+	r := start(t, dir)
+	names := r.mustKubectl("get", "configmaps", "-o", "name")
+	for i := range 5 {
+		if !strings.Contains(names, fmt.Sprintf("configmap/cm-%d\n", i)) {
+			t.Errorf("cm-%d lost across the stop:\n%s", i, names)
+		}
+	}
+}
+
+// kubestore needs nothing writable but --data-dir: in a mount namespace
+// where every mount is read-only except the data dir, with no HOME and no
+// TMPDIR, it starts, serves writes and reads, and stops with status 0.
+func TestReadOnlyRoot(t *testing.T) {
+	requireRootTools(t, "unshare", "mount", "sh", "awk", "sort", "env", "touch")
+	requireKubectl(t)
+	dir := shortTempDir(t)
+	script := `set -e
+D='` + dir + `'
+mount --make-rprivate /
+mount --bind "$D" "$D"
+for m in $(awk '{print $5}' /proc/self/mountinfo | sort -r); do
+  [ "$m" = "$D" ] && continue
+  mount -o remount,bind,ro "$m" 2>/dev/null || true
+done
+for probe in /probe /tmp/probe /var/tmp/probe /dev/shm/probe /run/probe; do
+  if touch "$probe" 2>/dev/null; then echo "$probe is writable" >&2; exit 97; fi
+done
+touch "$D/probe" && rm "$D/probe"
+exec env -u TMPDIR -u XDG_DATA_HOME HOME=/nonexistent "$0" "$@"`
+	p := startWrapped(t, []string{"unshare", "--mount", "sh", "-c", script}, dir)
+	p.mustKubectl("create", "namespace", "ro")
+	p.mustKubectl("create", "configmap", "-n", "ro", "written")
+	if out := p.mustKubectl("get", "configmaps", "-n", "ro", "-o", "name"); !strings.Contains(out, "configmap/written") {
+		t.Errorf("list after create: %s", out)
+	}
+	if err := p.stop(30 * time.Second); err != nil {
+		t.Fatalf("graceful stop: %v\n%s", err, p.logs())
+	}
+}
