@@ -59,6 +59,8 @@ func TestSmoke(t *testing.T) {
 		"creates/s":       got.CreatesPerSec,
 		"updates/s":       got.UpdatesPerSec,
 		"create CPU":      got.CreateCPUMs,
+		"data dir bytes":  float64(got.DataDirBytes),
+		"WAL bytes":       float64(got.WALBytes),
 		"watch p50":       got.Watch.P50Ms,
 		"disk writes":     float64(got.Writes.WriteBytes),
 		"informer sync":   got.Informer.SyncMs,

@@ -7,6 +7,7 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -235,6 +236,26 @@ func writeBytes(pid int) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no write_bytes in /proc/%d/io", pid)
+}
+
+// diskUsage is the space the files under dir take on disk (allocated
+// blocks, as du reports).
+func diskUsage(dir string) (int64, error) {
+	var total int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			total += st.Blocks * 512
+		}
+		return nil
+	})
+	return total, err
 }
 
 // Binary describes the executable under test.

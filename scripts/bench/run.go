@@ -41,6 +41,11 @@ type Result struct {
 	Lists  []ListResult `json:"lists"`
 	Encode []Encode     `json:"encode"`
 
+	// DataDirBytes is the disk the data dir takes (allocated blocks) after
+	// the flash-write phase: etcd's WAL segments are preallocated.
+	DataDirBytes int64 `json:"dataDirBytes"`
+	WALBytes     int64 `json:"walBytes"`
+
 	Watch      WatchResult    `json:"watch"`      // updates as fast as the clients go
 	WatchPaced WatchResult    `json:"watchPaced"` // updates at -watch-rate
 	Writes     WriteResult    `json:"writes"`
@@ -307,6 +312,13 @@ func (b *bench) run(ctx context.Context) error {
 	if err := b.flashWrites(ctx); err != nil {
 		return err
 	}
+	if res.DataDirBytes, err = diskUsage(b.dataDir); err != nil {
+		return err
+	}
+	if res.WALBytes, err = diskUsage(filepath.Join(b.dataDir, "etcd", "member", "wal")); err != nil {
+		return err
+	}
+	b.logf("data dir: %s on disk, WAL %s", mib(res.DataDirBytes), mib(res.WALBytes))
 	if err := b.informer(ctx); err != nil {
 		return err
 	}

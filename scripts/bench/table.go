@@ -105,6 +105,7 @@ func printTable(w io.Writer, r *Result) {
 	}
 	fw := r.Writes
 	row(fmt.Sprintf("disk writes per update (%d at %.0f/s)", fw.Updates, fw.AchievedRate), fmt.Sprintf("%.0f bytes", fw.BytesPerUpdate), target{})
+	row("data dir on disk after the writes", fmt.Sprintf("%s (etcd WAL %s)", mib(r.DataDirBytes), mib(r.WALBytes)), target{})
 	how := "WatchList"
 	if !r.Informer.WatchList {
 		how = fmt.Sprintf("LIST+watch (%d lists)", r.Informer.Lists)
