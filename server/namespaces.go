@@ -160,7 +160,7 @@ func (r *namespaceREST) Create(ctx context.Context, obj runtime.Object, createVa
 
 func (r *namespaceREST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc,
 	updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	return r.store.Update(ctx, name, objInfo, createValidation, updateValidation, forceAllowCreate, options)
+	return r.store.Update(ctx, name, checkedUpdate{objInfo}, createValidation, updateValidation, forceAllowCreate, options)
 }
 
 // Delete starts namespace termination on the first request: it sets the

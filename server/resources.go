@@ -190,6 +190,11 @@ var (
 )
 
 func (r *REST) ShortNames() []string { return r.def.shortNames }
+
+func (r *REST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc,
+	updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	return r.Store.Update(ctx, name, checkedUpdate{objInfo}, createValidation, updateValidation, forceAllowCreate, options)
+}
 func (r *REST) Categories() []string { return r.def.categories }
 
 // subresourceREST serves a subresource ("status", "finalize") with a store
@@ -217,7 +222,7 @@ func (r *subresourceREST) Get(ctx context.Context, name string, options *metav1.
 // Update never creates: a subresource of a missing object is NotFound.
 func (r *subresourceREST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc,
 	updateValidation rest.ValidateObjectUpdateFunc, _ bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	return r.store.Update(ctx, name, objInfo, createValidation, updateValidation, false, options)
+	return r.store.Update(ctx, name, checkedUpdate{objInfo}, createValidation, updateValidation, false, options)
 }
 
 func (r *subresourceREST) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {

@@ -162,8 +162,13 @@ func New(cfg config.Config, backend *cacher.Backend) (_ *Server, err error) {
 
 	// The chain of kube-apiserver: kubestore's server, then the
 	// apiextensions server, then the NotFound handler.
-	var delegate genericapiserver.DelegationTarget = genericapiserver.NewEmptyDelegateWithCustomHandler(
-		notfoundhandler.New(c.Serializer, genericapifilters.NoMuxAndDiscoveryIncompleteKey))
+	var delegate genericapiserver.DelegationTarget = genericapiserver.NewEmptyDelegateWithCustomHandler(notFound{
+		upstream: notfoundhandler.New(c.Serializer, genericapifilters.NoMuxAndDiscoveryIncompleteKey),
+		complete: genericapifilters.NoMuxAndDiscoveryIncompleteKey, serializer: c.Serializer})
+	// Malformed query parameters are refused before any handler runs.
+	c.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
+		return genericapiserver.DefaultBuildHandlerChain(checkQuery(h, c.Serializer), c)
+	}
 	var crds *customResources
 	if cfg.Server.CustomResources {
 		c.AggregatedDiscoveryGroupManager = aggregated.NewResourceManager("apis")
