@@ -10,13 +10,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
+
+	"github.com/kubestore/kubestore/server/query"
 )
 
 // Bad input gets a 4xx Status that names the parameter or field at fault.
@@ -38,52 +38,13 @@ func checkQuery(handler http.Handler, s runtime.NegotiatedSerializer) http.Handl
 			handler.ServeHTTP(w, req)
 			return
 		}
-		if err := queryError(req.URL.Query()); err != nil {
+		if err := query.Check(req.URL.Query()); err != nil {
 			gv := schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}
 			responsewriters.ErrorNegotiated(apierrors.NewBadRequest(err.Error()), s, gv, w, req)
 			return
 		}
 		handler.ServeHTTP(w, req)
 	})
-}
-
-// queryError checks the first value of each parameter, the one the
-// handlers use.
-func queryError(q map[string][]string) error {
-	first := func(name string) (string, bool) {
-		v, ok := q[name]
-		if !ok || len(v) == 0 {
-			return "", false
-		}
-		return v[0], true
-	}
-	if v, ok := first("resourceVersion"); ok && v != "" {
-		if _, err := strconv.ParseUint(v, 10, 64); err != nil {
-			return fmt.Errorf("invalid resourceVersion %q: must be a resourceVersion returned by the server (a decimal number)", v)
-		}
-	}
-	for _, name := range []string{"timeoutSeconds", "limit"} {
-		if v, ok := first(name); ok && v != "" {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				return fmt.Errorf("invalid %s %q: must be an integer", name, v)
-			}
-			if name == "timeoutSeconds" && n < 0 {
-				return fmt.Errorf("invalid timeoutSeconds %d: must not be negative", n)
-			}
-		}
-	}
-	if v, ok := first("labelSelector"); ok {
-		if _, err := labels.Parse(v); err != nil {
-			return fmt.Errorf("invalid labelSelector %q: %v", v, err)
-		}
-	}
-	if v, ok := first("fieldSelector"); ok {
-		if _, err := fields.ParseSelector(v); err != nil {
-			return fmt.Errorf("invalid fieldSelector %q: %v", v, err)
-		}
-	}
-	return nil
 }
 
 // checkedUpdate is the object of a PUT or PATCH, checked before the store
@@ -115,6 +76,20 @@ func (u checkedUpdate) UpdatedObject(ctx context.Context, old runtime.Object) (r
 		}
 	}
 	return obj, nil
+}
+
+// checkCreate refuses an object to create that carries a resourceVersion:
+// the etcd store refuses a number with a plain error (a 500) and ignores
+// anything else.
+func checkCreate(obj runtime.Object) error {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return err
+	}
+	if rv := m.GetResourceVersion(); rv != "" {
+		return apierrors.NewBadRequest(fmt.Sprintf("invalid metadata.resourceVersion %q: must not be set on create", rv))
+	}
+	return nil
 }
 
 // notFound answers paths no handler serves with a NotFound Status, as the

@@ -155,6 +155,9 @@ func (r *namespaceREST) ConvertToTable(ctx context.Context, object runtime.Objec
 }
 
 func (r *namespaceREST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
+	if err := checkCreate(obj); err != nil {
+		return nil, err
+	}
 	return r.store.Create(ctx, obj, createValidation, options)
 }
 
