@@ -19,7 +19,7 @@ PLATFORMS := linux-amd64 linux-arm64 linux-arm linux-riscv64
 GOTESTFLAGS ?=
 TEST_TIMEOUT ?= 45m
 
-.PHONY: build run test vet cross clean generate $(addprefix build-,$(PLATFORMS))
+.PHONY: fuzz build run test vet cross clean generate $(addprefix build-,$(PLATFORMS))
 
 build:
 	$(GOBUILD) -o bin/kubestore .
@@ -35,7 +35,7 @@ vet:
 
 # The end-to-end tests run the binary built here, as a user would; -count=1
 # because go test cannot see that the binary changed.
-test: vet build
+test: vet build fuzz
 	KUBESTORE_BIN=$(CURDIR)/bin/kubestore go test -count=1 $(GOTESTFLAGS) -timeout $(TEST_TIMEOUT) ./...
 
 # Measures the built binary: one table on stdout, the figures in bench.json
@@ -63,3 +63,15 @@ generate:
 
 clean:
 	rm -rf bin dist
+
+# Every fuzz target of ours, briefly (go test -fuzz runs one target at a
+# time); the seeds and any failure found are in testdata/fuzz/<Target>/.
+FUZZTIME ?= 5s
+FUZZ_PACKAGES := ./config ./access ./manifests ./server/query
+fuzz:
+	@set -e; for pkg in $(FUZZ_PACKAGES); do \
+		for target in $$(go test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "fuzz $$pkg $$target ($(FUZZTIME))"; \
+			go test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $$pkg >/tmp/kubestore-fuzz.log 2>&1 || { cat /tmp/kubestore-fuzz.log; exit 1; }; \
+		done; \
+	done

@@ -264,3 +264,32 @@ func FuzzParseBudgets(f *testing.F) {
 		}
 	})
 }
+
+func FuzzParseFeatureGates(f *testing.F) {
+	for _, s := range []string{"", "ListFromCacheSnapshot=false", "A=true,B=false", "A=1", "A", "=true", "A=yes", "A=true,A=false", " A = true", "A=true,"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		in := entries(s)
+		got, err := config.ParseFeatureGates(in)
+		if err != nil {
+			checkPerResourceError(t, config.FlagFeatureGates, in, err)
+			return
+		}
+		if len(got) != len(in) {
+			t.Errorf("%q: %d gates from %d entries", s, len(got), len(in))
+		}
+		// What was parsed prints back to entries that parse the same.
+		var again []string
+		for name, on := range got {
+			if name == "" || strings.Contains(name, "=") {
+				t.Errorf("%q: gate name %q", s, name)
+			}
+			again = append(again, fmt.Sprintf("%s=%t", name, on))
+		}
+		back, err := config.ParseFeatureGates(again)
+		if err != nil || !reflect.DeepEqual(back, got) {
+			t.Errorf("%q: parsed %v, printed %q, parsed back %v, %v", s, got, again, back, err)
+		}
+	})
+}

@@ -236,7 +236,11 @@ func decode(data []byte) ([]*unstructured.Unstructured, error) {
 				return nil, fmt.Errorf("document %d: %w", i, err)
 			}
 			for j := range list.Items {
-				objs = append(objs, &list.Items[j])
+				item := &list.Items[j]
+				if item.GetAPIVersion() == "" || item.GetKind() == "" || item.GetName() == "" {
+					return nil, fmt.Errorf("document %d: item %d: apiVersion, kind and metadata.name are required", i, j+1)
+				}
+				objs = append(objs, item)
 			}
 			continue
 		}
