@@ -23,7 +23,7 @@ import (
 // Upstream answers a few malformed requests with a 500 (a plain error from
 // deep inside, which the handlers cannot tell from a server fault) or with
 // a message that does not say which parameter it is about; the two guards
-// here close those gaps. server/badinput_test.go is the suite that found
+// here close those gaps. server/malformed_test.go is the suite that found
 // them.
 
 // checkQuery refuses resource requests whose query parameters cannot be
