@@ -338,6 +338,34 @@ func malformedCases() []malformedCase {
 	get("get: missing object", mfCMs+"/ghost", 404, metav1.StatusReasonNotFound, "ghost")
 	post("crd: bad group", mfCRDs, mfJSON, []byte(`{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"widgets.example.com"},"spec":{"group":"Example","names":{"plural":"widgets","kind":"Widget"},"scope":"Namespaced","versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object"}}}]}}`), 422, invalid, "spec.group")
 	post("crd: name not plural.group", mfCRDs, mfJSON, []byte(`{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"gadgets.example.com"},"spec":{"group":"example.com","names":{"plural":"widgets","kind":"Widget"},"scope":"Namespaced","versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object"}}}]}}`), 422, invalid, "metadata.name")
+	// Custom resources (devices.example.com, server/customresources_test.go).
+	dev := "/apis/example.com/v1/namespaces/" + mfNS + "/devices"
+	devItem := dev + "/existing"
+	device := func(spec string) []byte {
+		return []byte(`{"apiVersion":"example.com/v1","kind":"Device","metadata":{"name":"d"},"spec":` + spec + `}`)
+	}
+	post("cr: invalid JSON", dev, mfJSON, []byte(`{"spec":`), 400, bad, "")
+	post("cr: schema type", dev, mfJSON, device(`{"model":"m","replicas":"many"}`), 422, invalid, "spec.replicas")
+	post("cr: schema required", dev, mfJSON, device(`{}`), 422, invalid, "spec.model")
+	post("cr: schema enum", dev, mfJSON, device(`{"model":"m","mode":"turbo"}`), 422, invalid, "spec.mode", "turbo")
+	post("cr: schema maxLength", dev, mfJSON, device(`{"model":"`+strings.Repeat("m", 33)+`"}`), 422, invalid, "spec.model")
+	post("cr: CEL rule", dev, mfJSON, device(`{"model":"m","replicas":11}`), 422, invalid, "replicas must be at most 10")
+	post("cr: unknown field, strict", dev+"?fieldValidation=Strict", mfJSON, device(`{"model":"m","colour":"red"}`), 400, bad, "spec.colour")
+	post("cr: wrong kind", dev, mfJSON, []byte(`{"apiVersion":"example.com/v1","kind":"Gadget","metadata":{"name":"d"},"spec":{"model":"m"}}`), 422, invalid, "kind", "must be Device")
+	post("cr: wrong group", dev, mfJSON, []byte(`{"apiVersion":"other.com/v1","kind":"Device","metadata":{"name":"d"},"spec":{"model":"m"}}`), 400, bad, "other.com/v1")
+	post("cr: bad name", dev, mfJSON, []byte(`{"apiVersion":"example.com/v1","kind":"Device","metadata":{"name":"D_1"},"spec":{"model":"m"}}`), 422, invalid, "metadata.name")
+	post("cr: bad label", dev, mfJSON, []byte(`{"apiVersion":"example.com/v1","kind":"Device","metadata":{"name":"d","labels":{"a b":"c"}},"spec":{"model":"m"}}`), 422, invalid, "metadata.labels")
+	put("cr: name differs from URL", devItem, []byte(`{"apiVersion":"example.com/v1","kind":"Device","metadata":{"name":"other"},"spec":{"model":"m"}}`), 400, bad, "other")
+	get("cr: garbage resourceVersion on get", devItem+"?resourceVersion=xyz", 400, bad, "resourceVersion", "xyz")
+	get("cr: garbage resourceVersion on watch", dev+"?watch=1&resourceVersion=xyz", 400, bad, "resourceVersion", "xyz")
+	get("cr: bad label selector", dev+"?labelSelector=a+in+(", 400, bad, "labelSelector")
+	get("cr: unsupported field selector", dev+"?fieldSelector=spec.model%3Dm", 400, bad, "spec.model")
+	get("cr: garbage continue", dev+"?limit=1&continue=garbage", 400, bad, "continue")
+	patch("cr: strategic merge patch", devItem, mfSMP, []byte(`{"spec":{"model":"n"}}`), 415, metav1.StatusReasonUnsupportedMediaType, "")
+	patch("cr: json-patch unknown op", devItem, mfJSONPatch, []byte(`[{"op":"explode","path":"/spec"}]`), 422, invalid, mfJSONPatchRefused)
+	patch("cr: merge patch breaking the schema", devItem, mfMerge, []byte(`{"spec":{"replicas":-1}}`), 422, invalid, "spec.replicas")
+	patch("cr: apply with bad YAML", devItem+"?fieldManager=t", mfApply, []byte("apiVersion: example.com/v1\nkind: Device\nmetadata: name: existing\n"), 400, bad, "yaml")
+	patch("cr: status with a bad type", devItem+"/status", mfMerge, []byte(`{"status":{"replicas":"x"}}`), 422, invalid, "status.replicas")
 	return cases
 }
 
@@ -349,6 +377,11 @@ func TestMalformedRequests(t *testing.T) {
 	ctx := t.Context()
 	createNamespace(t, ts, mfNS)
 	if _, err := ts.client.CoreV1().RESTClient().Post().AbsPath(mfCMs).Body(mfConfigMap("existing", `"data":{"k":"v"}`)).SetHeader("Content-Type", mfJSON).DoRaw(ctx); err != nil {
+		t.Fatal(err)
+	}
+	createCRD(t, ts, devicesCRD(t))
+	if _, err := ts.dynamic.Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "devices"}).Namespace(mfNS).
+		Create(ctx, device("existing", map[string]any{"model": "m"}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	before := mfSnapshot(t, ts)
@@ -463,6 +496,7 @@ var mfResources = []schema.GroupVersionResource{
 	{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"},
 	{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices"},
 	{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"},
+	{Group: "example.com", Version: "v1", Resource: "devices"},
 }
 
 // snapshot lists every resource the suite writes to: resource/ns/name@rv.
