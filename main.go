@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/urfave/cli/v2"
+	"k8s.io/klog/v2"
 
 	"github.com/kubestore/kubestore/config"
 )
@@ -33,10 +34,12 @@ func signalContext() (context.Context, func()) {
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	go func() {
 		s := <-sigs
-		fmt.Fprintf(os.Stderr, "kubestore: %s: stopping gracefully; send it again to exit at once\n", s)
+		// Through klog, so that the lines follow --log-format.
+		klog.InfoS("Stopping gracefully; send the signal again to exit at once", "signal", s.String())
 		cancel()
 		s = <-sigs
-		fmt.Fprintf(os.Stderr, "kubestore: %s: exiting at once\n", s)
+		klog.InfoS("Exiting at once", "signal", s.String())
+		klog.Flush()
 		os.Exit(1)
 	}()
 	return ctx, func() { signal.Stop(sigs); cancel() }

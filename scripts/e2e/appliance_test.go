@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +12,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // requireRootTools skips a test that needs root and the given commands.
@@ -176,5 +183,105 @@ exec env -u TMPDIR -u XDG_DATA_HOME HOME=/nonexistent "$0" "$@"`
 	}
 	if err := p.stop(30 * time.Second); err != nil {
 		t.Fatalf("graceful stop: %v\n%s", err, p.logs())
+	}
+}
+
+// The first SIGTERM stops gracefully: an open watch ends (so its client
+// reconnects elsewhere or later), /readyz stops answering ok, the process
+// exits 0, and with --log-format=json every line it wrote is a JSON object,
+// etcd's included.
+func TestGracefulStopEndsWatchesAndLogsJSON(t *testing.T) {
+	dir := shortTempDir(t)
+	p := start(t, dir, "--log-format", "json", "-v", "2")
+	rc, err := clientcmd.BuildConfigFromFlags("", p.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cms := kubernetes.NewForConfigOrDie(rc).CoreV1().ConfigMaps("default")
+	if _, err := cms.Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "before-stop"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := cms.Watch(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	watchEnded := make(chan struct{})
+	go func() {
+		for range w.ResultChan() {
+		}
+		close(watchEnded)
+	}()
+
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-watchEnded:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the open watch did not end within 15s of SIGTERM")
+	}
+	if p.ready() {
+		t.Error("/readyz answers ok after the watches ended")
+	}
+	select {
+	case err := <-p.done:
+		if err != nil {
+			t.Fatalf("exit status after one SIGTERM: %v\n%s", err, p.logs())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no exit within 30s of SIGTERM\n%s", p.logs())
+	}
+
+	lines := strings.Split(strings.TrimSpace(p.logs()), "\n")
+	for _, line := range lines {
+		var entry map[string]any
+		if err := json.Unmarshal([]byte(line), &entry); err != nil {
+			t.Errorf("--log-format=json wrote a line that is not JSON: %q", line)
+		}
+	}
+	if logs := p.logs(); !strings.Contains(logs, "Stopping gracefully") || !strings.Contains(logs, `"logger":"etcd`) {
+		t.Errorf("the JSON log lacks the stop message or etcd's lines:\n%s", logs)
+	}
+	t.Logf("%d JSON log lines", len(lines))
+
+	r := start(t, dir)
+	if out := r.mustKubectl("get", "configmap", "before-stop", "-o", "name"); !strings.Contains(out, "configmap/before-stop") {
+		t.Errorf("lost across a graceful stop: %s", out)
+	}
+}
+
+// A second signal exits at once, with status 1 where the graceful stop
+// would exit 0; the data directory is usable afterwards and holds the
+// acknowledged write.
+func TestSecondSignalExitsAtOnce(t *testing.T) {
+	dir := shortTempDir(t)
+	p := start(t, dir, "--shutdown-timeout", "5m")
+	p.mustKubectl("create", "configmap", "acknowledged")
+	started := time.Now()
+	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-p.done:
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+			t.Fatalf("exit after two signals: %v, want status 1\n%s", err, p.logs())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("still running 10s after the second signal\n%s", p.logs())
+	}
+	t.Logf("exited %s after the first signal", time.Since(started).Round(time.Millisecond))
+	if !strings.Contains(p.logs(), "Exiting at once") {
+		t.Errorf("no message for the second signal:\n%s", p.logs())
+	}
+
+	r := start(t, dir)
+	if out := r.mustKubectl("get", "configmap", "acknowledged", "-o", "name"); !strings.Contains(out, "configmap/acknowledged") {
+		t.Errorf("lost after an immediate exit: %s", out)
 	}
 }
