@@ -100,6 +100,7 @@ func embedConfig(cfg config.Config, sock string) (*embed.Config, error) {
 	ec.SnapshotCount = cfg.Etcd.SnapshotCount
 	ec.SnapshotCatchUpEntries = cfg.Etcd.SnapshotCatchUpEntries
 	ec.QuotaBackendBytes = int64(cfg.Etcd.QuotaBackendBytes)
+	LimitMmap(cfg.Etcd.QuotaBackendBytes)
 	ec.BackendBatchInterval = cfg.Etcd.BackendBatchInterval.Duration
 	ec.BackendBatchLimit = cfg.Etcd.BackendBatchLimit
 	ec.MaxRequestBytes = uint(cfg.Etcd.MaxRequestBytes)

@@ -310,6 +310,7 @@ func SnapshotRestore(cfg config.Config, file string, bump uint64, w io.Writer) e
 		RevisionBump:        bump,
 		MarkCompacted:       bump > 0,
 	}
+	etcdembed.LimitMmap(cfg.Etcd.QuotaBackendBytes)
 	if err := snapshot.NewV3(lg).Restore(rc); err != nil {
 		os.RemoveAll(dir.Etcd())
 		return fmt.Errorf("restoring %s: %w", file, err)
