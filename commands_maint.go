@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -110,12 +112,71 @@ func configCheck(c *cli.Context) error {
 	return nil
 }
 
-// oneArg returns the single positional argument of a command.
+// oneArg returns the single positional argument of a command. Flags may
+// follow it, as etcdutl takes them (kubestore snapshot restore FILE
+// --data-dir DIR): urfave/cli v2 stops parsing flags at the first
+// positional argument, so the ones after it are set here.
 func oneArg(c *cli.Context, what string) (string, error) {
-	if c.NArg() != 1 {
-		return "", fmt.Errorf("kubestore %s needs exactly one argument, %s, and got %d", c.Command.FullName(), what, c.NArg())
+	args := c.Args().Slice()
+	if len(args) == 0 {
+		return "", fmt.Errorf("%s needs exactly one argument, %s, and got none", commandPath(c), what)
 	}
-	return c.Args().First(), nil
+	if err := setTrailingFlags(c, args[1:], what); err != nil {
+		return "", err
+	}
+	return args[0], nil
+}
+
+// setTrailingFlags sets the flags in args, which follow a command's
+// positional argument, as if they had come before it.
+func setTrailingFlags(c *cli.Context, args []string, what string) error {
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		name, value, hasValue := strings.Cut(strings.TrimLeft(arg, "-"), "=")
+		if !strings.HasPrefix(arg, "-") || name == "" {
+			return fmt.Errorf("%s needs exactly one argument, %s; unexpected %q", commandPath(c), what, arg)
+		}
+		f := commandFlag(c.Command, name)
+		if f == nil {
+			return fmt.Errorf("flag provided but not defined: -%s", name)
+		}
+		if _, isBool := f.(*cli.BoolFlag); isBool && !hasValue {
+			value, hasValue = "true", true
+		}
+		if !hasValue {
+			if i+1 == len(args) {
+				return fmt.Errorf("flag needs an argument: -%s", name)
+			}
+			i++
+			value = args[i]
+		}
+		if err := c.Set(name, value); err != nil {
+			return fmt.Errorf("invalid value %q for flag -%s: %v", value, name, err)
+		}
+	}
+	return nil
+}
+
+// commandPath is the command's name with its parents', "snapshot restore"
+// (cli.Command.FullName gives only the last for a subcommand).
+func commandPath(c *cli.Context) string {
+	var names []string
+	for _, ctx := range c.Lineage() {
+		if ctx.Command != nil && ctx.Command.Name != "" {
+			names = append([]string{ctx.Command.Name}, names...)
+		}
+	}
+	return strings.Join(names, " ")
+}
+
+// commandFlag is the flag of cmd with the given name or alias.
+func commandFlag(cmd *cli.Command, name string) cli.Flag {
+	for _, f := range cmd.Flags {
+		if slices.Contains(f.Names(), name) {
+			return f
+		}
+	}
+	return nil
 }
 
 // loadConfigArgs reads and validates the configuration of a command that
