@@ -91,8 +91,15 @@ func start(t *testing.T, dataDir string, args ...string) *proc {
 // qemu), whose last argument is followed by the binary and its arguments.
 func startWrapped(t *testing.T, wrap []string, dataDir string, args ...string) *proc {
 	t.Helper()
+	return startBinary(t, binary(t), wrap, dataDir, args...)
+}
+
+// startBinary is startWrapped with a binary other than the one under test
+// (a cross-compiled one).
+func startBinary(t *testing.T, bin string, wrap []string, dataDir string, args ...string) *proc {
+	t.Helper()
 	all := append([]string{"--data-dir", dataDir, "--secure-port", "0", "--shutdown-timeout", "20s"}, args...)
-	argv := append(append(append([]string{}, wrap...), binary(t)), all...)
+	argv := append(append(append([]string{}, wrap...), bin), all...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	p := &proc{t: t, cmd: cmd, dataDir: dataDir, kubeconfig: filepath.Join(dataDir, "admin.kubeconfig"), stderr: &bytes.Buffer{}, done: make(chan error, 1)}
 	cmd.Stderr = &lockedWriter{w: p.stderr}
