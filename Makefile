@@ -35,12 +35,14 @@ vet:
 
 # The end-to-end tests run the binary built here, as a user would, and the
 # ARM binaries of make cross under qemu-user-static (scripts/e2e/qemu_test.go);
-# -count=1 because go test cannot see that a binary changed.
+# -count=1 because go test cannot see that a binary changed. Last, two
+# builds of HEAD must be byte-identical (scripts/reproducible).
 test: vet build build-linux-arm64 build-linux-arm fuzz
 	KUBESTORE_BIN=$(CURDIR)/bin/kubestore \
 	KUBESTORE_BIN_ARM64=$(CURDIR)/dist/kubestore-linux-arm64 \
 	KUBESTORE_BIN_ARMV7=$(CURDIR)/dist/kubestore-linux-armv7 \
 		go test -count=1 $(GOTESTFLAGS) -timeout $(TEST_TIMEOUT) ./...
+	scripts/reproducible
 
 # Measures the built binary: one table on stdout, the figures in bench.json
 # (docs/PERFORMANCE.md). BENCHFLAGS adds options, e.g.
