@@ -15,8 +15,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // requireRootTools skips a test that needs root and the given commands.
@@ -193,11 +191,7 @@ exec env -u TMPDIR -u XDG_DATA_HOME HOME=/nonexistent "$0" "$@"`
 func TestGracefulStopEndsWatchesAndLogsJSON(t *testing.T) {
 	dir := shortTempDir(t)
 	p := start(t, dir, "--log-format", "json", "-v", "2")
-	rc, err := clientcmd.BuildConfigFromFlags("", p.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cms := kubernetes.NewForConfigOrDie(rc).CoreV1().ConfigMaps("default")
+	cms := p.clientset().CoreV1().ConfigMaps("default")
 	if _, err := cms.Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "before-stop"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

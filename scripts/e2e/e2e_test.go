@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -194,6 +195,18 @@ func (p *proc) kubectl(args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", p.kubeconfig}, args...)...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
+}
+
+// clientset is a client-go clientset for the process's admin kubeconfig,
+// without client-side rate limiting.
+func (p *proc) clientset() *kubernetes.Clientset {
+	p.t.Helper()
+	rc, err := clientcmd.BuildConfigFromFlags("", p.kubeconfig)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	rc.QPS, rc.Burst = -1, -1
+	return kubernetes.NewForConfigOrDie(rc)
 }
 
 func (p *proc) mustKubectl(args ...string) string {

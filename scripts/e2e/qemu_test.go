@@ -13,8 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // crossTarget is a cross-compiled binary and the qemu user-mode emulator
@@ -78,13 +76,7 @@ func runUnderQEMU(t *testing.T, c crossTarget, qemu, bin string) {
 	started := time.Now()
 	p := startBinary(t, bin, []string{qemu}, dir)
 	t.Logf("%s: ready under qemu in %s", c.arch, time.Since(started).Round(time.Millisecond))
-	rc, err := clientcmd.BuildConfigFromFlags("", p.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc.QPS, rc.Burst = -1, -1
-	rc.Timeout = 60 * time.Second
-	cms := kubernetes.NewForConfigOrDie(rc).CoreV1().ConfigMaps("default")
+	cms := p.clientset().CoreV1().ConfigMaps("default")
 	ctx := t.Context()
 
 	const n = 20
@@ -148,12 +140,7 @@ func runUnderQEMU(t *testing.T, c crossTarget, qemu, bin string) {
 		t.Fatalf("%s: graceful stop: %v\n%s", c.arch, err, p.logs())
 	}
 	p = startBinary(t, bin, []string{qemu}, dir)
-	rc, err = clientcmd.BuildConfigFromFlags("", p.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc.Timeout = 60 * time.Second
-	cms = kubernetes.NewForConfigOrDie(rc).CoreV1().ConfigMaps("default")
+	cms = p.clientset().CoreV1().ConfigMaps("default")
 	after, err := cms.List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatalf("list after restart: %v", err)
@@ -196,12 +183,7 @@ func runUnderQEMU(t *testing.T, c crossTarget, qemu, bin string) {
 	restored := shortTempDir(t)
 	run("snapshot", "restore", snap, "--data-dir", restored)
 	p = startBinary(t, bin, []string{qemu}, restored)
-	rc, err = clientcmd.BuildConfigFromFlags("", p.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc.Timeout = 60 * time.Second
-	cms = kubernetes.NewForConfigOrDie(rc).CoreV1().ConfigMaps("default")
+	cms = p.clientset().CoreV1().ConfigMaps("default")
 	fromSnapshot, err := cms.List(ctx, metav1.ListOptions{})
 	if err != nil || len(fromSnapshot.Items) != len(after.Items)+1 {
 		t.Fatalf("%s: list after restore: %v, %d items, want %d", c.arch, err, len(fromSnapshot.Items), len(after.Items)+1)

@@ -12,8 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // The binary with a full etcd: writes fail at once with a Status, the
@@ -25,12 +23,7 @@ func TestStorageFullRecovery(t *testing.T) {
 	const quota = "16Mi"
 	dir := shortTempDir(t)
 	p := start(t, dir, "--etcd-quota-backend-bytes", quota)
-	rc, err := clientcmd.BuildConfigFromFlags("", p.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc.QPS, rc.Burst = -1, -1
-	cms := kubernetes.NewForConfigOrDie(rc).CoreV1().ConfigMaps("default")
+	cms := p.clientset().CoreV1().ConfigMaps("default")
 	ctx := t.Context()
 
 	// etcd checks its quota against the database size as of the last
