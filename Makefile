@@ -34,13 +34,15 @@ vet:
 	go vet ./...
 
 # The end-to-end tests run the binary built here, as a user would, and the
-# ARM binaries of make cross under qemu-user-static (scripts/e2e/qemu_test.go);
+# arm64, armv7 and riscv64 binaries of make cross under qemu-user-static
+# (scripts/e2e/qemu_test.go);
 # -count=1 because go test cannot see that a binary changed. Last, two
 # builds of HEAD must be byte-identical (scripts/reproducible).
-test: vet build build-linux-arm64 build-linux-arm fuzz
+test: vet build build-linux-arm64 build-linux-arm build-linux-riscv64 fuzz
 	KUBESTORE_BIN=$(CURDIR)/bin/kubestore \
 	KUBESTORE_BIN_ARM64=$(CURDIR)/dist/kubestore-linux-arm64 \
 	KUBESTORE_BIN_ARMV7=$(CURDIR)/dist/kubestore-linux-armv7 \
+	KUBESTORE_BIN_RISCV64=$(CURDIR)/dist/kubestore-linux-riscv64 \
 		go test -count=1 $(GOTESTFLAGS) -timeout $(TEST_TIMEOUT) ./...
 	scripts/reproducible
 

@@ -29,17 +29,18 @@ type crossTarget struct {
 var crossTargets = []crossTarget{
 	{arch: "arm64", platform: "linux/arm64", env: "KUBESTORE_BIN_ARM64", qemu: "qemu-aarch64-static", quota: "2Gi"},
 	{arch: "armv7", platform: "linux/arm", env: "KUBESTORE_BIN_ARMV7", qemu: "qemu-arm-static", quota: "256Mi"},
+	{arch: "riscv64", platform: "linux/riscv64", env: "KUBESTORE_BIN_RISCV64", qemu: "qemu-riscv64-static", quota: "2Gi"},
 }
 
-// The ARM binaries that `make cross` builds run, not only compile: under
-// qemu-user-static each one serves the API on a fresh data dir with its
-// built-in defaults (no flag for the architecture), creates, lists and
-// watches objects, stops cleanly on SIGTERM and finds every object again
-// after a restart, with resourceVersions still increasing, and after a
-// snapshot save and restore. On armv7 the
-// 32-bit defaults are checked too: a 256Mi etcd quota, and bbolt's map of
-// the database sized by it, 512 MiB (etcd's default would ask for 10 GiB
-// of a 4 GiB address space).
+// The arm64, armv7 and riscv64 binaries that `make cross` builds run, not
+// only compile: under qemu-user-static each one serves the API on a fresh
+// data dir with its built-in defaults (no flag for the architecture),
+// creates, lists and watches objects, stops cleanly on SIGTERM and finds
+// every object again after a restart, with resourceVersions still
+// increasing, and after a snapshot save and restore. On armv7 the 32-bit
+// defaults are checked too: a 256Mi etcd quota, and bbolt's map of the
+// database sized by it, 512 MiB (etcd's default would ask for 10 GiB of a
+// 4 GiB address space).
 func TestCrossBinariesUnderQEMU(t *testing.T) {
 	for _, c := range crossTargets {
 		t.Run(c.arch, func(t *testing.T) {
