@@ -414,6 +414,10 @@ func TestCommands(t *testing.T) {
 		{"bad env value", []string{"KUBESTORE_WATCH_CACHE_SIZES=pods"}, nil, []string{"--watch-cache-sizes", "pods"}},
 		{"bad duration", nil, []string{"--shutdown-timeout", "soon"}, []string{"shutdown-timeout", "soon"}},
 		{"positional argument", nil, []string{"serve", "extra"}, []string{"extra"}},
+		// Flags may follow a command's FILE (snapshot restore FILE --data-dir DIR).
+		{"bad flag after FILE", nil, []string{"snapshot", "restore", "backup.db", "--bump-revision", "lots"}, []string{"bump-revision", "lots"}},
+		{"unknown flag after FILE", nil, []string{"snapshot", "save", "backup.db", "--no-such-flag"}, []string{"-no-such-flag", "not defined"}},
+		{"two FILEs", nil, []string{"snapshot", "restore", "a.db", "b.db"}, []string{"snapshot restore needs exactly one argument, FILE", `"b.db"`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
