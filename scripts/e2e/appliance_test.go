@@ -135,13 +135,8 @@ func TestPID1ReapsOrphansAndStopsCleanly(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-p.done:
-		if err != nil {
-			t.Fatalf("exit status after SIGTERM: %v\n%s", err, p.logs())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("no exit within 30s of SIGTERM\n%s", p.logs())
+	if err := p.wait(30 * time.Second); err != nil {
+		t.Fatalf("exit after SIGTERM: %v\n%s", err, p.logs())
 	}
 
 	r := start(t, dir)
@@ -218,13 +213,8 @@ func TestGracefulStopEndsWatchesAndLogsJSON(t *testing.T) {
 	if p.ready() {
 		t.Error("/readyz answers ok after the watches ended")
 	}
-	select {
-	case err := <-p.done:
-		if err != nil {
-			t.Fatalf("exit status after one SIGTERM: %v\n%s", err, p.logs())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("no exit within 30s of SIGTERM\n%s", p.logs())
+	if err := p.wait(30 * time.Second); err != nil {
+		t.Fatalf("exit after one SIGTERM: %v\n%s", err, p.logs())
 	}
 
 	lines := strings.Split(strings.TrimSpace(p.logs()), "\n")
@@ -260,14 +250,9 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-p.done:
-		var exit *exec.ExitError
-		if !errors.As(err, &exit) || exit.ExitCode() != 1 {
-			t.Fatalf("exit after two signals: %v, want status 1\n%s", err, p.logs())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatalf("still running 10s after the second signal\n%s", p.logs())
+	var exit *exec.ExitError
+	if err := p.wait(10 * time.Second); !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("exit after two signals: %v, want status 1\n%s", err, p.logs())
 	}
 	t.Logf("exited %s after the first signal", time.Since(started).Round(time.Millisecond))
 	if !strings.Contains(p.logs(), "Exiting at once") {

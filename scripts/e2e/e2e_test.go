@@ -224,11 +224,17 @@ func (p *proc) stop(timeout time.Duration) error {
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		return err
 	}
+	return p.wait(timeout)
+}
+
+// wait returns the exit status of the process, or an error if it is still
+// running after timeout.
+func (p *proc) wait(timeout time.Duration) error {
 	select {
 	case err := <-p.done:
 		return err
 	case <-time.After(timeout):
-		return errors.New("did not exit in time")
+		return fmt.Errorf("did not exit within %s", timeout)
 	}
 }
 

@@ -32,9 +32,15 @@ func mustRunKubestore(t *testing.T, args ...string) string {
 func (p *proc) rv(args ...string) int64 {
 	p.t.Helper()
 	out := p.mustKubectl(append(args, "-o", "jsonpath={.metadata.resourceVersion}")...)
-	n, err := strconv.ParseInt(strings.TrimSpace(out), 10, 64)
+	return mustRV(p.t, strings.TrimSpace(out))
+}
+
+// mustRV is a resourceVersion as a number.
+func mustRV(t *testing.T, rv string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(rv, 10, 64)
 	if err != nil {
-		p.t.Fatalf("resourceVersion %q: %v", out, err)
+		t.Fatalf("resourceVersion %q: %v", rv, err)
 	}
 	return n
 }

@@ -194,15 +194,6 @@ func runUnderQEMU(t *testing.T, c crossTarget, qemu, bin string) {
 	}
 }
 
-func mustRV(t *testing.T, rv string) uint64 {
-	t.Helper()
-	n, err := strconv.ParseUint(rv, 10, 64)
-	if err != nil {
-		t.Fatalf("resourceVersion %q: %v", rv, err)
-	}
-	return n
-}
-
 // dbMapping is the size of the largest mapping of etcd's bbolt file in a
 // process (qemu maps the guest's file mappings one to one).
 func dbMapping(t *testing.T, pid int) int64 {
