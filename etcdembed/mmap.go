@@ -18,15 +18,11 @@ import (
 // restore's revision bump, in etcdutl) maps backend.InitialMmapSize,
 // 10 GiB: on 32-bit that only works because the conversion to int wraps
 // negative and bbolt then ignores it. Set it to what the server maps
-// instead of relying on the wrap. A 64-bit system keeps etcd's default.
+// instead of relying on the wrap: 10% over the quota, so that a database
+// just past it can still be opened to disarm the alarm. A 64-bit system
+// keeps etcd's default.
 func LimitMmap(quota config.ByteSize) {
 	if strconv.IntSize == 32 && quota > 0 {
-		backend.InitialMmapSize = mmapSize(quota)
+		backend.InitialMmapSize = uint64(quota) + uint64(quota)/10
 	}
-}
-
-// mmapSize is the map etcd's server uses for a quota: 10% over it, so that
-// a database just past its quota can still be opened to disarm the alarm.
-func mmapSize(quota config.ByteSize) uint64 {
-	return uint64(quota) + uint64(quota)/10
 }
