@@ -35,7 +35,7 @@ vet:
 
 # The end-to-end tests run the binary built here, as a user would, and the
 # arm64, armv7 and riscv64 binaries of make cross under qemu-user-static
-# (scripts/e2e/qemu_test.go); -count=1 because go test cannot see that a
+# (test/e2e/qemu_test.go); -count=1 because go test cannot see that a
 # binary changed. Last, two builds of HEAD must be byte-identical
 # (scripts/reproducible).
 test: vet build build-linux-arm64 build-linux-arm build-linux-riscv64 fuzz
