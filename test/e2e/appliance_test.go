@@ -101,16 +101,8 @@ func TestPID1ReapsOrphansAndStopsCleanly(t *testing.T) {
 	}
 	noChildren := func(what string) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			cs := children(t, pid)
-			if len(cs) == 0 {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: kubestore (PID 1) still has children: %+v", what, cs)
-			}
-			time.Sleep(100 * time.Millisecond)
+		if !eventually(10*time.Second, func() bool { return len(children(t, pid)) == 0 }) {
+			t.Fatalf("%s: kubestore (PID 1) still has children: %+v", what, children(t, pid))
 		}
 	}
 	noChildren("the shell's background sleep")

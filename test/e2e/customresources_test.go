@@ -154,17 +154,11 @@ func TestKubectlCustomResources(t *testing.T) {
 		t.Errorf("delete:\n%s", out)
 	}
 
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	if !eventually(10*time.Second, func() bool {
 		got := watchOut.String()
-		if hasRow(got, "ADDED", "gateway", "gw-100") && hasRow(got, "MODIFIED", "gateway", "gw-200") && hasRow(got, "DELETED", "spare", "gw-100") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("kubectl get devices -w did not show the creates, the patch and the delete:\n%s", got)
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
+		return hasRow(got, "ADDED", "gateway", "gw-100") && hasRow(got, "MODIFIED", "gateway", "gw-200") && hasRow(got, "DELETED", "spare", "gw-100")
+	}) {
+		t.Errorf("kubectl get devices -w did not show the creates, the patch and the delete:\n%s", watchOut.String())
 	}
 
 	// CRDs and objects survive a restart.
@@ -212,15 +206,12 @@ func TestManifestsDirCustomResources(t *testing.T) {
 		}
 	}
 	p := start(t, shortTempDir(t), "--manifests-dir", mdir)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		out, err := p.kubectl("get", "device", "gateway", "-o", "jsonpath={.spec.model}/{.spec.replicas}")
-		if err == nil && out == "gw-100/1" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the device of the manifests was not applied within 30s: %v %s\n%s", err, out, p.logs())
-		}
-		time.Sleep(200 * time.Millisecond)
+	var out string
+	var err error
+	if !eventually(30*time.Second, func() bool {
+		out, err = p.kubectl("get", "device", "gateway", "-o", "jsonpath={.spec.model}/{.spec.replicas}")
+		return err == nil && out == "gw-100/1"
+	}) {
+		t.Fatalf("the device of the manifests was not applied within 30s: %v %s\n%s", err, out, p.logs())
 	}
 }

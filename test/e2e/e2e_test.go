@@ -5,8 +5,6 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
 	"crypto/tls"
 	"encoding/hex"
 	"errors"
@@ -16,234 +14,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
-
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 )
-
-var (
-	buildOnce sync.Once
-	builtBin  string
-	buildErr  error
-)
-
-// binary returns the kubestore binary under test.
-func binary(t *testing.T) string {
-	t.Helper()
-	if b := os.Getenv("KUBESTORE_BIN"); b != "" {
-		return b
-	}
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "kubestore-e2e")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		builtBin = filepath.Join(dir, "kubestore")
-		_, file, _, _ := runtime.Caller(0)
-		cmd := exec.Command("go", "build", "-o", builtBin, ".")
-		cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return builtBin
-}
-
-// proc is a running kubestore process.
-type proc struct {
-	t          *testing.T
-	cmd        *exec.Cmd
-	dataDir    string
-	kubeconfig string
-	stderr     *bytes.Buffer
-	done       chan error
-}
-
-func shortTempDir(t *testing.T) string {
-	t.Helper()
-	// Short: the etcd socket path inside must stay under 108 bytes.
-	dir, err := os.MkdirTemp("", "ks")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
-
-// start runs kubestore serve on dataDir with a free port and waits until
-// /readyz answers ok.
-func start(t *testing.T, dataDir string, args ...string) *proc {
-	t.Helper()
-	return startWrapped(t, nil, dataDir, args...)
-}
-
-// startWrapped is start with the binary run by a wrapper command (unshare,
-// qemu), whose last argument is followed by the binary and its arguments.
-func startWrapped(t *testing.T, wrap []string, dataDir string, args ...string) *proc {
-	t.Helper()
-	return startBinary(t, binary(t), wrap, dataDir, args...)
-}
-
-// startBinary is startWrapped with a binary other than the one under test
-// (a cross-compiled one).
-func startBinary(t *testing.T, bin string, wrap []string, dataDir string, args ...string) *proc {
-	t.Helper()
-	all := append([]string{"--data-dir", dataDir, "--secure-port", "0", "--shutdown-timeout", "20s"}, args...)
-	argv := append(append(append([]string{}, wrap...), bin), all...)
-	cmd := exec.Command(argv[0], argv[1:]...)
-	p := &proc{t: t, cmd: cmd, dataDir: dataDir, kubeconfig: filepath.Join(dataDir, "admin.kubeconfig"), stderr: &bytes.Buffer{}, done: make(chan error, 1)}
-	cmd.Stderr = &lockedWriter{w: p.stderr}
-	// A kubeconfig from a previous run names an old port.
-	os.Remove(p.kubeconfig)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			<-p.done
-		}
-		if t.Failed() {
-			t.Logf("kubestore stderr:\n%s", p.logs())
-		}
-	})
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		select {
-		case err := <-p.done:
-			t.Fatalf("kubestore exited before ready: %v\n%s", err, p.logs())
-		default:
-		}
-		if p.ready() {
-			return p
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("kubestore not ready within 90s\n%s", p.logs())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
-}
-
-func (l *lockedWriter) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.String()
-}
-
-func (p *proc) logs() string {
-	lw := p.cmd.Stderr.(*lockedWriter)
-	lw.mu.Lock()
-	defer lw.mu.Unlock()
-	return lw.w.String()
-}
-
-// server is the https URL from the kubeconfig, once written.
-func (p *proc) server() string {
-	kc, err := clientcmd.LoadFromFile(p.kubeconfig)
-	if err != nil {
-		return ""
-	}
-	for _, c := range kc.Clusters {
-		return c.Server
-	}
-	return ""
-}
-
-// anonymous is an HTTPS client without a client certificate.
-var anonymous = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-
-func (p *proc) ready() bool {
-	url := p.server()
-	if url == "" {
-		return false
-	}
-	resp, err := anonymous.Get(url + "/readyz")
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
-}
-
-// kubectl runs kubectl against the process and returns its output.
-func (p *proc) kubectl(args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", p.kubeconfig}, args...)...)
-	out, err := cmd.CombinedOutput()
-	return string(out), err
-}
-
-// clientset is a client-go clientset for the process's admin kubeconfig,
-// without client-side rate limiting.
-func (p *proc) clientset() *kubernetes.Clientset {
-	p.t.Helper()
-	rc, err := clientcmd.BuildConfigFromFlags("", p.kubeconfig)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	rc.QPS, rc.Burst = -1, -1
-	return kubernetes.NewForConfigOrDie(rc)
-}
-
-func (p *proc) mustKubectl(args ...string) string {
-	p.t.Helper()
-	out, err := p.kubectl(args...)
-	if err != nil {
-		p.t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return out
-}
-
-// stop sends SIGTERM and waits for the exit status.
-func (p *proc) stop(timeout time.Duration) error {
-	p.t.Helper()
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		return err
-	}
-	return p.wait(timeout)
-}
-
-// wait returns the exit status of the process, or an error if it is still
-// running after timeout.
-func (p *proc) wait(timeout time.Duration) error {
-	select {
-	case err := <-p.done:
-		return err
-	case <-time.After(timeout):
-		return fmt.Errorf("did not exit within %s", timeout)
-	}
-}
-
-func requireKubectl(t *testing.T) {
-	t.Helper()
-	if _, err := exec.LookPath("kubectl"); err != nil {
-		t.Fatal("kubectl is required by the end-to-end tests (.ci/run installs it)")
-	}
-}
 
 const manifest = `apiVersion: v1
 kind: Namespace
@@ -495,12 +271,8 @@ func TestSIGHUPReloadsTokens(t *testing.T) {
 		if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for strings.Count(p.logs(), want) == 0 {
-			if time.Now().After(deadline) {
-				t.Fatalf("no %q in the log after SIGHUP", want)
-			}
-			time.Sleep(50 * time.Millisecond)
+		if !eventually(10*time.Second, func() bool { return strings.Contains(p.logs(), want) }) {
+			t.Fatalf("no %q in the log after SIGHUP", want)
 		}
 	}
 	if got := status("old-token-123456"); got != http.StatusOK {

@@ -4,46 +4,11 @@ import (
 	"crypto/rand"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
-
-// run runs a kubestore command to completion and returns its output.
-func runKubestore(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	out, err := exec.Command(binary(t), args...).CombinedOutput()
-	return string(out), err
-}
-
-func mustRunKubestore(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := runKubestore(t, args...)
-	if err != nil {
-		t.Fatalf("kubestore %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return out
-}
-
-// rv returns the resourceVersion of an object as a number.
-func (p *proc) rv(args ...string) int64 {
-	p.t.Helper()
-	out := p.mustKubectl(append(args, "-o", "jsonpath={.metadata.resourceVersion}")...)
-	return mustRV(p.t, strings.TrimSpace(out))
-}
-
-// mustRV is a resourceVersion as a number.
-func mustRV(t *testing.T, rv string) int64 {
-	t.Helper()
-	n, err := strconv.ParseInt(rv, 10, 64)
-	if err != nil {
-		t.Fatalf("resourceVersion %q: %v", rv, err)
-	}
-	return n
-}
 
 // A snapshot saved from a running server and one saved from the stopped
 // data directory both restore into fresh data directories that serve every

@@ -49,12 +49,8 @@ data:
 	p := start(t, dir, "--manifests-dir", mdir)
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 30s\n%s", what, p.logs())
-			}
-			time.Sleep(200 * time.Millisecond)
+		if !eventually(30*time.Second, cond) {
+			t.Fatalf("%s: not within 30s\n%s", what, p.logs())
 		}
 	}
 	get := func(args ...string) string {

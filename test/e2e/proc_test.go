@@ -1,0 +1,318 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+)
+
+// binary returns the kubestore binary under test.
+func binary(t *testing.T) string {
+	t.Helper()
+	if b := os.Getenv("KUBESTORE_BIN"); b != "" {
+		return b
+	}
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "kubestore-e2e")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtBin = filepath.Join(dir, "kubestore")
+		_, file, _, _ := runtime.Caller(0)
+		cmd := exec.Command("go", "build", "-o", builtBin, ".")
+		cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return builtBin
+}
+
+// shortTempDir is a temporary directory with a short path: the etcd socket
+// path inside it must stay under 108 bytes. It is kept, and named in the
+// log, when the test fails, so that the data and logs can be inspected.
+func shortTempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "ks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("kept %s", dir)
+			return
+		}
+		os.RemoveAll(dir)
+	})
+	return dir
+}
+
+// freePort is a TCP port on loopback that nothing listens on right now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// eventually polls cond until it holds or timeout has passed, and reports
+// whether it held.
+func eventually(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return true
+}
+
+// proc is a running kubestore process.
+type proc struct {
+	t          *testing.T
+	cmd        *exec.Cmd
+	dataDir    string
+	kubeconfig string
+	stderr     *lockedWriter
+	// exited is closed once the process has exited; err is its status.
+	exited chan struct{}
+	err    error
+}
+
+// start runs kubestore serve on dataDir with a free port and waits until
+// /readyz answers ok. args come after the defaults, so "--secure-port N"
+// among them picks the port.
+func start(t *testing.T, dataDir string, args ...string) *proc {
+	t.Helper()
+	return startWrapped(t, nil, dataDir, args...)
+}
+
+// startWrapped is start with the binary run by a wrapper command (unshare,
+// qemu), whose last argument is followed by the binary and its arguments.
+func startWrapped(t *testing.T, wrap []string, dataDir string, args ...string) *proc {
+	t.Helper()
+	return startBinary(t, binary(t), wrap, dataDir, args...)
+}
+
+// startBinary is startWrapped with a binary other than the one under test
+// (a cross-compiled one). The process is killed when the test ends, and
+// its stderr logged if the test failed.
+func startBinary(t *testing.T, bin string, wrap []string, dataDir string, args ...string) *proc {
+	t.Helper()
+	all := append([]string{"--data-dir", dataDir, "--secure-port", "0", "--shutdown-timeout", "20s"}, args...)
+	argv := append(append(append([]string{}, wrap...), bin), all...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	p := &proc{t: t, cmd: cmd, dataDir: dataDir, kubeconfig: filepath.Join(dataDir, "admin.kubeconfig"), stderr: &lockedWriter{w: &bytes.Buffer{}}, exited: make(chan struct{})}
+	cmd.Stderr = p.stderr
+	// A kubeconfig from a previous run names an old port.
+	os.Remove(p.kubeconfig)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.err = cmd.Wait(); close(p.exited) }()
+	t.Cleanup(func() {
+		p.kill()
+		if t.Failed() {
+			t.Logf("kubestore stderr:\n%s", p.logs())
+		}
+	})
+	if !eventually(90*time.Second, func() bool { return p.hasExited() || p.ready() }) {
+		t.Fatalf("kubestore not ready within 90s\n%s", p.logs())
+	}
+	if p.hasExited() {
+		t.Fatalf("kubestore exited before ready: %v\n%s", p.err, p.logs())
+	}
+	return p
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+func (l *lockedWriter) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.String()
+}
+
+func (p *proc) logs() string { return p.stderr.String() }
+
+func (p *proc) hasExited() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// server is the https URL from the kubeconfig, once written.
+func (p *proc) server() string {
+	kc, err := clientcmd.LoadFromFile(p.kubeconfig)
+	if err != nil {
+		return ""
+	}
+	for _, c := range kc.Clusters {
+		return c.Server
+	}
+	return ""
+}
+
+// anonymous is an HTTPS client without a client certificate.
+var anonymous = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+
+func (p *proc) ready() bool {
+	url := p.server()
+	if url == "" {
+		return false
+	}
+	resp, err := anonymous.Get(url + "/readyz")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// kubectl runs kubectl against the process and returns its output.
+func (p *proc) kubectl(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", p.kubeconfig}, args...)...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func (p *proc) mustKubectl(args ...string) string {
+	p.t.Helper()
+	out, err := p.kubectl(args...)
+	if err != nil {
+		p.t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// restConfig is the client config of the process's admin kubeconfig,
+// without client-side rate limiting.
+func (p *proc) restConfig() *rest.Config {
+	p.t.Helper()
+	rc, err := clientcmd.BuildConfigFromFlags("", p.kubeconfig)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	rc.QPS, rc.Burst = -1, -1
+	return rc
+}
+
+func (p *proc) clientset() *kubernetes.Clientset {
+	p.t.Helper()
+	return kubernetes.NewForConfigOrDie(p.restConfig())
+}
+
+// rv returns the resourceVersion of an object as a number.
+func (p *proc) rv(args ...string) int64 {
+	p.t.Helper()
+	out := p.mustKubectl(append(args, "-o", "jsonpath={.metadata.resourceVersion}")...)
+	return mustRV(p.t, strings.TrimSpace(out))
+}
+
+// stop sends SIGTERM and waits for the exit status.
+func (p *proc) stop(timeout time.Duration) error {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return err
+	}
+	return p.wait(timeout)
+}
+
+// kill sends SIGKILL, unless the process has exited, and waits for the
+// exit.
+func (p *proc) kill() {
+	if !p.hasExited() {
+		p.cmd.Process.Kill()
+	}
+	<-p.exited
+}
+
+// wait returns the exit status of the process, or an error if it is still
+// running after timeout.
+func (p *proc) wait(timeout time.Duration) error {
+	select {
+	case <-p.exited:
+		return p.err
+	case <-time.After(timeout):
+		return fmt.Errorf("did not exit within %s", timeout)
+	}
+}
+
+// runKubestore runs a kubestore command to completion and returns its
+// output.
+func runKubestore(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	out, err := exec.Command(binary(t), args...).CombinedOutput()
+	return string(out), err
+}
+
+func mustRunKubestore(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := runKubestore(t, args...)
+	if err != nil {
+		t.Fatalf("kubestore %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// mustRV is a resourceVersion as a number.
+func mustRV(t *testing.T, rv string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil {
+		t.Fatalf("resourceVersion %q: %v", rv, err)
+	}
+	return n
+}
+
+func requireKubectl(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("kubectl"); err != nil {
+		t.Fatal("kubectl is required by the end-to-end tests (.ci/run installs it)")
+	}
+}
