@@ -1,28 +1,15 @@
-// Package crash kills the real kubestore binary with SIGKILL while clients
-// write and watch, restarts it, and checks that nothing acknowledged was
-// lost, nothing unacknowledged appeared, resourceVersions never went back,
-// and watchers converged without help.
-//
-// It runs the binary named by KUBESTORE_BIN (make test sets it) and skips
-// without it.
-package crash
+package e2e
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"math/rand/v2"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -35,12 +22,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 const (
-	namespace = "default"
-	writers   = 4
+	crashNamespace = "default"
+	writers        = 4
 	// namesPerWriter: each writer owns its names, so the operations on a
 	// name are sequential and the expected state is exact.
 	namesPerWriter = 25
@@ -100,99 +86,23 @@ func (m *model) get(name string) outcome {
 	return m.names[name]
 }
 
-// proc is the kubestore process under test.
-type proc struct {
-	bin, dir string
-	port     int
-	cmd      *exec.Cmd
-	done     chan struct{}
-}
-
-func (p *proc) start(t *testing.T) {
-	t.Helper()
-	p.cmd = exec.Command(p.bin, "--data-dir", p.dir, "--secure-port", strconv.Itoa(p.port))
-	logf, err := os.OpenFile(filepath.Join(filepath.Dir(p.dir), "kubestore.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.cmd.Stderr = logf
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p.done = make(chan struct{})
-	go func() { p.cmd.Wait(); logf.Close(); close(p.done) }()
-	insecure := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		select {
-		case <-p.done:
-			log, _ := os.ReadFile(filepath.Join(filepath.Dir(p.dir), "kubestore.log"))
-			t.Fatalf("kubestore exited before ready:\n%s", log)
-		default:
-		}
-		resp, err := insecure.Get(fmt.Sprintf("https://127.0.0.1:%d/readyz", p.port))
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("kubestore not ready within 60s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func (p *proc) kill() {
-	p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.done
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // counts is what the test prints at the end.
 type counts struct {
 	cycles, acked, lost, phantom, informerDivergences, watchDivergences, rvRegressions, relists int64
 }
 
+// TestCrashSafety kills the binary with SIGKILL while clients write and
+// watch, restarts it, and checks that nothing acknowledged was lost,
+// nothing unacknowledged appeared, resourceVersions never went back, and
+// watchers converged without help.
 func TestCrashSafety(t *testing.T) {
-	bin := os.Getenv("KUBESTORE_BIN")
-	if bin == "" {
-		t.Skip("KUBESTORE_BIN is not set (make test sets it)")
-	}
-	base, err := os.MkdirTemp("", "kscrash")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if !t.Failed() {
-			os.RemoveAll(base)
-		} else {
-			t.Logf("data and log kept in %s", base)
-		}
-	})
-	p := &proc{bin: bin, dir: filepath.Join(base, "data"), port: freePort(t)}
-	p.start(t)
-	defer func() {
-		if p.cmd.ProcessState == nil {
-			p.kill()
-		}
-	}()
+	dir := shortTempDir(t)
+	// Every restart takes the same port, so that the clients below live
+	// through the crashes with one config.
+	port := strconv.Itoa(freePort(t))
+	p := start(t, dir, "--secure-port", port)
 
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(p.dir, "admin.kubeconfig"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.QPS, cfg.Burst = -1, -1
+	cfg := p.restConfig()
 	cfg.Timeout = 5 * time.Second
 	client := kubernetes.NewForConfigOrDie(cfg)
 
@@ -210,7 +120,7 @@ func TestCrashSafety(t *testing.T) {
 	// server's side of the recovery, not client-go's patience.
 	informerCfg := rest.CopyConfig(cfg)
 	informerCfg.Timeout = 0
-	lw := cache.NewListWatchFromClient(kubernetes.NewForConfigOrDie(informerCfg).CoreV1().RESTClient(), "configmaps", namespace, fields.Everything())
+	lw := cache.NewListWatchFromClient(kubernetes.NewForConfigOrDie(informerCfg).CoreV1().RESTClient(), "configmaps", crashNamespace, fields.Everything())
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	reflector := cache.NewReflectorWithOptions(lw, &corev1.ConfigMap{}, store, cache.ReflectorOptions{
 		Name:    "crash-test",
@@ -231,7 +141,7 @@ func TestCrashSafety(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			write(ctx, client, m, &gate, w)
+			writeAtRandom(ctx, client, m, &gate, w)
 		}()
 	}
 
@@ -240,10 +150,10 @@ func TestCrashSafety(t *testing.T) {
 		time.Sleep(300*time.Millisecond + time.Duration(rng.Int64N(int64(1700*time.Millisecond))))
 		p.kill()
 		c.cycles++
-		p.start(t)
+		p = start(t, dir, "--secure-port", port)
 
 		gate.Lock()
-		check(t, ctx, client, m, store, rw, &c, cycle)
+		checkAfterRestart(t, ctx, client, m, store, rw, &c, cycle)
 		gate.Unlock()
 	}
 	cancel()
@@ -262,11 +172,11 @@ func TestCrashSafety(t *testing.T) {
 	}
 }
 
-// write creates, updates and deletes its own names at random until ctx
+// writeAtRandom creates, updates and deletes its own names at random until ctx
 // ends, recording each acknowledged write and each unanswered one.
-func write(ctx context.Context, client kubernetes.Interface, m *model, gate *sync.RWMutex, w int) {
+func writeAtRandom(ctx context.Context, client kubernetes.Interface, m *model, gate *sync.RWMutex, w int) {
 	rng := rand.New(rand.NewPCG(uint64(w), uint64(time.Now().UnixNano())))
-	cms := client.CoreV1().ConfigMaps(namespace)
+	cms := client.CoreV1().ConfigMaps(crashNamespace)
 	for seq := 0; ctx.Err() == nil; seq++ {
 		name := fmt.Sprintf("w%d-%d", w, rng.IntN(namesPerWriter))
 		value := fmt.Sprintf("%d-%d", w, seq)
@@ -339,13 +249,13 @@ func write(ctx context.Context, client kubernetes.Interface, m *model, gate *syn
 	}
 }
 
-// check compares the store with the model, and the informer's and raw
+// checkAfterRestart compares the store with the model, and the informer's and raw
 // watcher's views with the store.
-func check(t *testing.T, ctx context.Context, client kubernetes.Interface, m *model, informer cache.Store, rw *rawWatcher, c *counts, cycle int) {
+func checkAfterRestart(t *testing.T, ctx context.Context, client kubernetes.Interface, m *model, informer cache.Store, rw *rawWatcher, c *counts, cycle int) {
 	var list *corev1.ConfigMapList
 	var err error
 	for range 100 {
-		if list, err = client.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{}); err == nil {
+		if list, err = client.CoreV1().ConfigMaps(crashNamespace).List(ctx, metav1.ListOptions{}); err == nil {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -418,13 +328,13 @@ func check(t *testing.T, ctx context.Context, client kubernetes.Interface, m *mo
 		return v
 	}
 	start := time.Now()
-	if !waitFor(convergeTimeout, func() bool { return converged(informerView()) }) {
+	if !eventually(convergeTimeout, func() bool { return converged(informerView()) }) {
 		c.informerDivergences++
-		t.Errorf("cycle %d: the informer did not converge to the stored objects: %s", cycle, diff(storedRV, informerView()))
+		t.Errorf("cycle %d: the informer did not converge to the stored objects: %s", cycle, viewDiff(storedRV, informerView()))
 	}
-	if !waitFor(convergeTimeout, func() bool { return converged(rw.view()) }) {
+	if !eventually(convergeTimeout, func() bool { return converged(rw.view()) }) {
 		c.watchDivergences++
-		t.Errorf("cycle %d: the resumed watch did not converge to the stored objects: %s", cycle, diff(storedRV, rw.view()))
+		t.Errorf("cycle %d: the resumed watch did not converge to the stored objects: %s", cycle, viewDiff(storedRV, rw.view()))
 	}
 	t.Logf("cycle %d: %d objects, watchers converged in %s", cycle, len(storedRV), time.Since(start).Round(time.Millisecond))
 }
@@ -432,8 +342,8 @@ func check(t *testing.T, ctx context.Context, client kubernetes.Interface, m *mo
 // convergeTimeout bounds the wait for a watcher to catch up.
 const convergeTimeout = 30 * time.Second
 
-// diff describes how view differs from want (name -> resourceVersion).
-func diff(want, view map[string]string) string {
+// viewDiff describes how view differs from want (name -> resourceVersion).
+func viewDiff(want, view map[string]string) string {
 	var out []string
 	for n, rv := range want {
 		if view[n] != rv {
@@ -450,17 +360,6 @@ func diff(want, view map[string]string) string {
 		out = append(out[:5], fmt.Sprintf("and %d more", len(out)-5))
 	}
 	return strings.Join(out, "; ")
-}
-
-func waitFor(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return true
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return cond()
 }
 
 // rawWatcher keeps a name -> resourceVersion view from a plain watch that
@@ -483,7 +382,7 @@ func (r *rawWatcher) view() map[string]string {
 }
 
 func (r *rawWatcher) run(ctx context.Context, c *counts) {
-	cms := r.client.CoreV1().ConfigMaps(namespace)
+	cms := r.client.CoreV1().ConfigMaps(crashNamespace)
 	rv := ""
 	for ctx.Err() == nil {
 		if rv == "" {
