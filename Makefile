@@ -19,7 +19,7 @@ PLATFORMS := linux-amd64 linux-arm64 linux-arm linux-riscv64
 GOTESTFLAGS ?=
 TEST_TIMEOUT ?= 45m
 
-.PHONY: fuzz build run test vet cross clean generate $(addprefix build-,$(PLATFORMS))
+.PHONY: fuzz build run test release-check vet cross clean generate $(addprefix build-,$(PLATFORMS))
 
 build:
 	$(GOBUILD) -o bin/kubestore .
@@ -33,17 +33,25 @@ vet:
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
 
-# The end-to-end tests run the binary built here, as a user would, and the
-# arm64, armv7 and riscv64 binaries of make cross under qemu-user-static
-# (test/e2e/qemu_test.go); -count=1 because go test cannot see that a
-# binary changed. Last, two builds of HEAD must be byte-identical
-# (scripts/reproducible).
-test: vet build build-linux-arm64 build-linux-arm build-linux-riscv64 fuzz
+# The tests every change runs: unit, integration (the whole stack
+# in-process) and end-to-end (test/e2e: the binary built here, run as a
+# user would, with kubectl); the fuzz targets run their seeds. -count=1
+# because go test cannot see that a binary changed. The qemu test skips
+# here: it runs in release-check.
+test: vet build
 	KUBESTORE_BIN=$(CURDIR)/bin/kubestore \
+		go test -count=1 $(GOTESTFLAGS) -timeout $(TEST_TIMEOUT) ./...
+
+# The slow checks of a release, on top of make test (.ci/run runs both):
+# the arm64, armv7 and riscv64 binaries of make cross run under
+# qemu-user-static (test/e2e/qemu_test.go), every fuzz target runs
+# briefly, and two builds of HEAD must be byte-identical
+# (scripts/reproducible).
+release-check: build-linux-arm64 build-linux-arm build-linux-riscv64 fuzz
 	KUBESTORE_BIN_ARM64=$(CURDIR)/dist/kubestore-linux-arm64 \
 	KUBESTORE_BIN_ARMV7=$(CURDIR)/dist/kubestore-linux-armv7 \
 	KUBESTORE_BIN_RISCV64=$(CURDIR)/dist/kubestore-linux-riscv64 \
-		go test -count=1 $(GOTESTFLAGS) -timeout $(TEST_TIMEOUT) ./...
+		go test -count=1 $(GOTESTFLAGS) -timeout $(TEST_TIMEOUT) -run '^TestCrossBinariesUnderQEMU$$' ./test/e2e
 	scripts/reproducible
 
 # Measures the built binary: one table on stdout, the figures in bench.json

@@ -20,7 +20,7 @@ import (
 type crossTarget struct {
 	arch     string // as `make cross` names it
 	platform string // as `kubestore version` prints it
-	env      string // the variable make test sets to the binary
+	env      string // the variable make release-check sets to the binary
 	qemu     string // from Debian's qemu-user-static
 	// quota is the default etcd quota the binary must pick on its own.
 	quota string
@@ -46,7 +46,7 @@ func TestCrossBinariesUnderQEMU(t *testing.T) {
 		t.Run(c.arch, func(t *testing.T) {
 			bin := os.Getenv(c.env)
 			if bin == "" {
-				t.Skipf("%s is not set; make test sets it to the binary `make cross` builds", c.env)
+				t.Skipf("%s is not set; make release-check sets it to the binary `make cross` builds", c.env)
 			}
 			qemu, err := exec.LookPath(c.qemu)
 			if err != nil {
