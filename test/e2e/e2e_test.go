@@ -1,7 +1,8 @@
 // Package e2e runs the built kubestore binary as a separate process and
-// drives it with kubectl and plain HTTPS, as a user on a device would.
-// make test sets KUBESTORE_BIN to the binary it built; without it the test
-// builds one.
+// drives it with kubectl, client-go and plain HTTPS, as a user on a device
+// would, signals and kills it, and runs the cross-built binaries under
+// qemu. make test sets KUBESTORE_BIN to the binary it built; without it the
+// tests build one. The process helpers are in proc_test.go.
 package e2e
 
 import (
