@@ -15,6 +15,7 @@ import (
 	kuser "k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/klog/v2"
 
+	"github.com/kubestore/kubestore/access"
 	"github.com/kubestore/kubestore/config"
 )
 
@@ -121,7 +122,7 @@ var authenticatePeer = authenticator.RequestFunc(func(req *http.Request) (*authe
 		return nil, false, nil
 	}
 	if cred.uid == 0 {
-		return &authenticator.Response{User: &kuser.DefaultInfo{Name: AdminUser, Groups: []string{kuser.SystemPrivilegedGroup}}}, true, nil
+		return &authenticator.Response{User: &kuser.DefaultInfo{Name: access.AdminUser, Groups: []string{kuser.SystemPrivilegedGroup}}}, true, nil
 	}
 	name := strconv.FormatUint(uint64(cred.uid), 10)
 	if u, err := user.LookupId(name); err == nil {
