@@ -1,8 +1,8 @@
 // Package server assembles kubestore's Kubernetes API server from the
 // upstream generic API server (k8s.io/apiserver/pkg/server): the built-in
 // resources with their strategies, tables and namespace lifecycle, health
-// and metrics, authentication and authorization. Storage comes from
-// package cacher; the PKI and the admin kubeconfig from package access.
+// and metrics. Storage comes from package cacher; the PKI, admin
+// kubeconfig, authentication and authorization from package access.
 package server
 
 import (
@@ -120,8 +120,8 @@ func New(cfg config.Config, backend *cacher.Backend) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c.Authentication.Authenticator = newAuthenticator(pki.ClientCA(), acc)
-	c.Authorization.Authorizer = firstOpinion(authorizeAdmin, acc.Authorize)
+	c.Authentication.Authenticator = acc.Authenticator(pki.ClientCA())
+	c.Authorization.Authorizer = acc.Authorizer()
 	genericapiserver.AuthorizeClientBearerToken(c.LoopbackClientConfig, &c.Authentication, &c.Authorization)
 	c.RequestTimeout = cfg.Server.RequestTimeout.Duration
 	c.MinRequestTimeout = int(cfg.Server.MinRequestTimeout.Seconds())
