@@ -1,8 +1,11 @@
 // Package access holds what decides who may do what and read what: the
-// bearer tokens of --token-auth-file, the rules of
-// --authorization-policy-file, and the keys that keep secrets unreadable at
-// rest (--encryption-provider-config). Every file here is outside input,
-// parsed strictly and fuzzed.
+// data directory's PKI (CA, serving and admin certificates, the admin
+// kubeconfig), authentication (unix-socket peers by uid, client
+// certificates, the bearer tokens of --token-auth-file), authorization (the
+// admin identity, then the rules of --authorization-policy-file), and the
+// keys that keep secrets unreadable at rest (--encryption-provider-config).
+// Every file an operator hands it is outside input, parsed strictly and
+// fuzzed.
 package access
 
 import (
@@ -125,10 +128,10 @@ func parseTokens(data []byte) ([]tokenEntry, error) {
 	return out, nil
 }
 
-// AuthenticateToken compares the token's digest with every entry's in
+// authenticateToken compares the token's digest with every entry's in
 // constant time, without stopping at a match, so the time taken says
 // nothing about which tokens exist.
-func (a *Access) AuthenticateToken(_ context.Context, token string) (*authenticator.Response, bool, error) {
+func (a *Access) authenticateToken(_ context.Context, token string) (*authenticator.Response, bool, error) {
 	digest := sha256.Sum256([]byte(token))
 	var found *user.DefaultInfo
 	for _, e := range *a.tokens.Load() {
@@ -203,8 +206,8 @@ func parsePolicy(data []byte) (*policy, error) {
 	return p, nil
 }
 
-// Authorize allows what a rule grants and has no opinion otherwise.
-func (a *Access) Authorize(_ context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
+// authorize allows what a rule grants and has no opinion otherwise.
+func (a *Access) authorize(_ context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
 	u := attrs.GetUser()
 	if u == nil {
 		return authorizer.DecisionNoOpinion, "", nil

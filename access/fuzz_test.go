@@ -53,7 +53,7 @@ func FuzzParsePolicy(f *testing.F) {
 		// Deciding never fails, whatever the rules hold.
 		attrs := authorizer.AttributesRecord{User: &user.DefaultInfo{Name: "a", Groups: []string{"g"}}, Verb: "get",
 			ResourceRequest: true, Resource: "pods", Namespace: "default"}
-		if _, _, err := a.Authorize(context.Background(), attrs); err != nil {
+		if _, _, err := a.authorize(context.Background(), attrs); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -342,7 +342,7 @@ func TestUnixSocketPeers(t *testing.T) {
 		if code, body, err := socketRequest(c, http.MethodGet, list, ""); err != nil || code != http.StatusOK {
 			t.Errorf("own uid listing: %d %s %v", code, body, err)
 		}
-		if code, body, _ := socketRequest(c, http.MethodPost, list, create); code != http.StatusForbidden || !strings.Contains(body, server.UnixUserPrefix) {
+		if code, body, _ := socketRequest(c, http.MethodPost, list, create); code != http.StatusForbidden || !strings.Contains(body, access.UnixUserPrefix) {
 			t.Errorf("own uid creating: %d %s, want 403 naming the unix: user", code, body)
 		}
 		return
@@ -394,7 +394,7 @@ func TestUnixSocketPeers(t *testing.T) {
 	if out := as(nobody, nobody, http.MethodGet, list, ""); !strings.HasPrefix(out, "200 ") || !strings.Contains(out, "via-socket") {
 		t.Errorf("uid %d listing: %s", nobody, out)
 	}
-	if out := as(nobody, nobody, http.MethodPost, list, create); !strings.HasPrefix(out, "403 ") || !strings.Contains(out, server.UnixUserPrefix) {
+	if out := as(nobody, nobody, http.MethodPost, list, create); !strings.HasPrefix(out, "403 ") || !strings.Contains(out, access.UnixUserPrefix) {
 		t.Errorf("uid %d creating: %s, want 403 naming the unix: user", nobody, out)
 	}
 	// A uid outside the socket's group cannot connect at all.

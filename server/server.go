@@ -1,8 +1,8 @@
 // Package server assembles kubestore's Kubernetes API server from the
 // upstream generic API server (k8s.io/apiserver/pkg/server): the built-in
-// resources with their strategies, tables and namespace lifecycle, the
-// generated PKI and admin kubeconfig, authentication and authorization,
-// health and metrics. Storage comes from package cacher.
+// resources with their strategies, tables and namespace lifecycle, health
+// and metrics. Storage comes from package cacher; the PKI, admin
+// kubeconfig, authentication and authorization from package access.
 package server
 
 import (
@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"runtime/debug"
 	"strconv"
 	"time"
@@ -29,7 +28,6 @@ import (
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
-	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/apiserver/pkg/util/notfoundhandler"
 	restclient "k8s.io/client-go/rest"
@@ -90,16 +88,12 @@ func New(cfg config.Config, backend *cacher.Backend) (_ *Server, err error) {
 	clientHost := clientAddress(cfg.Server.BindAddress)
 	url := "https://" + net.JoinHostPort(clientHost, strconv.Itoa(port))
 
-	pki, err := loadPKI(dir, servingHosts(cfg))
+	pki, err := access.LoadPKI(dir, access.ServingHosts(cfg.Server))
 	if err != nil {
 		return nil, err
 	}
-	if err := pki.writeKubeconfig(dir.Kubeconfig(), url); err != nil {
+	if err := pki.WriteKubeconfig(dir.Kubeconfig(), url); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", dir.Kubeconfig(), err)
-	}
-	clientCA, err := dynamiccertificates.NewStaticCAContent("client-ca", pki.caPEM)
-	if err != nil {
-		return nil, err
 	}
 
 	build := BuildInfo()
@@ -112,22 +106,22 @@ func New(cfg config.Config, backend *cacher.Backend) (_ *Server, err error) {
 	c.EffectiveVersion = ev
 	c.SecureServing = &genericapiserver.SecureServingInfo{
 		Listener:      ln,
-		Cert:          pki.serving,
-		ClientCA:      clientCA,
+		Cert:          pki.Serving(),
+		ClientCA:      pki.ClientCA(),
 		MinTLSVersion: tls.VersionTLS12,
 	}
 	c.ExternalAddress = net.JoinHostPort(clientHost, strconv.Itoa(port))
 	c.LoopbackClientConfig = &restclient.Config{
 		Host:            url,
 		BearerToken:     uuid.NewString(),
-		TLSClientConfig: restclient.TLSClientConfig{CAData: pki.caPEM},
+		TLSClientConfig: restclient.TLSClientConfig{CAData: pki.CAPEM()},
 	}
 	acc, err := access.Load(cfg.Server)
 	if err != nil {
 		return nil, err
 	}
-	c.Authentication.Authenticator = newAuthenticator(clientCA, acc)
-	c.Authorization.Authorizer = firstOpinion(authorizeAdmin, acc.Authorize)
+	c.Authentication.Authenticator = acc.Authenticator(pki.ClientCA())
+	c.Authorization.Authorizer = acc.Authorizer()
 	genericapiserver.AuthorizeClientBearerToken(c.LoopbackClientConfig, &c.Authentication, &c.Authorization)
 	c.RequestTimeout = cfg.Server.RequestTimeout.Duration
 	c.MinRequestTimeout = int(cfg.Server.MinRequestTimeout.Seconds())
@@ -221,10 +215,10 @@ func New(cfg config.Config, backend *cacher.Backend) (_ *Server, err error) {
 	}
 	gs.AddPostStartHookOrDie("kubestore-certificate-renewal", func(ctx genericapiserver.PostStartHookContext) error {
 		go wait.UntilWithContext(ctx, func(context.Context) {
-			if err := pki.renew(); err != nil {
+			if err := pki.Renew(); err != nil {
 				klog.ErrorS(err, "Renewing the serving certificate")
 			}
-			if err := pki.writeKubeconfig(dir.Kubeconfig(), url); err != nil {
+			if err := pki.WriteKubeconfig(dir.Kubeconfig(), url); err != nil {
 				klog.ErrorS(err, "Renewing the admin certificate")
 			}
 		}, certRenewalPeriod)
@@ -307,18 +301,6 @@ func clientAddress(bind string) string {
 		return "127.0.0.1"
 	}
 	return "::1"
-}
-
-// servingHosts are the names and IPs the serving certificate covers.
-func servingHosts(cfg config.Config) []string {
-	hosts := []string{"localhost", "kubestore", "127.0.0.1", "::1"}
-	if ip := net.ParseIP(cfg.Server.BindAddress); ip != nil && !ip.IsUnspecified() {
-		hosts = append(hosts, ip.String())
-	}
-	if h, err := os.Hostname(); err == nil && h != "" {
-		hosts = append(hosts, h)
-	}
-	return append(hosts, cfg.Server.TLSSANs...)
 }
 
 func keyPrefixes(defs []*resourceDef) map[schema.GroupResource]string {

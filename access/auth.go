@@ -1,4 +1,4 @@
-package server
+package access
 
 import (
 	"context"
@@ -22,17 +22,24 @@ import (
 // supervisor or a benchmark can wait for /readyz.
 var healthPaths = []string{"/healthz", "/livez", "/readyz"}
 
-// newAuthenticator accepts, in order, unix-socket peers by their uid,
-// client certificates signed by the data directory's CA and the bearer
+// Authenticator accepts, in order, unix-socket peers by their uid (see
+// PeerConnContext), client certificates clientCA verifies and the bearer
 // tokens of --token-auth-file; requests with none of them are anonymous on
 // the health endpoints and 401 everywhere else.
-func newAuthenticator(clientCA dynamiccertificates.CAContentProvider, tokens authenticator.Token) authenticator.Request {
+func (a *Access) Authenticator(clientCA dynamiccertificates.CAContentProvider) authenticator.Request {
 	conditions := make([]apiserver.AnonymousAuthCondition, 0, len(healthPaths))
 	for _, p := range healthPaths {
 		conditions = append(conditions, apiserver.AnonymousAuthCondition{Path: p})
 	}
 	certs := x509.NewDynamic(clientCA.VerifyOptions, x509.CommonNameUserConversion)
-	return group.NewAuthenticatedGroupAdder(union.New(authenticatePeer, certs, bearertoken.New(tokens), anonymous.NewAuthenticator(conditions)))
+	return group.NewAuthenticatedGroupAdder(union.New(authenticatePeer, certs, bearertoken.New(authenticator.TokenFunc(a.authenticateToken)), anonymous.NewAuthenticator(conditions)))
+}
+
+// Authorizer allows the admin identity and the health endpoints
+// (authorizeAdmin), then what the policy of --authorization-policy-file
+// grants.
+func (a *Access) Authorizer() authorizer.Authorizer {
+	return firstOpinion(authorizeAdmin, a.authorize)
 }
 
 // authorizeAdmin allows the admin identity (group system:masters, as the

@@ -1,4 +1,4 @@
-package server
+package access
 
 import (
 	"bytes"
@@ -26,6 +26,7 @@ import (
 	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/datadir"
 )
 
@@ -45,24 +46,25 @@ const (
 	kubeconfigName = "kubestore"
 )
 
-// pki is the certificate authority of one data directory and the leaf
+// PKI is the certificate authority of one data directory and the leaf
 // certificates it signs: the serving certificate and the admin client
 // certificate written into admin.kubeconfig.
-type pki struct {
+type PKI struct {
 	dir    string
 	caCert *x509.Certificate
 	caKey  crypto.Signer
 	caPEM  []byte
 	// hosts are the names and IPs the serving certificate must cover.
-	hosts   []string
-	serving *certKeyProvider
+	hosts    []string
+	serving  *certKeyProvider
+	clientCA dynamiccertificates.CAContentProvider
 }
 
-// loadPKI loads the CA and the leaf certificates from <data-dir>/pki,
+// LoadPKI loads the CA and the leaf certificates from <data-dir>/pki,
 // creating whatever is missing, expiring or, for the serving certificate,
 // not covering hosts.
-func loadPKI(dir datadir.Dir, hosts []string) (*pki, error) {
-	p := &pki{dir: dir.PKI(), hosts: hosts}
+func LoadPKI(dir datadir.Dir, hosts []string) (*PKI, error) {
+	p := &PKI{dir: dir.PKI(), hosts: hosts}
 	if err := os.MkdirAll(p.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating pki directory: %w", err)
 	}
@@ -75,12 +77,36 @@ func loadPKI(dir datadir.Dir, hosts []string) (*pki, error) {
 	}
 	p.serving = &certKeyProvider{name: "serving-cert"}
 	p.serving.set(certPEM, keyPEM)
+	if p.clientCA, err = dynamiccertificates.NewStaticCAContent("client-ca", p.caPEM); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
-func (p *pki) path(name string) string { return filepath.Join(p.dir, name) }
+// ServingHosts are the names and IPs the serving certificate covers.
+func ServingHosts(s config.Server) []string {
+	hosts := []string{"localhost", "kubestore", "127.0.0.1", "::1"}
+	if ip := net.ParseIP(s.BindAddress); ip != nil && !ip.IsUnspecified() {
+		hosts = append(hosts, ip.String())
+	}
+	if h, err := os.Hostname(); err == nil && h != "" {
+		hosts = append(hosts, h)
+	}
+	return append(hosts, s.TLSSANs...)
+}
 
-func (p *pki) loadCA() error {
+// CAPEM is the CA certificate, for clients to trust the server.
+func (p *PKI) CAPEM() []byte { return slices.Clone(p.caPEM) }
+
+// ClientCA verifies client certificates: those the CA signed.
+func (p *PKI) ClientCA() dynamiccertificates.CAContentProvider { return p.clientCA }
+
+// Serving is the serving certificate and key; Renew replaces them in place.
+func (p *PKI) Serving() dynamiccertificates.CertKeyContentProvider { return p.serving }
+
+func (p *PKI) path(name string) string { return filepath.Join(p.dir, name) }
+
+func (p *PKI) loadCA() error {
 	certPEM, cert, key, err := readPair(p.path("ca.crt"), p.path("ca.key"))
 	if err == nil {
 		p.caPEM, p.caCert, p.caKey = certPEM, cert, key
@@ -116,7 +142,7 @@ func (p *pki) loadCA() error {
 // leaf returns the certificate and key stored under name, issuing new ones
 // when they are missing, not signed by the CA, close to expiry, or no
 // longer matching template.
-func (p *pki) leaf(name string, template func() *x509.Certificate) (certPEM, keyPEM []byte, err error) {
+func (p *PKI) leaf(name string, template func() *x509.Certificate) (certPEM, keyPEM []byte, err error) {
 	certFile, keyFile := p.path(name+".crt"), p.path(name+".key")
 	want := template()
 	if certPEM, cert, key, err := readPair(certFile, keyFile); err == nil && p.valid(cert, want) {
@@ -140,7 +166,7 @@ func (p *pki) leaf(name string, template func() *x509.Certificate) (certPEM, key
 }
 
 // valid reports whether cert can be kept in place of want.
-func (p *pki) valid(cert, want *x509.Certificate) bool {
+func (p *PKI) valid(cert, want *x509.Certificate) bool {
 	if err := cert.CheckSignatureFrom(p.caCert); err != nil {
 		return false
 	}
@@ -160,7 +186,7 @@ func (p *pki) valid(cert, want *x509.Certificate) bool {
 		sets.New(ips(cert.IPAddresses)...).IsSuperset(sets.New(ips(want.IPAddresses)...))
 }
 
-func (p *pki) leafTemplate(cn string, orgs []string, usage x509.ExtKeyUsage) *x509.Certificate {
+func (p *PKI) leafTemplate(cn string, orgs []string, usage x509.ExtKeyUsage) *x509.Certificate {
 	now := time.Now()
 	return &x509.Certificate{
 		SerialNumber: serial(),
@@ -172,7 +198,7 @@ func (p *pki) leafTemplate(cn string, orgs []string, usage x509.ExtKeyUsage) *x5
 	}
 }
 
-func (p *pki) servingTemplate() *x509.Certificate {
+func (p *PKI) servingTemplate() *x509.Certificate {
 	t := p.leafTemplate("kubestore", nil, x509.ExtKeyUsageServerAuth)
 	for _, h := range p.hosts {
 		if ip := net.ParseIP(h); ip != nil {
@@ -184,13 +210,13 @@ func (p *pki) servingTemplate() *x509.Certificate {
 	return t
 }
 
-func (p *pki) adminTemplate() *x509.Certificate {
+func (p *PKI) adminTemplate() *x509.Certificate {
 	return p.leafTemplate(AdminUser, []string{user.SystemPrivilegedGroup}, x509.ExtKeyUsageClientAuth)
 }
 
-// renew replaces the serving certificate if it is due; the TLS listener
+// Renew replaces the serving certificate if it is due; the TLS listener
 // picks the new one up without a restart.
-func (p *pki) renew() error {
+func (p *PKI) Renew() error {
 	certPEM, keyPEM, err := p.leaf("serving", p.servingTemplate)
 	if err != nil {
 		return err
@@ -199,9 +225,9 @@ func (p *pki) renew() error {
 	return nil
 }
 
-// writeKubeconfig writes <data-dir>/admin.kubeconfig for server (an
+// WriteKubeconfig writes the admin kubeconfig to path for server (an
 // https:// URL), with a fresh admin certificate when the stored one is due.
-func (p *pki) writeKubeconfig(path, server string) error {
+func (p *PKI) WriteKubeconfig(path, server string) error {
 	certPEM, keyPEM, err := p.leaf("admin", p.adminTemplate)
 	if err != nil {
 		return err
