@@ -7,24 +7,18 @@ import (
 	"sync"
 	"time"
 
-	"go.etcd.io/etcd/client/pkg/v3/transport"
 	etcdclient "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/kubernetes"
 	"k8s.io/apiserver/pkg/storage/etcd3"
 	"k8s.io/klog/v2"
 
 	"github.com/kubestore/kubestore/config"
+	"github.com/kubestore/kubestore/datadir"
 	"github.com/kubestore/kubestore/etcdembed"
 )
 
-// Timeouts of the etcd client, as kube-apiserver's storage factory uses.
-const (
-	dialTimeout      = 20 * time.Second
-	keepaliveTime    = 30 * time.Second
-	keepaliveTimeout = 10 * time.Second
-	// healthTimeout bounds one /healthz or /readyz probe of etcd.
-	healthTimeout = 2 * time.Second
-)
+// healthTimeout bounds one /healthz or /readyz probe of etcd.
+const healthTimeout = 2 * time.Second
 
 // compactor is what etcd3.StartCompactorPerEndpoint returns.
 type compactor interface {
@@ -59,7 +53,7 @@ func Open(ctx context.Context, cfg config.Config) (_ *Backend, err error) {
 
 	endpoints := cfg.Etcd.Servers
 	if !cfg.Etcd.External() {
-		if b.embedded, err = etcdembed.Start(ctx, cfg); err != nil {
+		if b.embedded, err = etcdembed.Start(ctx, datadir.Dir(cfg.DataDir), cfg.Etcd, cfg.Log); err != nil {
 			return nil, err
 		}
 		endpoints = b.embedded.Endpoints()
@@ -77,24 +71,10 @@ func Open(ctx context.Context, cfg config.Config) (_ *Backend, err error) {
 }
 
 func newClient(cfg config.Config, endpoints []string) (*kubernetes.Client, error) {
-	tlsInfo := transport.TLSInfo{CertFile: cfg.Etcd.CertFile, KeyFile: cfg.Etcd.KeyFile, TrustedCAFile: cfg.Etcd.CAFile}
-	var ccfg etcdclient.Config
-	if !tlsInfo.Empty() || cfg.Etcd.CAFile != "" {
-		tlsConfig, err := tlsInfo.ClientConfig()
-		if err != nil {
-			return nil, fmt.Errorf("reading etcd client TLS files: %w", err)
-		}
-		ccfg.TLS = tlsConfig
-	}
-	lg, err := etcdembed.Logger(cfg.Log)
+	ccfg, err := etcdembed.ClientConfig(endpoints, cfg.Etcd, cfg.Log)
 	if err != nil {
 		return nil, err
 	}
-	ccfg.Endpoints = endpoints
-	ccfg.DialTimeout = dialTimeout
-	ccfg.DialKeepAliveTime = keepaliveTime
-	ccfg.DialKeepAliveTimeout = keepaliveTimeout
-	ccfg.Logger = lg.Named("client")
 	c, err := kubernetes.New(ccfg)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to etcd %v: %w", endpoints, err)

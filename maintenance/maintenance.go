@@ -20,7 +20,6 @@ import (
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/etcdutl/v3/snapshot"
 	"go.etcd.io/etcd/server/v3/embed"
@@ -30,9 +29,6 @@ import (
 	"github.com/kubestore/kubestore/datadir"
 	"github.com/kubestore/kubestore/etcdembed"
 )
-
-// dialTimeout bounds connecting to etcd.
-const dialTimeout = 20 * time.Second
 
 // DefaultRevisionBump is how much a restore raises etcd's revision, and so
 // every resourceVersion: more than the writes a device makes between a
@@ -61,22 +57,22 @@ func connect(ctx context.Context, cfg config.Config) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Etcd.External() {
-		return dial(cfg, cfg.Etcd.Servers, lg, func() {})
-	}
 	dir := datadir.Dir(cfg.DataDir)
+	if cfg.Etcd.External() {
+		return dial(cfg, etcdembed.Endpoints(dir, cfg.Etcd), lg, func() {})
+	}
 	if !hasEtcdData(dir) {
 		return nil, fmt.Errorf("no etcd data in --%s %s", config.FlagDataDir, cfg.DataDir)
 	}
 	unlock, err := dir.Lock()
 	if errors.Is(err, datadir.ErrLocked) {
 		// A server runs on the directory: use its etcd.
-		return dial(cfg, []string{"unix://" + etcdembed.SocketPath(dir)}, lg, func() {})
+		return dial(cfg, etcdembed.Endpoints(dir, cfg.Etcd), lg, func() {})
 	}
 	if err != nil {
 		return nil, err
 	}
-	srv, err := etcdembed.Start(ctx, cfg)
+	srv, err := etcdembed.Start(ctx, dir, cfg.Etcd, cfg.Log)
 	if err != nil {
 		unlock()
 		return nil, err
@@ -85,15 +81,10 @@ func connect(ctx context.Context, cfg config.Config) (*conn, error) {
 }
 
 func dial(cfg config.Config, endpoints []string, lg *zap.Logger, closeFn func()) (*conn, error) {
-	ccfg := clientv3.Config{Endpoints: endpoints, DialTimeout: dialTimeout, Logger: lg.Named("client")}
-	tlsInfo := transport.TLSInfo{CertFile: cfg.Etcd.CertFile, KeyFile: cfg.Etcd.KeyFile, TrustedCAFile: cfg.Etcd.CAFile}
-	if cfg.Etcd.External() && (!tlsInfo.Empty() || cfg.Etcd.CAFile != "") {
-		tc, err := tlsInfo.ClientConfig()
-		if err != nil {
-			closeFn()
-			return nil, fmt.Errorf("reading etcd client TLS files: %w", err)
-		}
-		ccfg.TLS = tc
+	ccfg, err := etcdembed.ClientConfig(endpoints, cfg.Etcd, cfg.Log)
+	if err != nil {
+		closeFn()
+		return nil, err
 	}
 	c, err := clientv3.New(ccfg)
 	if err != nil {
