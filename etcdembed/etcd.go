@@ -21,9 +21,6 @@ import (
 // memberName is the name of the single member in its own cluster.
 const memberName = "kubestore"
 
-// MemberName is the name of the embedded etcd's single member.
-const MemberName = memberName
-
 // socketName is the etcd client socket inside <data-dir>/etcd. Only
 // processes that can enter the 0700 directory can reach it.
 const socketName = "etcd.sock"
@@ -93,7 +90,8 @@ func Start(ctx context.Context, dir datadir.Dir, cfg config.Etcd, log config.Log
 
 // embedConfig translates kubestore's etcd settings into etcd's: one member,
 // a client unix socket, no TCP listener at all (a single member needs no
-// peer listener) and the small-memory tuning from config.
+// peer listener) and the small-memory tuning from config. Its identity
+// (name, peer URLs, initial cluster and token) is also what Restore writes.
 func embedConfig(dir datadir.Dir, cfg config.Etcd) *embed.Config {
 	ec := embed.NewConfig()
 	ec.Name = memberName
@@ -102,12 +100,16 @@ func embedConfig(dir datadir.Dir, cfg config.Etcd) *embed.Config {
 	ec.ListenClientUrls = []url.URL{client}
 	ec.AdvertiseClientUrls = []url.URL{client}
 	ec.ListenPeerUrls = nil
+	// The default peer URL and cluster token stay: a single member never
+	// dials them, but they are part of its identity.
 	ec.InitialCluster = ec.InitialClusterFromName(memberName)
 
 	ec.SnapshotCount = cfg.SnapshotCount
 	ec.SnapshotCatchUpEntries = cfg.SnapshotCatchUpEntries
+	// etcd maps bbolt's database at quota × 1.1 when the quota is not its
+	// default (server/storage/backend.go), which the 32-bit default never
+	// is: the map follows the quota without touching etcd's globals.
 	ec.QuotaBackendBytes = int64(cfg.QuotaBackendBytes)
-	LimitMmap(cfg.QuotaBackendBytes)
 	ec.BackendBatchInterval = cfg.BackendBatchInterval.Duration
 	ec.BackendBatchLimit = cfg.BackendBatchLimit
 	ec.MaxRequestBytes = uint(cfg.MaxRequestBytes)

@@ -22,7 +22,6 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/etcdutl/v3/snapshot"
-	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 
 	"github.com/kubestore/kubestore/config"
@@ -277,36 +276,11 @@ func SnapshotRestore(cfg config.Config, file string, bump uint64, w io.Writer) e
 		return err
 	}
 	defer unlock()
-	if entries, err := os.ReadDir(dir.Etcd()); err == nil && len(entries) > 0 {
-		return fmt.Errorf("--%s %s already holds etcd data in %s: restore into a fresh data directory", config.FlagDataDir, cfg.DataDir, dir.Etcd())
+	if err := etcdembed.Restore(dir, cfg.Etcd, cfg.Log, file, bump); err != nil {
+		return err
 	}
 	lg, err := etcdembed.Logger(cfg.Log)
 	if err != nil {
-		return err
-	}
-	// The member as etcdembed configures it: its name, the default peer URL
-	// and cluster token, which a single member never dials.
-	ec := embed.NewConfig()
-	peers := make([]string, 0, len(ec.AdvertisePeerUrls))
-	for _, u := range ec.AdvertisePeerUrls {
-		peers = append(peers, u.String())
-	}
-	rc := snapshot.RestoreConfig{
-		SnapshotPath:        file,
-		Name:                etcdembed.MemberName,
-		OutputDataDir:       dir.Etcd(),
-		PeerURLs:            peers,
-		InitialCluster:      ec.InitialClusterFromName(etcdembed.MemberName),
-		InitialClusterToken: ec.InitialClusterToken,
-		RevisionBump:        bump,
-		MarkCompacted:       bump > 0,
-	}
-	etcdembed.LimitMmap(cfg.Etcd.QuotaBackendBytes)
-	if err := snapshot.NewV3(lg).Restore(rc); err != nil {
-		os.RemoveAll(dir.Etcd())
-		return fmt.Errorf("restoring %s: %w", file, err)
-	}
-	if err := os.Chmod(dir.Etcd(), 0o700); err != nil {
 		return err
 	}
 	st, err := snapshot.NewV3(lg).Status(file)
