@@ -30,21 +30,20 @@ type compactor interface {
 // external cluster), one client shared by all resources' stores and
 // cachers, and one compactor.
 type Backend struct {
-	cfg       config.Config
+	cfg       config.Completed
+	etcd      config.Etcd
 	embedded  *etcdembed.Server
 	client    *kubernetes.Client
 	compactor compactor
 	closeOnce sync.Once
 }
 
-// Open starts the embedded etcd, or connects to cfg.Etcd.Servers, and waits
-// until etcd answers a read, at most cfg.Etcd.StartTimeout. On error
-// nothing is left running.
-func Open(ctx context.Context, cfg config.Config) (_ *Backend, err error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	b := &Backend{cfg: cfg}
+// Open starts the embedded etcd, or connects to --etcd-servers, and waits
+// until etcd answers a read, at most --etcd-start-timeout. On error nothing
+// is left running.
+func Open(ctx context.Context, cc config.Completed) (_ *Backend, err error) {
+	cfg := cc.Config()
+	b := &Backend{cfg: cc, etcd: cfg.Etcd}
 	defer func() {
 		if err != nil {
 			b.Close()
@@ -84,7 +83,7 @@ func newClient(cfg config.Config, endpoints []string) (*kubernetes.Client, error
 
 // waitReady retries a read until etcd answers.
 func (b *Backend) waitReady(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, b.cfg.Etcd.StartTimeout.Duration)
+	ctx, cancel := context.WithTimeout(ctx, b.etcd.StartTimeout.Duration)
 	defer cancel()
 	for {
 		err := b.Check(ctx)
@@ -93,7 +92,7 @@ func (b *Backend) waitReady(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("etcd %v not ready within --%s %s: %w", b.client.Endpoints(), config.FlagEtcdStartTimeout, b.cfg.Etcd.StartTimeout, err)
+			return fmt.Errorf("etcd %v not ready within --%s %s: %w", b.client.Endpoints(), config.FlagEtcdStartTimeout, b.etcd.StartTimeout, err)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -112,7 +111,7 @@ func (b *Backend) Check(ctx context.Context) error {
 		default:
 		}
 	}
-	_, err := b.client.Client.Get(ctx, path.Join(b.cfg.Etcd.Prefix, "health"))
+	_, err := b.client.Client.Get(ctx, path.Join(b.etcd.Prefix, "health"))
 	return err
 }
 

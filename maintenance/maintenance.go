@@ -97,7 +97,8 @@ func dial(cfg config.Config, endpoints []string, lg *zap.Logger, closeFn func())
 // before and after on w, and, when etcd raised its NOSPACE alarm and the
 // database is now below its quota, disarms the alarm so that writes work
 // again without a restart. Under the alarm it compacts first.
-func Defrag(ctx context.Context, cfg config.Config, w io.Writer) error {
+func Defrag(ctx context.Context, cc config.Completed, w io.Writer) error {
+	cfg := cc.Config()
 	c, err := connect(ctx, cfg)
 	if err != nil {
 		return err
@@ -208,7 +209,8 @@ func disarmNoSpace(ctx context.Context, cfg config.Config, c *conn, w io.Writer)
 // SnapshotSave writes a consistent snapshot of etcd to file: through a
 // temporary file in the same directory, synced and renamed, so file is
 // either absent or complete.
-func SnapshotSave(ctx context.Context, cfg config.Config, file string, w io.Writer) error {
+func SnapshotSave(ctx context.Context, cc config.Completed, file string, w io.Writer) error {
+	cfg := cc.Config()
 	c, err := connect(ctx, cfg)
 	if err != nil {
 		return err
@@ -263,7 +265,8 @@ func SnapshotSave(ctx context.Context, cfg config.Config, file string, w io.Writ
 // revision is raised by bump and marked compacted, so resourceVersions keep
 // increasing past any the old server handed out and watchers from before
 // relist. The data directory must not hold etcd data yet.
-func SnapshotRestore(cfg config.Config, file string, bump uint64, w io.Writer) error {
+func SnapshotRestore(cc config.Completed, file string, bump uint64, w io.Writer) error {
+	cfg := cc.Config()
 	if cfg.Etcd.External() {
 		return fmt.Errorf("snapshot restore is for the embedded etcd; restore an external etcd (--%s) with etcdutl", config.FlagEtcdServers)
 	}

@@ -22,14 +22,10 @@ var FeatureGateDefaults = map[string]bool{}
 var setGates = map[string]bool{}
 
 // applyFeatureGates sets the process's apiserver feature gates from
-// kubestore's defaults and --feature-gates. The gates are process-wide and
-// read when the stores are built, so this runs before them. An unknown gate
-// fails without changing any.
-func applyFeatureGates(entries []string) error {
-	user, err := config.ParseFeatureGates(entries)
-	if err != nil {
-		return err
-	}
+// kubestore's defaults and --feature-gates (user, parsed from entries). The
+// gates are process-wide and read when the stores are built, so this runs
+// before them. An unknown gate fails without changing any.
+func applyFeatureGates(user map[string]bool, entries []string) error {
 	gates := map[string]bool{}
 	specs := utilfeature.DefaultMutableFeatureGate.GetAll()
 	for name := range setGates {
