@@ -103,7 +103,7 @@ type Server struct {
 	MaxMutatingRequestsInFlight int      `json:"maxMutatingRequestsInFlight"`
 	MaxRequestBodyBytes         ByteSize `json:"maxRequestBodyBytes"`
 	// FeatureGates are Name=bool entries for the k8s.io/apiserver feature
-	// gates, over kubestore's defaults (see server.FeatureGateDefaults).
+	// gates, over upstream's defaults.
 	FeatureGates []string `json:"featureGates,omitempty"`
 	// TokenAuthFile holds bearer tokens in kube-apiserver's CSV format.
 	TokenAuthFile string `json:"tokenAuthFile,omitempty"`
