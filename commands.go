@@ -26,10 +26,11 @@ import (
 // serve runs the server until the first signal, then stops it within
 // --shutdown-timeout.
 func serve(c *cli.Context) error {
-	cfg, err := loadConfig(c)
+	cc, err := loadConfig(c)
 	if err != nil {
 		return err
 	}
+	cfg := cc.Config()
 	if err := setupLogging(cfg.Log); err != nil {
 		return err
 	}
@@ -41,12 +42,12 @@ func serve(c *cli.Context) error {
 	defer unlock()
 
 	ctx := c.Context
-	backend, err := cacher.Open(ctx, cfg)
+	backend, err := cacher.Open(ctx, cc)
 	if err != nil {
 		return err
 	}
 	defer backend.Close()
-	srv, err := server.New(cfg, backend)
+	srv, err := server.New(cc, backend)
 	if err != nil {
 		return err
 	}
@@ -138,10 +139,11 @@ func printVersion(c *cli.Context) error {
 }
 
 func printKubeconfig(c *cli.Context) error {
-	cfg, err := loadConfig(c)
+	cc, err := loadConfig(c)
 	if err != nil {
 		return err
 	}
+	cfg := cc.Config()
 	data, err := os.ReadFile(datadir.Dir(cfg.DataDir).Kubeconfig())
 	if err != nil {
 		return fmt.Errorf("reading the admin kubeconfig (has kubestore run on --%s %s?): %w", config.FlagDataDir, cfg.DataDir, err)

@@ -75,11 +75,11 @@ func operatorCommands() []*cli.Command {
 }
 
 func configDefaults(c *cli.Context) error {
-	cfg, err := loadConfig(c)
+	cc, err := loadConfig(c)
 	if err != nil {
 		return err
 	}
-	data, err := cfg.YAML()
+	data, err := cc.Config().YAML()
 	if err != nil {
 		return err
 	}
@@ -101,11 +101,7 @@ func configCheck(c *cli.Context) error {
 	if path == "" {
 		return fmt.Errorf("kubestore config check needs --%s FILE", config.FlagConfig)
 	}
-	cfg, err := config.Load(c)
-	if err != nil {
-		return err
-	}
-	if err := cfg.Validate(); err != nil {
+	if _, err := loadConfigArgs(c); err != nil {
 		return err
 	}
 	fmt.Fprintf(c.App.Writer, "%s: ok\n", path)
@@ -179,22 +175,12 @@ func commandFlag(cmd *cli.Command, name string) cli.Flag {
 	return nil
 }
 
-// loadConfigArgs reads and validates the configuration of a command that
-// takes positional arguments.
-func loadConfigArgs(c *cli.Context) (config.Config, error) {
-	cfg, err := config.Load(c)
-	if err != nil {
-		return config.Config{}, err
-	}
-	return cfg, cfg.Validate()
-}
-
 func defrag(c *cli.Context) error {
-	cfg, err := loadConfig(c)
+	cc, err := loadConfig(c)
 	if err != nil {
 		return err
 	}
-	return maintenance.Defrag(c.Context, cfg, c.App.Writer)
+	return maintenance.Defrag(c.Context, cc, c.App.Writer)
 }
 
 func snapshotSave(c *cli.Context) error {
@@ -202,11 +188,11 @@ func snapshotSave(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := loadConfigArgs(c)
+	cc, err := loadConfigArgs(c)
 	if err != nil {
 		return err
 	}
-	return maintenance.SnapshotSave(c.Context, cfg, file, c.App.Writer)
+	return maintenance.SnapshotSave(c.Context, cc, file, c.App.Writer)
 }
 
 func snapshotRestore(c *cli.Context) error {
@@ -214,9 +200,9 @@ func snapshotRestore(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := loadConfigArgs(c)
+	cc, err := loadConfigArgs(c)
 	if err != nil {
 		return err
 	}
-	return maintenance.SnapshotRestore(cfg, file, c.Uint64(flagRevisionBump), c.App.Writer)
+	return maintenance.SnapshotRestore(cc, file, c.Uint64(flagRevisionBump), c.App.Writer)
 }

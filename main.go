@@ -76,14 +76,20 @@ func noArgs(c *cli.Context) error {
 	return nil
 }
 
-// loadConfig reads and validates the configuration of a command.
-func loadConfig(c *cli.Context) (config.Config, error) {
+// loadConfig reads and completes the configuration of a command.
+func loadConfig(c *cli.Context) (config.Completed, error) {
 	if err := noArgs(c); err != nil {
-		return config.Config{}, err
+		return config.Completed{}, err
 	}
+	return loadConfigArgs(c)
+}
+
+// loadConfigArgs reads and completes the configuration of a command that
+// takes positional arguments.
+func loadConfigArgs(c *cli.Context) (config.Completed, error) {
 	cfg, err := config.Load(c)
 	if err != nil {
-		return config.Config{}, err
+		return config.Completed{}, err
 	}
-	return cfg, cfg.Validate()
+	return cfg.Complete()
 }

@@ -7,24 +7,18 @@ import (
 	"sync"
 	"time"
 
-	"go.etcd.io/etcd/client/pkg/v3/transport"
 	etcdclient "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/kubernetes"
 	"k8s.io/apiserver/pkg/storage/etcd3"
 	"k8s.io/klog/v2"
 
 	"github.com/kubestore/kubestore/config"
+	"github.com/kubestore/kubestore/datadir"
 	"github.com/kubestore/kubestore/etcdembed"
 )
 
-// Timeouts of the etcd client, as kube-apiserver's storage factory uses.
-const (
-	dialTimeout      = 20 * time.Second
-	keepaliveTime    = 30 * time.Second
-	keepaliveTimeout = 10 * time.Second
-	// healthTimeout bounds one /healthz or /readyz probe of etcd.
-	healthTimeout = 2 * time.Second
-)
+// healthTimeout bounds one /healthz or /readyz probe of etcd.
+const healthTimeout = 2 * time.Second
 
 // compactor is what etcd3.StartCompactorPerEndpoint returns.
 type compactor interface {
@@ -36,21 +30,20 @@ type compactor interface {
 // external cluster), one client shared by all resources' stores and
 // cachers, and one compactor.
 type Backend struct {
-	cfg       config.Config
+	cfg       config.Completed
+	etcd      config.Etcd
 	embedded  *etcdembed.Server
 	client    *kubernetes.Client
 	compactor compactor
 	closeOnce sync.Once
 }
 
-// Open starts the embedded etcd, or connects to cfg.Etcd.Servers, and waits
-// until etcd answers a read, at most cfg.Etcd.StartTimeout. On error
-// nothing is left running.
-func Open(ctx context.Context, cfg config.Config) (_ *Backend, err error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	b := &Backend{cfg: cfg}
+// Open starts the embedded etcd, or connects to --etcd-servers, and waits
+// until etcd answers a read, at most --etcd-start-timeout. On error nothing
+// is left running.
+func Open(ctx context.Context, cc config.Completed) (_ *Backend, err error) {
+	cfg := cc.Config()
+	b := &Backend{cfg: cc, etcd: cfg.Etcd}
 	defer func() {
 		if err != nil {
 			b.Close()
@@ -59,7 +52,7 @@ func Open(ctx context.Context, cfg config.Config) (_ *Backend, err error) {
 
 	endpoints := cfg.Etcd.Servers
 	if !cfg.Etcd.External() {
-		if b.embedded, err = etcdembed.Start(ctx, cfg); err != nil {
+		if b.embedded, err = etcdembed.Start(ctx, datadir.Dir(cfg.DataDir), cfg.Etcd, cfg.Log); err != nil {
 			return nil, err
 		}
 		endpoints = b.embedded.Endpoints()
@@ -77,24 +70,10 @@ func Open(ctx context.Context, cfg config.Config) (_ *Backend, err error) {
 }
 
 func newClient(cfg config.Config, endpoints []string) (*kubernetes.Client, error) {
-	tlsInfo := transport.TLSInfo{CertFile: cfg.Etcd.CertFile, KeyFile: cfg.Etcd.KeyFile, TrustedCAFile: cfg.Etcd.CAFile}
-	var ccfg etcdclient.Config
-	if !tlsInfo.Empty() || cfg.Etcd.CAFile != "" {
-		tlsConfig, err := tlsInfo.ClientConfig()
-		if err != nil {
-			return nil, fmt.Errorf("reading etcd client TLS files: %w", err)
-		}
-		ccfg.TLS = tlsConfig
-	}
-	lg, err := etcdembed.Logger(cfg.Log)
+	ccfg, err := etcdembed.ClientConfig(endpoints, cfg.Etcd, cfg.Log)
 	if err != nil {
 		return nil, err
 	}
-	ccfg.Endpoints = endpoints
-	ccfg.DialTimeout = dialTimeout
-	ccfg.DialKeepAliveTime = keepaliveTime
-	ccfg.DialKeepAliveTimeout = keepaliveTimeout
-	ccfg.Logger = lg.Named("client")
 	c, err := kubernetes.New(ccfg)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to etcd %v: %w", endpoints, err)
@@ -104,7 +83,7 @@ func newClient(cfg config.Config, endpoints []string) (*kubernetes.Client, error
 
 // waitReady retries a read until etcd answers.
 func (b *Backend) waitReady(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, b.cfg.Etcd.StartTimeout.Duration)
+	ctx, cancel := context.WithTimeout(ctx, b.etcd.StartTimeout.Duration)
 	defer cancel()
 	for {
 		err := b.Check(ctx)
@@ -113,7 +92,7 @@ func (b *Backend) waitReady(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("etcd %v not ready within --%s %s: %w", b.client.Endpoints(), config.FlagEtcdStartTimeout, b.cfg.Etcd.StartTimeout, err)
+			return fmt.Errorf("etcd %v not ready within --%s %s: %w", b.client.Endpoints(), config.FlagEtcdStartTimeout, b.etcd.StartTimeout, err)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -132,7 +111,7 @@ func (b *Backend) Check(ctx context.Context) error {
 		default:
 		}
 	}
-	_, err := b.client.Client.Get(ctx, path.Join(b.cfg.Etcd.Prefix, "health"))
+	_, err := b.client.Client.Get(ctx, path.Join(b.etcd.Prefix, "health"))
 	return err
 }
 

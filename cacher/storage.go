@@ -118,19 +118,13 @@ func (g *customResourcesGetter) GetRESTOptions(gr schema.GroupResource, _ runtim
 // prefix (below --etcd-prefix).
 func (b *Backend) restOptions(gr schema.GroupResource, codec runtime.Codec, encodeVersioner runtime.GroupVersioner, prefix string,
 	transformer func(schema.GroupResource) value.Transformer) (generic.RESTOptions, error) {
-	rc, err := b.cfg.Cache.ForResource(gr)
-	if err != nil {
-		return generic.RESTOptions{}, err
-	}
-	budget, err := b.cfg.Memory.BudgetFor(gr)
-	if err != nil {
-		return generic.RESTOptions{}, err
-	}
+	rc := b.cfg.CacheFor(gr)
+	budget := b.cfg.BudgetFor(gr)
 
-	sc := storagebackend.NewDefaultConfig(b.cfg.Etcd.Prefix, codec)
+	sc := storagebackend.NewDefaultConfig(b.etcd.Prefix, codec)
 	sc.EncodeVersioner = encodeVersioner
 	sc.Transport.ServerList = b.Endpoints()
-	sc.CompactionInterval = b.cfg.Etcd.CompactionInterval.Duration
+	sc.CompactionInterval = b.etcd.CompactionInterval.Duration
 	sc.EventsHistoryWindow = rc.HistoryWindow
 	if transformer != nil {
 		sc.Transformer = transformer(gr)

@@ -103,7 +103,7 @@ type Server struct {
 	MaxMutatingRequestsInFlight int      `json:"maxMutatingRequestsInFlight"`
 	MaxRequestBodyBytes         ByteSize `json:"maxRequestBodyBytes"`
 	// FeatureGates are Name=bool entries for the k8s.io/apiserver feature
-	// gates, over kubestore's defaults (see server.FeatureGateDefaults).
+	// gates, over upstream's defaults.
 	FeatureGates []string `json:"featureGates,omitempty"`
 	// TokenAuthFile holds bearer tokens in kube-apiserver's CSV format.
 	TokenAuthFile string `json:"tokenAuthFile,omitempty"`
@@ -262,24 +262,34 @@ func invalid(flag string, value any, why string) error {
 
 // Validate reports every problem at once, each naming its flag and value.
 func (c Config) Validate() error {
+	_, err := c.complete()
+	return err
+}
+
+// complete validates c and parses its lists on the way, each once.
+func (c Config) complete() (*completed, error) {
+	cc := &completed{cfg: c}
 	var errs []error
 	if c.DataDir == "" {
 		errs = append(errs, invalid(FlagDataDir, c.DataDir, "must not be empty"))
 	}
-	errs = append(errs, c.Server.validate()...)
+	errs = append(errs, c.Server.validate(cc)...)
 	errs = append(errs, c.Etcd.validate()...)
-	errs = append(errs, c.Cache.validate()...)
-	errs = append(errs, c.Memory.validate()...)
+	errs = append(errs, c.Cache.validate(cc)...)
+	errs = append(errs, c.Memory.validate(cc)...)
 	if c.Log.Format != LogFormatText && c.Log.Format != LogFormatJSON {
 		errs = append(errs, invalid(FlagLogFormat, c.Log.Format, "must be text or json"))
 	}
 	if c.Log.Verbosity < 0 {
 		errs = append(errs, invalid(FlagVerbosity, c.Log.Verbosity, "must not be negative"))
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return cc, nil
 }
 
-func (s Server) validate() []error {
+func (s Server) validate(cc *completed) []error {
 	var errs []error
 	if net.ParseIP(s.BindAddress) == nil {
 		errs = append(errs, invalid(FlagBindAddress, s.BindAddress, "must be an IP address"))
@@ -306,7 +316,8 @@ func (s Server) validate() []error {
 	if s.MaxRequestBodyBytes <= 0 {
 		errs = append(errs, invalid(FlagMaxRequestBodyBytes, s.MaxRequestBodyBytes, "must be positive"))
 	}
-	if _, err := ParseFeatureGates(s.FeatureGates); err != nil {
+	var err error
+	if cc.featureGates, err = ParseFeatureGates(s.FeatureGates); err != nil {
 		errs = append(errs, err)
 	}
 	if s.UnixSocket != "" {
@@ -377,32 +388,34 @@ func (e Etcd) validate() []error {
 	return errs
 }
 
-func (c Cache) validate() []error {
+func (c Cache) validate(cc *completed) []error {
 	var errs []error
+	var err error
 	if c.DefaultSize < 0 {
 		errs = append(errs, invalid(FlagDefaultWatchCacheSize, c.DefaultSize, "must not be negative"))
 	}
-	if _, err := ParseWatchCacheSizes(c.Sizes); err != nil {
+	if cc.cacheSizes, err = ParseWatchCacheSizes(c.Sizes); err != nil {
 		errs = append(errs, err)
 	}
 	if c.HistoryWindow.Duration < MinHistoryWindow {
 		errs = append(errs, invalid(FlagWatchCacheHistoryWindow, c.HistoryWindow, "must be at least "+MinHistoryWindow.String()))
 	}
-	if _, err := ParseHistoryWindows(c.HistoryWindows); err != nil {
+	if cc.historyWindows, err = ParseHistoryWindows(c.HistoryWindows); err != nil {
 		errs = append(errs, err)
 	}
 	return errs
 }
 
-func (m Memory) validate() []error {
+func (m Memory) validate(cc *completed) []error {
 	var errs []error
+	var err error
 	if m.Limit != 0 && m.Limit < MinMemoryLimit {
 		errs = append(errs, invalid(FlagMemoryLimit, m.Limit, "must be 0 (no limit) or at least "+ByteSize(MinMemoryLimit).String()))
 	}
-	if _, err := ParseMaxObjects(m.MaxObjects); err != nil {
+	if cc.maxObjects, err = ParseMaxObjects(m.MaxObjects); err != nil {
 		errs = append(errs, err)
 	}
-	if _, err := ParseMaxBytes(m.MaxBytes); err != nil {
+	if cc.maxBytes, err = ParseMaxBytes(m.MaxBytes); err != nil {
 		errs = append(errs, err)
 	}
 	return errs

@@ -592,6 +592,13 @@ func TestValidateAccepts(t *testing.T) {
 			if err := cfg.Validate(); err != nil {
 				t.Errorf("Validate() = %v, want nil", err)
 			}
+			cc, err := cfg.Complete()
+			if err != nil {
+				t.Fatalf("Complete() = %v, want nil", err)
+			}
+			if !reflect.DeepEqual(cc.Config(), cfg) {
+				t.Errorf("Complete().Config() = %+v, want %+v", cc.Config(), cfg)
+			}
 		})
 	}
 }
@@ -735,6 +742,9 @@ func TestValidateRefuses(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Validate() accepted %+v", cfg)
 			}
+			if _, cerr := cfg.Complete(); cerr == nil || cerr.Error() != err.Error() {
+				t.Errorf("Complete() = %v, want Validate's %v", cerr, err)
+			}
 			errs := joined(err)
 			if len(errs) != len(tc.want) {
 				t.Errorf("Validate() reported %d problems, want %d: %v", len(errs), len(tc.want), err)
@@ -873,10 +883,13 @@ func TestBudgetFor(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := tc.memory.BudgetFor(tc.gr)
+			cfg := config.Default()
+			cfg.Memory = tc.memory
+			cc, err := cfg.Complete()
 			if err != nil {
 				t.Fatal(err)
 			}
+			got := cc.BudgetFor(tc.gr)
 			if got != tc.want {
 				t.Errorf("BudgetFor(%s) = %+v, want %+v", tc.gr, got, tc.want)
 			}
@@ -988,27 +1001,48 @@ func TestCacheForResource(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := config.Default().Cache
-			tc.cache(&c)
-			got, err := c.ForResource(tc.gr)
+			c := config.Default()
+			tc.cache(&c.Cache)
+			cc, err := c.Complete()
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got != tc.want {
-				t.Errorf("ForResource(%v) = %+v, want %+v", tc.gr, got, tc.want)
+			if got := cc.CacheFor(tc.gr); got != tc.want {
+				t.Errorf("CacheFor(%v) = %+v, want %+v", tc.gr, got, tc.want)
 			}
 		})
 	}
 	t.Run("invalid lists", func(t *testing.T) {
-		for _, c := range []config.Cache{
-			{Enabled: true, DefaultSize: 1, Sizes: []string{"pods"}},
-			{Enabled: true, DefaultSize: 1, HistoryWindows: []string{"pods#1s"}},
+		for _, cache := range []config.Cache{
+			{Enabled: true, DefaultSize: 1, HistoryWindow: dur(config.DefaultHistoryWindow), Sizes: []string{"pods"}},
+			{Enabled: true, DefaultSize: 1, HistoryWindow: dur(config.DefaultHistoryWindow), HistoryWindows: []string{"pods#1s"}},
 		} {
-			if got, err := c.ForResource(pods); err == nil {
-				t.Errorf("ForResource with %+v = %+v, want an error", c, got)
+			c := config.Default()
+			c.Cache = cache
+			if _, err := c.Complete(); err == nil {
+				t.Errorf("Complete with %+v succeeded, want an error", cache)
 			}
 		}
 	})
+}
+
+// The gates are parsed once, and what Completed hands out is a copy.
+func TestCompletedFeatureGates(t *testing.T) {
+	c := config.Default()
+	c.Server.FeatureGates = []string{"ListFromCacheSnapshot=false", " DetectCacheInconsistency=1"}
+	cc, err := c.Complete()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"ListFromCacheSnapshot": false, "DetectCacheInconsistency": true}
+	got := cc.FeatureGates()
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("FeatureGates() = %v, want %v", got, want)
+	}
+	got["ListFromCacheSnapshot"] = true
+	if again := cc.FeatureGates(); !reflect.DeepEqual(again, want) {
+		t.Errorf("changing the returned map changed the completed config: %v", again)
+	}
 }
 
 func TestDurationAndByteSizeText(t *testing.T) {

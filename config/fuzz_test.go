@@ -50,16 +50,16 @@ func FuzzParseWatchCacheSizes(f *testing.F) {
 
 		cfg := config.Default()
 		cfg.Cache.Sizes = in
-		verr := cfg.Validate()
+		cc, verr := cfg.Complete()
 		if err != nil {
 			checkPerResourceError(t, config.FlagWatchCacheSizes, in, err)
 			if verr == nil {
-				t.Errorf("Validate accepted --watch-cache-sizes %q that ParseWatchCacheSizes refuses: %v", in, err)
+				t.Errorf("Complete accepted --watch-cache-sizes %q that ParseWatchCacheSizes refuses: %v", in, err)
 			}
 			return
 		}
 		if verr != nil {
-			t.Errorf("Validate refused --watch-cache-sizes %q that parses: %v", in, verr)
+			t.Fatalf("Complete refused --watch-cache-sizes %q that parses: %v", in, verr)
 		}
 		if len(got) != len(in) {
 			t.Errorf("%d entries %q gave %d resources %v", len(in), in, len(got), got)
@@ -72,9 +72,8 @@ func FuzzParseWatchCacheSizes(f *testing.F) {
 			if gr.Resource != strings.ToLower(gr.Resource) {
 				t.Errorf("%v is not lowercase", gr)
 			}
-			rc, err := cfg.Cache.ForResource(gr)
-			if err != nil || rc.Enabled != (size > 0) {
-				t.Errorf("ForResource(%v) = %+v, %v with size %d", gr, rc, err, size)
+			if rc := cc.CacheFor(gr); rc.Enabled != (size > 0) {
+				t.Errorf("CacheFor(%v) = %+v with size %d", gr, rc, size)
 			}
 			again = append(again, gr.String()+"#"+strconv.Itoa(size))
 		}
@@ -95,16 +94,16 @@ func FuzzParseHistoryWindows(f *testing.F) {
 
 		cfg := config.Default()
 		cfg.Cache.HistoryWindows = in
-		verr := cfg.Validate()
+		cc, verr := cfg.Complete()
 		if err != nil {
 			checkPerResourceError(t, config.FlagWatchCacheHistoryWindows, in, err)
 			if verr == nil {
-				t.Errorf("Validate accepted --watch-cache-history-windows %q that ParseHistoryWindows refuses: %v", in, err)
+				t.Errorf("Complete accepted --watch-cache-history-windows %q that ParseHistoryWindows refuses: %v", in, err)
 			}
 			return
 		}
 		if verr != nil {
-			t.Errorf("Validate refused --watch-cache-history-windows %q that parses: %v", in, verr)
+			t.Fatalf("Complete refused --watch-cache-history-windows %q that parses: %v", in, verr)
 		}
 		if len(got) != len(in) {
 			t.Errorf("%d entries %q gave %d resources %v", len(in), in, len(got), got)
@@ -117,9 +116,8 @@ func FuzzParseHistoryWindows(f *testing.F) {
 			if gr.Resource != strings.ToLower(gr.Resource) {
 				t.Errorf("%v is not lowercase", gr)
 			}
-			rc, err := cfg.Cache.ForResource(gr)
-			if err != nil || rc.HistoryWindow != d {
-				t.Errorf("ForResource(%v) = %+v, %v; want window %s", gr, rc, err, d)
+			if rc := cc.CacheFor(gr); rc.HistoryWindow != d {
+				t.Errorf("CacheFor(%v) = %+v; want window %s", gr, rc, d)
 			}
 			again = append(again, gr.String()+"#"+d.String())
 		}
@@ -242,16 +240,16 @@ func FuzzParseBudgets(f *testing.F) {
 			got, err := p.parse(in)
 			cfg := config.Default()
 			p.set(&cfg)
-			verr := cfg.Validate()
+			cc, verr := cfg.Complete()
 			if err != nil {
 				checkPerResourceError(t, p.flag, in, err)
 				if verr == nil {
-					t.Errorf("Validate accepted --%s %q that the parser refuses: %v", p.flag, in, err)
+					t.Errorf("Complete accepted --%s %q that the parser refuses: %v", p.flag, in, err)
 				}
 				continue
 			}
 			if verr != nil {
-				t.Errorf("Validate refused --%s %q that parses: %v", p.flag, in, verr)
+				t.Fatalf("Complete refused --%s %q that parses: %v", p.flag, in, verr)
 			}
 			if len(got) != len(in) {
 				t.Errorf("%d entries %q gave %d resources %v", len(in), in, len(got), got)
@@ -259,6 +257,9 @@ func FuzzParseBudgets(f *testing.F) {
 			for gr, n := range got {
 				if n <= 0 {
 					t.Errorf("--%s %q: %v has budget %d, want positive", p.flag, in, gr, n)
+				}
+				if b := cc.BudgetFor(gr); (p.flag == config.FlagMaxObjects && b.Objects != n) || (p.flag == config.FlagMaxBytes && b.Bytes != n) {
+					t.Errorf("--%s %q: BudgetFor(%v) = %+v, want %d", p.flag, in, gr, b, n)
 				}
 			}
 		}

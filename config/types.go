@@ -155,28 +155,6 @@ type ResourceCache struct {
 	HistoryWindow time.Duration
 }
 
-// ForResource resolves the cache setting of one resource from the global
-// switch, the per-resource overrides and the defaults. The lists must have
-// passed Validate.
-func (c Cache) ForResource(gr schema.GroupResource) (ResourceCache, error) {
-	sizes, err := ParseWatchCacheSizes(c.Sizes)
-	if err != nil {
-		return ResourceCache{}, err
-	}
-	windows, err := ParseHistoryWindows(c.HistoryWindows)
-	if err != nil {
-		return ResourceCache{}, err
-	}
-	rc := ResourceCache{Enabled: c.Enabled && c.DefaultSize > 0, HistoryWindow: c.HistoryWindow.Duration}
-	if size, ok := sizes[gr]; ok {
-		rc.Enabled = c.Enabled && size > 0
-	}
-	if w, ok := windows[gr]; ok {
-		rc.HistoryWindow = w
-	}
-	return rc, nil
-}
-
 // ParseMaxObjects parses --max-objects, e.g. "configmaps#10000".
 func ParseMaxObjects(entries []string) (map[schema.GroupResource]int64, error) {
 	return perResource(FlagMaxObjects, entries, func(s string) (int64, error) {
@@ -213,28 +191,6 @@ type Budget struct {
 
 // Unbounded reports whether the budget limits nothing.
 func (b Budget) Unbounded() bool { return b.Objects == 0 && b.Bytes == 0 }
-
-// BudgetFor resolves the budget of one resource from --max-objects,
-// --max-bytes and the default --memory-limit derives. The lists must have
-// passed Validate.
-func (m Memory) BudgetFor(gr schema.GroupResource) (Budget, error) {
-	objects, err := ParseMaxObjects(m.MaxObjects)
-	if err != nil {
-		return Budget{}, err
-	}
-	sizes, err := ParseMaxBytes(m.MaxBytes)
-	if err != nil {
-		return Budget{}, err
-	}
-	b := Budget{Objects: objects[gr]}
-	if n, ok := sizes[gr]; ok {
-		b.Bytes, b.BytesFrom = n, fmt.Sprintf("--%s=%s#%s", FlagMaxBytes, gr, ByteSize(n))
-	} else if m.Limit > 0 {
-		b.Bytes = int64(m.Limit) / DefaultBudgetFraction
-		b.BytesFrom = fmt.Sprintf("1/%d of --%s=%s", DefaultBudgetFraction, FlagMemoryLimit, m.Limit)
-	}
-	return b, nil
-}
 
 // ParseFeatureGates parses --feature-gates entries, e.g.
 // "ListFromCacheSnapshot=false". It checks the syntax; which names exist is

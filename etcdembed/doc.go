@@ -1,12 +1,17 @@
-// Package etcdembed runs kubestore's single-member etcd server inside the
-// process, in <data-dir>/etcd, reachable only on a unix socket in that 0700
-// directory (no TCP port), tuned for small memory and few flash writes.
+// Package etcdembed is kubestore's one home for etcd: it runs the
+// single-member etcd server inside the process, in <data-dir>/etcd, reachable
+// only on a unix socket in that 0700 directory (no TCP port), tuned for
+// small memory and few flash writes; it owns the member's identity (Start and
+// Restore give it the same) and the configuration of every client, to the
+// embedded member or to an external cluster (--etcd-servers).
 //
-//	srv, err := etcdembed.Start(ctx, cfg) // waits for ready, at most --etcd-start-timeout
+//	srv, err := etcdembed.Start(ctx, dir, cfg.Etcd, cfg.Log) // waits for ready, at most --etcd-start-timeout
 //	if err != nil { ... }
 //	defer srv.Close()
-//	client, err := clientv3.New(clientv3.Config{Endpoints: srv.Endpoints()})
+//	ccfg, err := etcdembed.ClientConfig(srv.Endpoints(), cfg.Etcd, cfg.Log)
+//	if err != nil { ... }
+//	client, err := clientv3.New(ccfg)
 //
-// With --etcd-servers kubestore does not start it and talks to an external
-// etcd cluster instead (see package cacher).
+// With --etcd-servers kubestore does not start it: Endpoints names the
+// external cluster and ClientConfig adds its TLS files.
 package etcdembed

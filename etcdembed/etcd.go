@@ -21,16 +21,9 @@ import (
 // memberName is the name of the single member in its own cluster.
 const memberName = "kubestore"
 
-// MemberName is the name of the embedded etcd's single member.
-const MemberName = memberName
-
 // socketName is the etcd client socket inside <data-dir>/etcd. Only
 // processes that can enter the 0700 directory can reach it.
 const socketName = "etcd.sock"
-
-// maxSocketPath is the longest path a unix socket address can hold on Linux
-// (sun_path is 108 bytes including the terminating NUL).
-const maxSocketPath = 107
 
 // ErrNotReady means etcd did not become ready within --etcd-start-timeout.
 var ErrNotReady = errors.New("embedded etcd did not become ready")
@@ -45,29 +38,40 @@ type Server struct {
 // SocketPath is where the embedded etcd of a data directory listens.
 func SocketPath(dir datadir.Dir) string { return filepath.Join(dir.Etcd(), socketName) }
 
-// Start starts the embedded etcd of cfg.DataDir and waits until it serves,
-// at most cfg.Etcd.StartTimeout. On error nothing is left running.
-func Start(ctx context.Context, cfg config.Config) (*Server, error) {
-	dir := datadir.Dir(cfg.DataDir)
+// Endpoints are the client URLs of the etcd cfg names: the external
+// cluster's (--etcd-servers), else the unix socket of the embedded member of
+// dir, whether it runs in this process or in another.
+func Endpoints(dir datadir.Dir, cfg config.Etcd) []string {
+	if cfg.External() {
+		return cfg.Servers
+	}
+	return []string{"unix://" + SocketPath(dir)}
+}
+
+// Start starts the embedded etcd member of dir and waits until it serves,
+// at most cfg.StartTimeout. On error nothing is left running.
+func Start(ctx context.Context, dir datadir.Dir, cfg config.Etcd, log config.Log) (*Server, error) {
 	sock := SocketPath(dir)
-	if len(sock) > maxSocketPath {
+	if len(sock) > config.MaxUnixSocketPath {
 		return nil, fmt.Errorf("invalid --%s %q: the etcd socket path %s is longer than %d bytes; choose a shorter data directory",
-			config.FlagDataDir, cfg.DataDir, sock, maxSocketPath)
+			config.FlagDataDir, string(dir), sock, config.MaxUnixSocketPath)
 	}
 	if err := os.MkdirAll(dir.Etcd(), 0o700); err != nil {
 		return nil, fmt.Errorf("creating etcd directory: %w", err)
 	}
-	ec, err := embedConfig(cfg, sock)
+	ec := embedConfig(dir, cfg)
+	lg, err := Logger(log)
 	if err != nil {
 		return nil, err
 	}
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg)
 	e, err := embed.StartEtcd(ec)
 	if err != nil {
 		return nil, fmt.Errorf("starting embedded etcd: %w", err)
 	}
 	s := &Server{etcd: e, endpoint: "unix://" + sock}
 
-	timer := time.NewTimer(cfg.Etcd.StartTimeout.Duration)
+	timer := time.NewTimer(cfg.StartTimeout.Duration)
 	defer timer.Stop()
 	select {
 	case <-e.Server.ReadyNotify():
@@ -77,7 +81,7 @@ func Start(ctx context.Context, cfg config.Config) (*Server, error) {
 		return nil, fmt.Errorf("starting embedded etcd: %w", err)
 	case <-timer.C:
 		s.Close()
-		return nil, fmt.Errorf("%w within --%s %s", ErrNotReady, config.FlagEtcdStartTimeout, cfg.Etcd.StartTimeout)
+		return nil, fmt.Errorf("%w within --%s %s", ErrNotReady, config.FlagEtcdStartTimeout, cfg.StartTimeout)
 	case <-ctx.Done():
 		s.Close()
 		return nil, ctx.Err()
@@ -86,34 +90,33 @@ func Start(ctx context.Context, cfg config.Config) (*Server, error) {
 
 // embedConfig translates kubestore's etcd settings into etcd's: one member,
 // a client unix socket, no TCP listener at all (a single member needs no
-// peer listener) and the small-memory tuning from config.
-func embedConfig(cfg config.Config, sock string) (*embed.Config, error) {
+// peer listener) and the small-memory tuning from config. Its identity
+// (name, peer URLs, initial cluster and token) is also what Restore writes.
+func embedConfig(dir datadir.Dir, cfg config.Etcd) *embed.Config {
 	ec := embed.NewConfig()
 	ec.Name = memberName
-	ec.Dir = datadir.Dir(cfg.DataDir).Etcd()
-	client := url.URL{Scheme: "unix", Path: sock}
+	ec.Dir = dir.Etcd()
+	client := url.URL{Scheme: "unix", Path: SocketPath(dir)}
 	ec.ListenClientUrls = []url.URL{client}
 	ec.AdvertiseClientUrls = []url.URL{client}
 	ec.ListenPeerUrls = nil
+	// The default peer URL and cluster token stay: a single member never
+	// dials them, but they are part of its identity.
 	ec.InitialCluster = ec.InitialClusterFromName(memberName)
 
-	ec.SnapshotCount = cfg.Etcd.SnapshotCount
-	ec.SnapshotCatchUpEntries = cfg.Etcd.SnapshotCatchUpEntries
-	ec.QuotaBackendBytes = int64(cfg.Etcd.QuotaBackendBytes)
-	LimitMmap(cfg.Etcd.QuotaBackendBytes)
-	ec.BackendBatchInterval = cfg.Etcd.BackendBatchInterval.Duration
-	ec.BackendBatchLimit = cfg.Etcd.BackendBatchLimit
-	ec.MaxRequestBytes = uint(cfg.Etcd.MaxRequestBytes)
-	ec.WatchProgressNotifyInterval = cfg.Etcd.WatchProgressNotifyInterval.Duration
+	ec.SnapshotCount = cfg.SnapshotCount
+	ec.SnapshotCatchUpEntries = cfg.SnapshotCatchUpEntries
+	// etcd maps bbolt's database at quota × 1.1 when the quota is not its
+	// default (server/storage/backend.go), which the 32-bit default never
+	// is: the map follows the quota without touching etcd's globals.
+	ec.QuotaBackendBytes = int64(cfg.QuotaBackendBytes)
+	ec.BackendBatchInterval = cfg.BackendBatchInterval.Duration
+	ec.BackendBatchLimit = cfg.BackendBatchLimit
+	ec.MaxRequestBytes = uint(cfg.MaxRequestBytes)
+	ec.WatchProgressNotifyInterval = cfg.WatchProgressNotifyInterval.Duration
 	// The HTTP/JSON gateway is for curl users; kubestore's clients speak gRPC.
 	ec.EnableGRPCGateway = false
-
-	lg, err := Logger(cfg.Log)
-	if err != nil {
-		return nil, err
-	}
-	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg)
-	return ec, nil
+	return ec
 }
 
 // Logger is the zap logger for etcd's server and client: stderr, in the

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/datadir"
@@ -41,9 +40,14 @@ func testConfig(dataDir string) config.Config {
 	return cfg
 }
 
+func startEtcd(t *testing.T, cfg config.Config) (*etcdembed.Server, error) {
+	t.Helper()
+	return etcdembed.Start(t.Context(), datadir.Dir(cfg.DataDir), cfg.Etcd, cfg.Log)
+}
+
 func start(t *testing.T, cfg config.Config) *etcdembed.Server {
 	t.Helper()
-	srv, err := etcdembed.Start(t.Context(), cfg)
+	srv, err := startEtcd(t, cfg)
 	if err != nil {
 		t.Fatalf("Start(%s): %v", cfg.DataDir, err)
 	}
@@ -53,11 +57,11 @@ func start(t *testing.T, cfg config.Config) *etcdembed.Server {
 
 func client(t *testing.T, srv *etcdembed.Server) *clientv3.Client {
 	t.Helper()
-	c, err := clientv3.New(clientv3.Config{
-		Endpoints:   srv.Endpoints(),
-		DialTimeout: 10 * time.Second,
-		Logger:      zap.NewNop(),
-	})
+	ccfg, err := etcdembed.ClientConfig(srv.Endpoints(), config.Default().Etcd, config.Default().Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := clientv3.New(ccfg)
 	if err != nil {
 		t.Fatalf("clientv3.New(%q): %v", srv.Endpoints(), err)
 	}
@@ -208,7 +212,7 @@ func TestStart(t *testing.T) {
 
 func TestCloseIsIdempotent(t *testing.T) {
 	dir := shortTempDir(t)
-	srv, err := etcdembed.Start(t.Context(), testConfig(dir))
+	srv, err := startEtcd(t, testConfig(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +239,7 @@ func TestDataSurvivesRestart(t *testing.T) {
 	dir := shortTempDir(t)
 	cfg := testConfig(dir)
 
-	srv, err := etcdembed.Start(t.Context(), cfg)
+	srv, err := startEtcd(t, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +285,7 @@ func TestSocketPathLength(t *testing.T) {
 			if got := len(etcdembed.SocketPath(datadir.Dir(dataDir))); got != tc.sockLen {
 				t.Fatalf("socket path has %d bytes, want %d", got, tc.sockLen)
 			}
-			srv, err := etcdembed.Start(t.Context(), testConfig(dataDir))
+			srv, err := startEtcd(t, testConfig(dataDir))
 			if !tc.wantErr {
 				if err != nil {
 					t.Fatalf("Start with a %d-byte socket path: %v", tc.sockLen, err)

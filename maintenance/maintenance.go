@@ -20,19 +20,14 @@ import (
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/etcdutl/v3/snapshot"
-	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/datadir"
 	"github.com/kubestore/kubestore/etcdembed"
 )
-
-// dialTimeout bounds connecting to etcd.
-const dialTimeout = 20 * time.Second
 
 // DefaultRevisionBump is how much a restore raises etcd's revision, and so
 // every resourceVersion: more than the writes a device makes between a
@@ -61,22 +56,22 @@ func connect(ctx context.Context, cfg config.Config) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Etcd.External() {
-		return dial(cfg, cfg.Etcd.Servers, lg, func() {})
-	}
 	dir := datadir.Dir(cfg.DataDir)
+	if cfg.Etcd.External() {
+		return dial(cfg, etcdembed.Endpoints(dir, cfg.Etcd), lg, func() {})
+	}
 	if !hasEtcdData(dir) {
 		return nil, fmt.Errorf("no etcd data in --%s %s", config.FlagDataDir, cfg.DataDir)
 	}
 	unlock, err := dir.Lock()
 	if errors.Is(err, datadir.ErrLocked) {
 		// A server runs on the directory: use its etcd.
-		return dial(cfg, []string{"unix://" + etcdembed.SocketPath(dir)}, lg, func() {})
+		return dial(cfg, etcdembed.Endpoints(dir, cfg.Etcd), lg, func() {})
 	}
 	if err != nil {
 		return nil, err
 	}
-	srv, err := etcdembed.Start(ctx, cfg)
+	srv, err := etcdembed.Start(ctx, dir, cfg.Etcd, cfg.Log)
 	if err != nil {
 		unlock()
 		return nil, err
@@ -85,15 +80,10 @@ func connect(ctx context.Context, cfg config.Config) (*conn, error) {
 }
 
 func dial(cfg config.Config, endpoints []string, lg *zap.Logger, closeFn func()) (*conn, error) {
-	ccfg := clientv3.Config{Endpoints: endpoints, DialTimeout: dialTimeout, Logger: lg.Named("client")}
-	tlsInfo := transport.TLSInfo{CertFile: cfg.Etcd.CertFile, KeyFile: cfg.Etcd.KeyFile, TrustedCAFile: cfg.Etcd.CAFile}
-	if cfg.Etcd.External() && (!tlsInfo.Empty() || cfg.Etcd.CAFile != "") {
-		tc, err := tlsInfo.ClientConfig()
-		if err != nil {
-			closeFn()
-			return nil, fmt.Errorf("reading etcd client TLS files: %w", err)
-		}
-		ccfg.TLS = tc
+	ccfg, err := etcdembed.ClientConfig(endpoints, cfg.Etcd, cfg.Log)
+	if err != nil {
+		closeFn()
+		return nil, err
 	}
 	c, err := clientv3.New(ccfg)
 	if err != nil {
@@ -107,7 +97,8 @@ func dial(cfg config.Config, endpoints []string, lg *zap.Logger, closeFn func())
 // before and after on w, and, when etcd raised its NOSPACE alarm and the
 // database is now below its quota, disarms the alarm so that writes work
 // again without a restart. Under the alarm it compacts first.
-func Defrag(ctx context.Context, cfg config.Config, w io.Writer) error {
+func Defrag(ctx context.Context, cc config.Completed, w io.Writer) error {
+	cfg := cc.Config()
 	c, err := connect(ctx, cfg)
 	if err != nil {
 		return err
@@ -218,7 +209,8 @@ func disarmNoSpace(ctx context.Context, cfg config.Config, c *conn, w io.Writer)
 // SnapshotSave writes a consistent snapshot of etcd to file: through a
 // temporary file in the same directory, synced and renamed, so file is
 // either absent or complete.
-func SnapshotSave(ctx context.Context, cfg config.Config, file string, w io.Writer) error {
+func SnapshotSave(ctx context.Context, cc config.Completed, file string, w io.Writer) error {
+	cfg := cc.Config()
 	c, err := connect(ctx, cfg)
 	if err != nil {
 		return err
@@ -273,7 +265,8 @@ func SnapshotSave(ctx context.Context, cfg config.Config, file string, w io.Writ
 // revision is raised by bump and marked compacted, so resourceVersions keep
 // increasing past any the old server handed out and watchers from before
 // relist. The data directory must not hold etcd data yet.
-func SnapshotRestore(cfg config.Config, file string, bump uint64, w io.Writer) error {
+func SnapshotRestore(cc config.Completed, file string, bump uint64, w io.Writer) error {
+	cfg := cc.Config()
 	if cfg.Etcd.External() {
 		return fmt.Errorf("snapshot restore is for the embedded etcd; restore an external etcd (--%s) with etcdutl", config.FlagEtcdServers)
 	}
@@ -286,36 +279,11 @@ func SnapshotRestore(cfg config.Config, file string, bump uint64, w io.Writer) e
 		return err
 	}
 	defer unlock()
-	if entries, err := os.ReadDir(dir.Etcd()); err == nil && len(entries) > 0 {
-		return fmt.Errorf("--%s %s already holds etcd data in %s: restore into a fresh data directory", config.FlagDataDir, cfg.DataDir, dir.Etcd())
+	if err := etcdembed.Restore(dir, cfg.Etcd, cfg.Log, file, bump); err != nil {
+		return err
 	}
 	lg, err := etcdembed.Logger(cfg.Log)
 	if err != nil {
-		return err
-	}
-	// The member as etcdembed configures it: its name, the default peer URL
-	// and cluster token, which a single member never dials.
-	ec := embed.NewConfig()
-	peers := make([]string, 0, len(ec.AdvertisePeerUrls))
-	for _, u := range ec.AdvertisePeerUrls {
-		peers = append(peers, u.String())
-	}
-	rc := snapshot.RestoreConfig{
-		SnapshotPath:        file,
-		Name:                etcdembed.MemberName,
-		OutputDataDir:       dir.Etcd(),
-		PeerURLs:            peers,
-		InitialCluster:      ec.InitialClusterFromName(etcdembed.MemberName),
-		InitialClusterToken: ec.InitialClusterToken,
-		RevisionBump:        bump,
-		MarkCompacted:       bump > 0,
-	}
-	etcdembed.LimitMmap(cfg.Etcd.QuotaBackendBytes)
-	if err := snapshot.NewV3(lg).Restore(rc); err != nil {
-		os.RemoveAll(dir.Etcd())
-		return fmt.Errorf("restoring %s: %w", file, err)
-	}
-	if err := os.Chmod(dir.Etcd(), 0o700); err != nil {
 		return err
 	}
 	st, err := snapshot.NewV3(lg).Status(file)

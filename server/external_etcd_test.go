@@ -149,7 +149,7 @@ func TestExternalEtcdUnreachable(t *testing.T) {
 	cfg.Etcd.Servers = []string{"http://" + addr}
 	cfg.Etcd.StartTimeout = config.Duration{Duration: 2 * time.Second}
 	start := time.Now()
-	b, err := cacher.Open(t.Context(), cfg)
+	b, err := cacher.Open(t.Context(), complete(t, cfg))
 	if err == nil {
 		b.Close()
 		t.Fatal("started without etcd")

@@ -11,31 +11,21 @@ import (
 	"github.com/kubestore/kubestore/config"
 )
 
-// FeatureGateDefaults are kubestore's departures from the upstream
-// defaults of k8s.io/apiserver's feature gates, each measured in
-// docs/PERFORMANCE.md. --feature-gates overrides them.
-var FeatureGateDefaults = map[string]bool{}
-
 // setGates are the gates an earlier applyFeatureGates set: a server built
 // later in the same process (tests) without them gets their upstream
 // defaults back.
 var setGates = map[string]bool{}
 
-// applyFeatureGates sets the process's apiserver feature gates from
-// kubestore's defaults and --feature-gates. The gates are process-wide and
-// read when the stores are built, so this runs before them. An unknown gate
-// fails without changing any.
-func applyFeatureGates(entries []string) error {
-	user, err := config.ParseFeatureGates(entries)
-	if err != nil {
-		return err
-	}
+// applyFeatureGates sets the process's apiserver feature gates: upstream's
+// defaults, overridden by --feature-gates (user, parsed from entries). The
+// gates are process-wide and read when the stores are built, so this runs
+// before them. An unknown gate fails without changing any.
+func applyFeatureGates(user map[string]bool, entries []string) error {
 	gates := map[string]bool{}
 	specs := utilfeature.DefaultMutableFeatureGate.GetAll()
 	for name := range setGates {
 		gates[name] = specs[featuregate.Feature(name)].Default
 	}
-	maps.Copy(gates, FeatureGateDefaults)
 	maps.Copy(gates, user)
 	if err := utilfeature.DefaultMutableFeatureGate.DeepCopy().SetFromMap(gates); err != nil {
 		return fmt.Errorf("invalid --%s %q: %w", config.FlagFeatureGates, strings.Join(entries, ","), err)

@@ -18,11 +18,12 @@ import (
 func TestFeatureGates(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Server.FeatureGates = []string{"NoSuchGate=true"}
-	backend, err := cacher.Open(context.Background(), cfg)
+	cc := complete(t, cfg)
+	backend, err := cacher.Open(context.Background(), cc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = server.New(cfg, backend)
+	_, err = server.New(cc, backend)
 	backend.Close()
 	if err == nil || !strings.Contains(err.Error(), `invalid --feature-gates "NoSuchGate=true"`) {
 		t.Fatalf("New with an unknown gate: %v, want an error naming --feature-gates", err)

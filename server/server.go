@@ -56,10 +56,8 @@ type Server struct {
 // and written to admin.kubeconfig before Run), loads or creates the PKI,
 // builds every resource's store and installs the API groups. Nothing is
 // served until Run. On error nothing is left running.
-func New(cfg config.Config, backend *cacher.Backend) (_ *Server, err error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
+func New(cc config.Completed, backend *cacher.Backend) (_ *Server, err error) {
+	cfg := cc.Config()
 	var cleanup []func()
 	defer func() {
 		if err != nil {
@@ -69,7 +67,7 @@ func New(cfg config.Config, backend *cacher.Backend) (_ *Server, err error) {
 		}
 	}()
 
-	if err := applyFeatureGates(cfg.Server.FeatureGates); err != nil {
+	if err := applyFeatureGates(cc.FeatureGates(), cfg.Server.FeatureGates); err != nil {
 		return nil, err
 	}
 	defs := catalog()

@@ -45,17 +45,28 @@ func testConfig(t *testing.T) config.Config {
 	return cfg
 }
 
+// complete completes cfg, as the commands do before they build anything.
+func complete(t *testing.T, cfg config.Config) config.Completed {
+	t.Helper()
+	cc, err := cfg.Complete()
+	if err != nil {
+		t.Fatalf("completing the configuration: %v", err)
+	}
+	return cc
+}
+
 // startServer starts the stack with cfg and waits until /readyz is ok. It
 // is stopped at the end of the test.
 func startServer(t *testing.T, cfg config.Config) *testServer {
 	t.Helper()
+	cc := complete(t, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
-	backend, err := cacher.Open(ctx, cfg)
+	backend, err := cacher.Open(ctx, cc)
 	if err != nil {
 		cancel()
 		t.Fatalf("opening storage: %v", err)
 	}
-	srv, err := server.New(cfg, backend)
+	srv, err := server.New(cc, backend)
 	if err != nil {
 		cancel()
 		backend.Close()
@@ -136,7 +147,7 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() (b
 // itself; it is closed at the end of the test.
 func openBackend(t *testing.T, cfg config.Config) *cacher.Backend {
 	t.Helper()
-	backend, err := cacher.Open(t.Context(), cfg)
+	backend, err := cacher.Open(t.Context(), complete(t, cfg))
 	if err != nil {
 		t.Fatalf("opening storage: %v", err)
 	}

@@ -1,0 +1,46 @@
+package etcdembed
+
+import (
+	"fmt"
+	"time"
+
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/kubestore/kubestore/config"
+)
+
+// Timeouts of every etcd client, as kube-apiserver's storage factory uses
+// (k8s.io/apiserver/pkg/storage/storagebackend/factory/etcd3.go).
+const (
+	dialTimeout      = 20 * time.Second
+	keepaliveTime    = 30 * time.Second
+	keepaliveTimeout = 10 * time.Second
+)
+
+// ClientConfig is the configuration of a client to endpoints of the etcd
+// cfg names (see Endpoints): kube-apiserver's timeouts, the client
+// certificate and CA of --etcd-certfile, --etcd-keyfile and --etcd-cafile
+// when given, and etcd's logger.
+func ClientConfig(endpoints []string, cfg config.Etcd, log config.Log) (clientv3.Config, error) {
+	ccfg := clientv3.Config{
+		Endpoints:            endpoints,
+		DialTimeout:          dialTimeout,
+		DialKeepAliveTime:    keepaliveTime,
+		DialKeepAliveTimeout: keepaliveTimeout,
+	}
+	tlsInfo := transport.TLSInfo{CertFile: cfg.CertFile, KeyFile: cfg.KeyFile, TrustedCAFile: cfg.CAFile}
+	if !tlsInfo.Empty() || cfg.CAFile != "" {
+		tc, err := tlsInfo.ClientConfig()
+		if err != nil {
+			return clientv3.Config{}, fmt.Errorf("reading etcd client TLS files: %w", err)
+		}
+		ccfg.TLS = tc
+	}
+	lg, err := Logger(log)
+	if err != nil {
+		return clientv3.Config{}, err
+	}
+	ccfg.Logger = lg.Named("client")
+	return ccfg, nil
+}
