@@ -25,7 +25,9 @@ func Restore(dir datadir.Dir, cfg config.Etcd, log config.Log, file string, bump
 	if err != nil {
 		return err
 	}
-	if err := snapshot.NewV3(lg).Restore(restoreConfig(dir, cfg, file, bump)); err != nil {
+	rc := restoreConfig(dir, cfg, file, bump)
+	defer boundRevisionBumpMmap(rc.InitialMmapSize)()
+	if err := snapshot.NewV3(lg).Restore(rc); err != nil {
 		os.RemoveAll(dir.Etcd())
 		return fmt.Errorf("restoring %s: %w", file, err)
 	}
@@ -58,13 +60,29 @@ func restoreConfig(dir datadir.Dir, cfg config.Etcd, file string, bump uint64) s
 // elsewhere etcd's default, as etcdutl uses.
 //
 // etcdutl v3.7.3 opens the database once more for the revision bump
-// (modifyLatestRevision) without this size, at backend.InitialMmapSize: on
-// 32-bit the conversion of 10 GiB to int wraps negative and bbolt then maps
-// the file's size. kubestore leaves etcd's variable alone rather than set it
-// for the whole process.
+// (modifyLatestRevision) without this size, at backend.InitialMmapSize; see
+// boundRevisionBumpMmap.
 func restoreMmapSize(quota config.ByteSize) uint64 {
 	if strconv.IntSize == 32 && quota > 0 {
 		return uint64(quota) + uint64(quota)/10
 	}
 	return backend.InitialMmapSize
+}
+
+// boundRevisionBumpMmap makes the one step of a restore that ignores
+// RestoreConfig.InitialMmapSize — etcdutl v3.7.3's modifyLatestRevision
+// opens the database with backend.NewDefaultBackend, which maps
+// backend.InitialMmapSize (10 GiB) — map size instead, on a 32-bit system,
+// and returns the function that puts etcd's value back. Without it the
+// 10 GiB only works there because its conversion to int wraps negative and
+// bbolt then ignores it. Restore is an offline command with no server in
+// the process, so for its duration nothing else reads the variable; a
+// 64-bit system keeps etcd's default and the variable is not touched.
+func boundRevisionBumpMmap(size uint64) (undo func()) {
+	if strconv.IntSize != 32 {
+		return func() {}
+	}
+	old := backend.InitialMmapSize
+	backend.InitialMmapSize = size
+	return func() { backend.InitialMmapSize = old }
 }

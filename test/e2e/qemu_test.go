@@ -175,7 +175,7 @@ func runUnderQEMU(t *testing.T, c crossTarget, qemu, bin string) {
 
 	// The operator's commands work on the architecture too: a snapshot of
 	// the running server restored into a fresh data dir (etcdutl's restore
-	// opens the database itself, with the map LimitMmap sets on 32-bit).
+	// opens the database itself, with the map the quota sets on 32-bit).
 	snap := t.TempDir() + "/snapshot.db"
 	run("snapshot", "save", "--data-dir", dir, snap)
 	if err := p.stop(60 * time.Second); err != nil {
