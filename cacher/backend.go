@@ -104,15 +104,29 @@ func (b *Backend) waitReady(ctx context.Context) error {
 func (b *Backend) Check(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, healthTimeout)
 	defer cancel()
-	if b.embedded != nil {
-		select {
-		case err := <-b.embedded.Err():
-			return fmt.Errorf("embedded etcd failed: %w", err)
-		default:
-		}
+	if err := b.Failure(); err != nil {
+		return err
 	}
 	_, err := b.client.Client.Get(ctx, path.Join(b.etcd.Prefix, "health"))
 	return err
+}
+
+// Failed is closed when the embedded etcd fails while serving; Failure then
+// says why. It is never closed with an external cluster, whose members come
+// and go without ending kubestore: the health checks report them.
+func (b *Backend) Failed() <-chan struct{} {
+	if b.embedded == nil {
+		return nil
+	}
+	return b.embedded.Failed()
+}
+
+// Failure is the embedded etcd's fatal error once Failed is closed, else nil.
+func (b *Backend) Failure() error {
+	if b.embedded == nil {
+		return nil
+	}
+	return b.embedded.Failure()
 }
 
 // Endpoints are the etcd client URLs in use.

@@ -28,11 +28,23 @@ const socketName = "etcd.sock"
 // ErrNotReady means etcd did not become ready within --etcd-start-timeout.
 var ErrNotReady = errors.New("embedded etcd did not become ready")
 
+// ErrStopped means the member stopped while it served, without Close.
+var ErrStopped = errors.New("embedded etcd stopped")
+
 // Server is a running single-member embedded etcd.
 type Server struct {
 	etcd      *embed.Etcd
 	endpoint  string
 	closeOnce sync.Once
+	// closing is closed when Close starts: what fails from then on is the
+	// stop, not a failure.
+	closing chan struct{}
+	// failed is closed, and failure set, at the first fatal error of the
+	// running member; watched is closed when the goroutine that watches for
+	// it ends (nil until the member is ready).
+	failed  chan struct{}
+	failure error
+	watched chan struct{}
 }
 
 // SocketPath is where the embedded etcd of a data directory listens.
@@ -69,12 +81,14 @@ func Start(ctx context.Context, dir datadir.Dir, cfg config.Etcd, log config.Log
 	if err != nil {
 		return nil, fmt.Errorf("starting embedded etcd: %w", err)
 	}
-	s := &Server{etcd: e, endpoint: "unix://" + sock}
+	s := &Server{etcd: e, endpoint: "unix://" + sock, closing: make(chan struct{}), failed: make(chan struct{})}
 
 	timer := time.NewTimer(cfg.StartTimeout.Duration)
 	defer timer.Stop()
 	select {
 	case <-e.Server.ReadyNotify():
+		s.watched = make(chan struct{})
+		go s.watch()
 		return s, nil
 	case err := <-e.Err():
 		s.Close()
@@ -146,14 +160,57 @@ func Logger(cfg config.Log) (*zap.Logger, error) {
 // Endpoints are the client URLs of the server.
 func (s *Server) Endpoints() []string { return []string{s.endpoint} }
 
-// Err reports a fatal error of the running server.
-func (s *Server) Err() <-chan error { return s.etcd.Err() }
+// watch waits for the first fatal error of the running member: one that
+// embed reports (a client listener that stops serving) or the etcd server
+// stopping by itself (raft or storage giving up). etcd's own fatal log
+// lines end the process before either.
+func (s *Server) watch() {
+	defer close(s.watched)
+	var err error
+	select {
+	case <-s.closing:
+		return
+	case e, ok := <-s.etcd.Err():
+		if !ok {
+			return // closed by Close
+		}
+		err = e
+	case <-s.etcd.Server.StopNotify():
+		err = ErrStopped
+	}
+	select {
+	case <-s.closing:
+		return // the failure is the stop's own
+	default:
+	}
+	s.failure = fmt.Errorf("embedded etcd failed: %w", err)
+	close(s.failed)
+}
+
+// Failed is closed when the running member fails; Failure then says why.
+// Unlike embed's error channel it is not drained by reading, so every
+// health probe and the process's run loop see the same failure.
+func (s *Server) Failed() <-chan struct{} { return s.failed }
+
+// Failure is the member's fatal error once Failed is closed, else nil.
+func (s *Server) Failure() error {
+	select {
+	case <-s.failed:
+		return s.failure
+	default:
+		return nil
+	}
+}
 
 // Close stops the server: client connections close, raft stops, the WAL and
 // the backend are synced and closed. It is idempotent.
 func (s *Server) Close() {
 	s.closeOnce.Do(func() {
+		close(s.closing)
 		s.etcd.Close()
 		<-s.etcd.Server.StopNotify()
+		if s.watched != nil {
+			<-s.watched
+		}
 	})
 }

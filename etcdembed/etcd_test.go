@@ -202,10 +202,8 @@ func TestStart(t *testing.T) {
 		}
 	})
 	t.Run("no error reported", func(t *testing.T) {
-		select {
-		case err := <-srv.Err():
-			t.Errorf("Err() = %v", err)
-		default:
+		if err := srv.Failure(); err != nil {
+			t.Errorf("Failure() = %v", err)
 		}
 	})
 }
@@ -308,5 +306,35 @@ func TestSocketPathLength(t *testing.T) {
 				t.Errorf("the refused data dir was created: %v", err)
 			}
 		})
+	}
+}
+
+// A member whose client listener dies reports it through Failed and
+// Failure, as often as asked; Close afterwards still stops it, and a member
+// that is closed does not report its stop as a failure.
+func TestFailedAfterListenerDies(t *testing.T) {
+	srv := start(t, testConfig(shortTempDir(t)))
+	if err := srv.Failure(); err != nil {
+		t.Fatalf("Failure() of a healthy member = %v", err)
+	}
+	etcdembed.CloseClientListeners(srv)
+	select {
+	case <-srv.Failed():
+	case <-time.After(30 * time.Second):
+		t.Fatal("Failed() not closed 30s after the client listener closed")
+	}
+	for range 2 {
+		if err := srv.Failure(); err == nil || !strings.Contains(err.Error(), "embedded etcd failed") {
+			t.Errorf("Failure() = %v, want the member's failure", err)
+		}
+	}
+	srv.Close()
+
+	closed := start(t, testConfig(shortTempDir(t)))
+	closed.Close()
+	select {
+	case <-closed.Failed():
+		t.Errorf("a closed member reports a failure: %v", closed.Failure())
+	default:
 	}
 }
