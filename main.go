@@ -22,6 +22,7 @@ func main() {
 	defer stop()
 	if err := newApp().RunContext(ctx, os.Args); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(os.Stderr, "kubestore:", err)
+		restartAsInit(ctx)
 		os.Exit(1)
 	}
 }

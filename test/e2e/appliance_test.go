@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -254,5 +255,44 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 	r := start(t, dir)
 	if out := r.mustKubectl("get", "configmap", "acknowledged", "-o", "name"); !strings.Contains(out, "configmap/acknowledged") {
 		t.Errorf("lost after an immediate exit: %s", out)
+	}
+}
+
+// As PID 1, kubestore does not exit on a failed start (the kernel would
+// panic): it starts again in place, with the same PID, until the cause is
+// gone, then serves, and still stops with status 0 on SIGTERM. The cause
+// here is its port, held by another listener.
+func TestPID1StartsAgainAfterAFailure(t *testing.T) {
+	requireRootTools(t, "unshare", "sh")
+	requireKubectl(t)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	port := strconv.Itoa(busy.Addr().(*net.TCPAddr).Port)
+
+	p := launch(t, binary(t), []string{"unshare", "--pid", "--fork", "--mount-proc"}, shortTempDir(t), "--secure-port", port)
+	if !eventually(60*time.Second, func() bool { return strings.Count(p.logs(), "running as PID 1: starting again") >= 2 }) {
+		t.Fatalf("kubestore did not start again twice while its port was taken:\n%s", p.logs())
+	}
+	kids := children(t, p.cmd.Process.Pid)
+	if len(kids) != 1 {
+		t.Fatalf("unshare has %d children, want kubestore only: %+v", len(kids), kids)
+	}
+	if !strings.Contains(p.logs(), "address already in use") {
+		t.Errorf("the failure does not name its cause:\n%s", p.logs())
+	}
+	busy.Close()
+	p.waitReady()
+	if now := children(t, p.cmd.Process.Pid); len(now) != 1 || now[0].pid != kids[0].pid {
+		t.Errorf("kubestore's process changed: before %+v, now %+v", kids, now)
+	}
+	p.mustKubectl("create", "configmap", "after-restarts")
+	if err := syscall.Kill(kids[0].pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.wait(30 * time.Second); err != nil {
+		t.Fatalf("exit after SIGTERM: %v\n%s", err, p.logs())
 	}
 }

@@ -130,6 +130,15 @@ func startWrapped(t *testing.T, wrap []string, dataDir string, args ...string) *
 // its stderr logged if the test failed.
 func startBinary(t *testing.T, bin string, wrap []string, dataDir string, args ...string) *proc {
 	t.Helper()
+	p := launch(t, bin, wrap, dataDir, args...)
+	p.waitReady()
+	return p
+}
+
+// launch starts the process as startBinary does, without waiting for it to
+// be ready.
+func launch(t *testing.T, bin string, wrap []string, dataDir string, args ...string) *proc {
+	t.Helper()
 	all := append([]string{"--data-dir", dataDir, "--secure-port", "0", "--shutdown-timeout", "20s"}, args...)
 	argv := append(append(append([]string{}, wrap...), bin), all...)
 	cmd := exec.Command(argv[0], argv[1:]...)
@@ -147,13 +156,18 @@ func startBinary(t *testing.T, bin string, wrap []string, dataDir string, args .
 			t.Logf("kubestore stderr:\n%s", p.logs())
 		}
 	})
+	return p
+}
+
+// waitReady waits until /readyz answers ok, at most 90 s.
+func (p *proc) waitReady() {
+	p.t.Helper()
 	if !eventually(90*time.Second, func() bool { return p.hasExited() || p.ready() }) {
-		t.Fatalf("kubestore not ready within 90s\n%s", p.logs())
+		p.t.Fatalf("kubestore not ready within 90s\n%s", p.logs())
 	}
 	if p.hasExited() {
-		t.Fatalf("kubestore exited before ready: %v\n%s", p.err, p.logs())
+		p.t.Fatalf("kubestore exited before ready: %v\n%s", p.err, p.logs())
 	}
-	return p
 }
 
 type lockedWriter struct {

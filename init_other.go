@@ -1,0 +1,7 @@
+//go:build !linux
+
+package main
+
+import "context"
+
+func restartAsInit(context.Context) {}
