@@ -1,4 +1,4 @@
-package server
+package registry
 
 import (
 	"context"
@@ -316,10 +316,30 @@ func (l *namespaceLifecycle) lookup(ctx context.Context, name string) (*corev1.N
 	return obj.(*corev1.Namespace), nil
 }
 
-// namespaceController empties terminating namespaces and then deletes them,
+// NamespaceLifecycle is the admission of kube-apiserver's
+// NamespaceLifecycle plugin: no new object in a missing or terminating
+// namespace, and no deletion of the system namespaces.
+func (s *Storage) NamespaceLifecycle() admission.ValidationInterface {
+	return &namespaceLifecycle{namespaces: s.namespaces.store}
+}
+
+// NamespaceController returns the controller that empties and deletes
+// terminating namespaces. deleteCustom, when not nil, deletes the custom
+// objects in a namespace and reports how many are left.
+func (s *Storage) NamespaceController(deleteCustom func(ctx context.Context, namespace string) (remaining int, err error)) *NamespaceController {
+	c := &NamespaceController{namespaces: s.namespaces, finalize: s.finalize, custom: deleteCustom}
+	for _, d := range s.api.defs {
+		if d.namespaced {
+			c.contents = append(c.contents, s.stores[d])
+		}
+	}
+	return c
+}
+
+// NamespaceController empties terminating namespaces and then deletes them,
 // the work kube-controller-manager's namespace controller does on a
 // cluster.
-type namespaceController struct {
+type NamespaceController struct {
 	namespaces *namespaceREST
 	finalize   *genericregistry.Store
 	contents   []*genericregistry.Store
@@ -333,7 +353,8 @@ type namespaceController struct {
 // still being deleted (pods waiting for their node agent).
 const contentRetry = 2 * time.Second
 
-func (c *namespaceController) run(ctx context.Context) {
+// Run works until ctx is cancelled.
+func (c *NamespaceController) Run(ctx context.Context) {
 	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "namespace"})
 	go func() {
@@ -347,7 +368,7 @@ func (c *namespaceController) run(ctx context.Context) {
 
 // watch queues every namespace that is being deleted: the ones that exist
 // when the watch starts (the cache sends them first) and later ones.
-func (c *namespaceController) watch(ctx context.Context) {
+func (c *NamespaceController) watch(ctx context.Context) {
 	ctx = genericapirequest.WithNamespace(ctx, metav1.NamespaceNone)
 	w, err := c.namespaces.Watch(ctx, &metainternalversion.ListOptions{ResourceVersion: "0"})
 	if err != nil {
@@ -375,7 +396,7 @@ func (c *namespaceController) watch(ctx context.Context) {
 	}
 }
 
-func (c *namespaceController) processNext(ctx context.Context) bool {
+func (c *NamespaceController) processNext(ctx context.Context) bool {
 	name, quit := c.queue.Get()
 	if quit {
 		return false
@@ -398,7 +419,7 @@ func (c *namespaceController) processNext(ctx context.Context) bool {
 // sync deletes the content of a terminating namespace; once none is left
 // it removes the kubernetes finalizer and deletes the namespace. retry
 // means content is still going away.
-func (c *namespaceController) sync(ctx context.Context, name string) (retry bool, err error) {
+func (c *NamespaceController) sync(ctx context.Context, name string) (retry bool, err error) {
 	clusterCtx := genericapirequest.WithNamespace(ctx, metav1.NamespaceNone)
 	obj, err := c.namespaces.Get(clusterCtx, name, &metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -455,8 +476,10 @@ func (c *namespaceController) sync(ctx context.Context, name string) (retry bool
 	return false, err
 }
 
-// ensureSystemNamespaces creates the namespaces every cluster has.
-func ensureSystemNamespaces(ctx context.Context, scheme *runtime.Scheme, namespaces *namespaceREST) error {
+// EnsureSystemNamespaces creates the namespaces every cluster has, retrying
+// for up to a minute while the store is not ready.
+func (s *Storage) EnsureSystemNamespaces(ctx context.Context) error {
+	scheme, namespaces := s.api.scheme, s.namespaces
 	ctx = genericapirequest.WithNamespace(ctx, metav1.NamespaceNone)
 	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		for _, name := range systemNamespaces {

@@ -1,4 +1,4 @@
-package server
+package registry
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
+	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -159,6 +160,96 @@ func (d *resourceDef) newStore(typer runtime.ObjectTyper, getter generic.RESTOpt
 		return nil, fmt.Errorf("building storage of %s: %w", d.gvr.GroupResource(), err)
 	}
 	return store, nil
+}
+
+// Storage is every resource's store, before and after installation.
+type Storage struct {
+	api        *API
+	stores     map[*resourceDef]*genericregistry.Store
+	namespaces *namespaceREST
+	finalize   *genericregistry.Store
+	installed  bool
+}
+
+// NewStorage builds the store of every kind on getter's storage. On error
+// it destroys what it built.
+func (a *API) NewStorage(getter generic.RESTOptionsGetter) (_ *Storage, err error) {
+	s := &Storage{api: a, stores: map[*resourceDef]*genericregistry.Store{}}
+	defer func() {
+		if err != nil {
+			s.Destroy()
+		}
+	}()
+	for _, d := range a.defs {
+		store, err := d.newStore(a.scheme, getter)
+		if err != nil {
+			return nil, err
+		}
+		s.stores[d] = store
+		if d.kind == "Namespace" {
+			s.namespaces = &namespaceREST{store: store, def: d}
+			s.finalize = subresourceStore(store, finalizeStrategy{newStrategy(a.scheme, d)})
+		}
+	}
+	return s, nil
+}
+
+// Destroy stops every store's cacher, unless the generic server owns them.
+// Destroying a store twice is harmless.
+func (s *Storage) Destroy() {
+	if s.installed {
+		return
+	}
+	for _, st := range s.stores {
+		st.Destroy()
+	}
+}
+
+// Install registers every resource, its subresources and the API groups.
+func (s *Storage) Install(gs *genericapiserver.GenericAPIServer) error {
+	scheme, codecs := s.api.scheme, s.api.codecs
+	groups := map[string]*genericapiserver.APIGroupInfo{}
+	var order []string
+	for _, d := range s.api.defs {
+		info, ok := groups[d.gvr.Group]
+		if !ok {
+			g := genericapiserver.NewDefaultAPIGroupInfo(d.gvr.Group, scheme, runtime.NewParameterCodec(scheme), codecs)
+			info = &g
+			groups[d.gvr.Group] = info
+			order = append(order, d.gvr.Group)
+		}
+		m := info.VersionedResourcesStorageMap[d.gvr.Version]
+		if m == nil {
+			m = map[string]rest.Storage{}
+			info.VersionedResourcesStorageMap[d.gvr.Version] = m
+		}
+		store := s.stores[d]
+		switch {
+		case d.kind == "Namespace":
+			m[d.gvr.Resource] = s.namespaces
+			m[d.gvr.Resource+"/finalize"] = &subresourceREST{store: s.finalize}
+		default:
+			m[d.gvr.Resource] = &REST{Store: store, def: d}
+		}
+		if d.status != nil {
+			m[d.gvr.Resource+"/status"] = &subresourceREST{store: subresourceStore(store, statusStrategy{newStrategy(scheme, d)})}
+		}
+	}
+	if err := gs.InstallLegacyAPIGroup(genericapiserver.DefaultLegacyAPIPrefix, groups[""]); err != nil {
+		return fmt.Errorf("installing the core API: %w", err)
+	}
+	var infos []*genericapiserver.APIGroupInfo
+	for _, g := range order {
+		if g != "" {
+			infos = append(infos, groups[g])
+		}
+	}
+	if err := gs.InstallAPIGroups(infos...); err != nil {
+		return fmt.Errorf("installing API groups: %w", err)
+	}
+	// From here the generic server destroys the stores when it stops.
+	s.installed = true
+	return nil
 }
 
 // subresourceStrategy is the update strategy of a subresource: it owns
