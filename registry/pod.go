@@ -263,7 +263,6 @@ var (
 	restartPolicies = sets.New(corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever)
 	dnsPolicies     = sets.New(corev1.DNSClusterFirstWithHostNet, corev1.DNSClusterFirst, corev1.DNSDefault, corev1.DNSNone)
 	pullPolicies    = sets.New(corev1.PullAlways, corev1.PullNever, corev1.PullIfNotPresent)
-	protocols       = sets.New(corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP)
 	podPhases       = sets.New(corev1.PodPending, corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed, corev1.PodUnknown)
 )
 
@@ -522,23 +521,3 @@ func terminationReason(t *corev1.ContainerStateTerminated) string {
 	}
 	return fmt.Sprintf("ExitCode:%d", t.ExitCode)
 }
-
-// Shared field validators.
-
-func dnsLabel(path *field.Path, value string) field.ErrorList {
-	var errs field.ErrorList
-	for _, msg := range utilvalidation.IsDNS1123Label(value) {
-		errs = append(errs, field.Invalid(path, value, msg))
-	}
-	return errs
-}
-
-func portNumber(path *field.Path, port int32) field.ErrorList {
-	var errs field.ErrorList
-	for _, msg := range utilvalidation.IsValidPortNum(int(port)) {
-		errs = append(errs, field.Invalid(path, port, msg))
-	}
-	return errs
-}
-
-func ptrTo[T any](v T) *T { return &v }

@@ -3,16 +3,10 @@ package registry
 import (
 	"context"
 	"fmt"
-	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -21,100 +15,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
-
-// resourceDef is everything kubestore knows about one built-in resource
-// that upstream keeps in k8s.io/kubernetes: how it is named, stored,
-// defaulted, validated, selected and printed. The catalog in catalog.go
-// lists them all.
-type resourceDef struct {
-	gvr        schema.GroupVersionResource
-	kind       string
-	singular   string
-	namespaced bool
-	shortNames []string
-	categories []string
-	// keyPrefix is the etcd key prefix under --etcd-prefix, the same as
-	// kube-apiserver's so that etcd data is laid out as on a cluster.
-	keyPrefix   string
-	newFunc     func() runtime.Object
-	newListFunc func() runtime.Object
-
-	// nameFunc validates metadata.name; DNS subdomain when nil.
-	nameFunc validation.ValidateNameFunc
-	// defaults is the scheme defaulting function of the kind.
-	defaults func(obj any)
-	// fields are the kind's selectable fields besides metadata.name and
-	// metadata.namespace; fieldLabels lists their names.
-	fields      func(obj runtime.Object) fields.Set
-	fieldLabels []string
-	// index, when set, is a field the watch cache indexes, so that a watch
-	// or list selecting one value does not scan every object.
-	index *fieldIndex
-
-	prepareForCreate    func(obj runtime.Object)
-	prepareForUpdate    func(obj, old runtime.Object)
-	validate            func(obj runtime.Object) field.ErrorList
-	validateUpdate      func(obj, old runtime.Object) field.ErrorList
-	allowCreateOnUpdate bool
-	returnDeletedObject bool
-	// gracefulDelete implements rest.RESTGracefulDeleteStrategy for kinds
-	// whose deletion waits for an agent (pods).
-	gracefulDelete func(ctx context.Context, obj runtime.Object, options *metav1.DeleteOptions) bool
-	// ttl, when set, expires objects (events).
-	ttl time.Duration
-
-	status *statusDef
-
-	columns []metav1.TableColumnDefinition
-	row     func(obj runtime.Object) []any
-}
-
-// statusDef describes a status subresource ("<resource>/status").
-type statusDef struct {
-	// keepStatus copies old's status into obj: updates of the main
-	// resource do not change status.
-	keepStatus func(obj, old runtime.Object)
-	// keepSpec copies old's spec into obj: status updates do not change
-	// spec.
-	keepSpec func(obj, old runtime.Object)
-	// resetOnCreate, when set, drops the status a client sent on create.
-	resetOnCreate func(obj runtime.Object)
-	// validate checks a status update.
-	validate func(obj, old runtime.Object) field.ErrorList
-}
-
-type fieldIndex struct {
-	field string
-	value func(obj runtime.Object) string
-}
-
-func (d *resourceDef) gvk() schema.GroupVersionKind { return d.gvr.GroupVersion().WithKind(d.kind) }
-
-// getAttrs returns the labels and selectable fields of an object.
-func (d *resourceDef) getAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return nil, nil, err
-	}
-	fs := fields.Set{"metadata.name": m.GetName()}
-	if d.namespaced {
-		fs["metadata.namespace"] = m.GetNamespace()
-	}
-	if d.fields != nil {
-		for k, v := range d.fields(obj) {
-			fs[k] = v
-		}
-	}
-	return labels.Set(m.GetLabels()), fs, nil
-}
-
-func (d *resourceDef) predicate(label labels.Selector, field fields.Selector) storage.SelectionPredicate {
-	p := storage.SelectionPredicate{Label: label, Field: field, GetAttrs: d.getAttrs}
-	if d.index != nil {
-		p.IndexFields = []string{d.index.field}
-	}
-	return p
-}
 
 // storeOptions wires the cacher index: the trigger function lets a watch on
 // one value be woken only by its events, the indexer serves lists.
