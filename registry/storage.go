@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -64,11 +65,11 @@ func (d *resourceDef) newStore(typer runtime.ObjectTyper, getter generic.RESTOpt
 
 // Storage is every resource's store, before and after installation.
 type Storage struct {
-	api        *API
-	stores     map[*resourceDef]*genericregistry.Store
-	namespaces *namespaceREST
-	finalize   *genericregistry.Store
-	installed  bool
+	api         *API
+	stores      map[*resourceDef]*genericregistry.Store
+	namespaces  *namespaceREST
+	finalize    *genericregistry.Store
+	destroyOnce sync.Once
 }
 
 // NewStorage builds the store of every kind on getter's storage. On error
@@ -94,15 +95,28 @@ func (a *API) NewStorage(getter generic.RESTOptionsGetter) (_ *Storage, err erro
 	return s, nil
 }
 
-// Destroy stops every store's cacher, unless the generic server owns them.
-// Destroying a store twice is harmless.
+// Destroy stops every store's watch cache and closes its etcd store, also
+// after Install: a start that fails once the stores are installed but
+// before the generic server runs must not leave the caches running. Call
+// it when the generic server will not run; once it has run, the server's
+// own Destroy has done this. It is idempotent.
+//
+// After Install the generic server destroys the same stores when it stops
+// (InstallAPIGroups registers APIGroupInfo.destroyStorage, which
+// GenericAPIServer.Destroy calls, and RunWithContext defers that), so
+// both may run. That is harmless: genericregistry.Store.Destroy only calls
+// the store's DestroyFunc, which upstream requires to be safe to call
+// more than once; cacher's decorator makes it a sync.OnceFunc (and the
+// upstream Cacher.Stop and the Store's count-metric wrapper guard
+// themselves too), so each watch cache and etcd store is stopped once,
+// by whichever call comes first. Subresources share the main store and
+// destroy nothing themselves.
 func (s *Storage) Destroy() {
-	if s.installed {
-		return
-	}
-	for _, st := range s.stores {
-		st.Destroy()
-	}
+	s.destroyOnce.Do(func() {
+		for _, st := range s.stores {
+			st.Destroy()
+		}
+	})
 }
 
 // Install registers every resource, its subresources and the API groups.
@@ -147,8 +161,6 @@ func (s *Storage) Install(gs *genericapiserver.GenericAPIServer) error {
 	if err := gs.InstallAPIGroups(infos...); err != nil {
 		return fmt.Errorf("installing API groups: %w", err)
 	}
-	// From here the generic server destroys the stores when it stops.
-	s.installed = true
 	return nil
 }
 
