@@ -440,37 +440,91 @@ func validateResources(r corev1.ResourceRequirements, path *field.Path) field.Er
 }
 
 // validatePodUpdate enforces that a pod's spec is immutable except for the
-// fields kube-apiserver lets change.
+// fields kube-apiserver lets change, with its rules for each
+// (ValidatePodUpdate in pkg/apis/core/validation): images, a lower
+// activeDeadlineSeconds, added tolerations (an existing one may change only
+// its tolerationSeconds), removed scheduling gates, and
+// terminationGracePeriodSeconds from negative to 1, and, while the pod was
+// gated, added node selector labels. Upstream also lets a gated pod gain
+// node affinity terms; kubestore refuses that, as it does any other change.
 func validatePodUpdate(p, old *corev1.Pod) field.ErrorList {
-	mutable := old.Spec.DeepCopy()
-	for i := range mutable.Containers {
-		if i < len(p.Spec.Containers) {
-			mutable.Containers[i].Image = p.Spec.Containers[i].Image
+	var errs field.ErrorList
+	spec := field.NewPath("spec")
+	for _, cs := range []struct {
+		path     *field.Path
+		new, old []corev1.Container
+	}{
+		{spec.Child("containers"), p.Spec.Containers, old.Spec.Containers},
+		{spec.Child("initContainers"), p.Spec.InitContainers, old.Spec.InitContainers},
+	} {
+		if len(cs.new) != len(cs.old) {
+			return append(errs, field.Forbidden(cs.path, "pod updates may not add or remove containers"))
 		}
 	}
-	for i := range mutable.InitContainers {
-		if i < len(p.Spec.InitContainers) {
-			mutable.InitContainers[i].Image = p.Spec.InitContainers[i].Image
+
+	if n, o := p.Spec.ActiveDeadlineSeconds, old.Spec.ActiveDeadlineSeconds; n == nil && o != nil {
+		errs = append(errs, field.Invalid(spec.Child("activeDeadlineSeconds"), n, "must not update from a positive integer to nil value"))
+	} else if n != nil && o != nil && *n > *o {
+		errs = append(errs, field.Invalid(spec.Child("activeDeadlineSeconds"), *n, "must be less than or equal to previous value"))
+	}
+	errs = append(errs, validateAddedTolerations(p.Spec.Tolerations, old.Spec.Tolerations, spec.Child("tolerations"))...)
+	errs = append(errs, validateRemovedSchedulingGates(p.Spec.SchedulingGates, old.Spec.SchedulingGates, spec.Child("schedulingGates"))...)
+
+	// The fields checked above, and images, are compared no further.
+	munged := p.Spec.DeepCopy()
+	for i := range munged.Containers {
+		munged.Containers[i].Image = old.Spec.Containers[i].Image
+	}
+	for i := range munged.InitContainers {
+		munged.InitContainers[i].Image = old.Spec.InitContainers[i].Image
+	}
+	munged.ActiveDeadlineSeconds = old.Spec.ActiveDeadlineSeconds
+	munged.Tolerations = old.Spec.Tolerations
+	munged.SchedulingGates = old.Spec.SchedulingGates
+	if o, n := old.Spec.TerminationGracePeriodSeconds, munged.TerminationGracePeriodSeconds; o != nil && *o < 0 && n != nil && *n == 1 {
+		munged.TerminationGracePeriodSeconds = o
+	}
+	if len(old.Spec.SchedulingGates) > 0 && !apiequality.Semantic.DeepEqual(munged.NodeSelector, old.Spec.NodeSelector) {
+		for k, v := range old.Spec.NodeSelector {
+			if nv, ok := munged.NodeSelector[k]; !ok || nv != v {
+				errs = append(errs, field.Invalid(spec.Child("nodeSelector"), munged.NodeSelector, "only additions to spec.nodeSelector are allowed (no mutations or deletions)"))
+				break
+			}
+		}
+		munged.NodeSelector = old.Spec.NodeSelector
+	}
+	if !apiequality.Semantic.DeepEqual(*munged, old.Spec) {
+		errs = append(errs, field.Forbidden(spec,
+			"pod updates may not change fields other than `spec.containers[*].image`, `spec.initContainers[*].image`, "+
+				"`spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing tolerations), "+
+				"`spec.schedulingGates` (only removals) and `spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)"))
+	}
+	return errs
+}
+
+// validateAddedTolerations: every old toleration is still there, its
+// tolerationSeconds aside.
+func validateAddedTolerations(tolerations, old []corev1.Toleration, path *field.Path) field.ErrorList {
+	for _, o := range old {
+		if !slices.ContainsFunc(tolerations, func(t corev1.Toleration) bool {
+			o.TolerationSeconds = t.TolerationSeconds
+			return apiequality.Semantic.DeepEqual(o, t)
+		}) {
+			return field.ErrorList{field.Forbidden(path, "existing toleration can not be modified except its tolerationSeconds")}
 		}
 	}
-	mutable.ActiveDeadlineSeconds = p.Spec.ActiveDeadlineSeconds
-	if len(p.Spec.Tolerations) >= len(old.Spec.Tolerations) &&
-		apiequality.Semantic.DeepEqual(p.Spec.Tolerations[:len(old.Spec.Tolerations)], old.Spec.Tolerations) {
-		mutable.Tolerations = p.Spec.Tolerations
+	return nil
+}
+
+// validateRemovedSchedulingGates: no gate that was not there before.
+func validateRemovedSchedulingGates(gates, old []corev1.PodSchedulingGate, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, g := range gates {
+		if !slices.ContainsFunc(old, func(o corev1.PodSchedulingGate) bool { return o.Name == g.Name }) {
+			errs = append(errs, field.Forbidden(path.Index(i).Child("name"), fmt.Sprintf("only deletion is allowed, but found new scheduling gate '%s'", g.Name)))
+		}
 	}
-	if old.Spec.TerminationGracePeriodSeconds != nil && *old.Spec.TerminationGracePeriodSeconds < 0 {
-		mutable.TerminationGracePeriodSeconds = p.Spec.TerminationGracePeriodSeconds
-	}
-	if len(p.Spec.SchedulingGates) <= len(old.Spec.SchedulingGates) {
-		mutable.SchedulingGates = p.Spec.SchedulingGates
-	}
-	if apiequality.Semantic.DeepEqual(*mutable, p.Spec) {
-		return nil
-	}
-	return field.ErrorList{field.Forbidden(field.NewPath("spec"),
-		"pod updates may not change fields other than `spec.containers[*].image`, `spec.initContainers[*].image`, "+
-			"`spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing tolerations), "+
-			"`spec.schedulingGates` (only removals) and `spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)")}
+	return errs
 }
 
 func validatePodStatus(s *corev1.PodStatus) field.ErrorList {

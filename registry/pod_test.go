@@ -1,11 +1,42 @@
 package registry
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
+
+// makePod is a valid, defaulted pod with one container, as upstream's
+// podtest.MakePod, changed by opts.
+func makePod(name string, opts ...func(*corev1.Pod)) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", ResourceVersion: "1"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "ctr", Image: "image"}}},
+	}
+	for _, o := range opts {
+		o(p)
+	}
+	defaultPod(p)
+	return p
+}
+
+// errorsContain reports whether errs, printed as upstream's tests print
+// them, contain want; want "" means no error.
+func errorsContain(t *testing.T, errs field.ErrorList, want string) {
+	t.Helper()
+	switch {
+	case want == "" && len(errs) > 0:
+		t.Errorf("unexpected errors: %v", errs.ToAggregate())
+	case want != "" && len(errs) == 0:
+		t.Errorf("no error, want one containing %q", want)
+	case want != "" && !strings.Contains(errs.ToAggregate().Error(), want):
+		t.Errorf("errors %q do not contain %q", errs.ToAggregate(), want)
+	}
+}
 
 // resources is a cpu and memory list; "" leaves the resource out.
 func resources(cpu, memory string) corev1.ResourceList {
@@ -127,6 +158,184 @@ func TestPodQOS(t *testing.T) {
 			if got := podQOS(spec); got != tt.want {
 				t.Errorf("podQOS = %s, want %s", got, tt.want)
 			}
+		})
+	}
+}
+
+// Cases of TestValidatePodUpdate in k8s.io/kubernetes
+// pkg/apis/core/validation/validation_test.go, through the pod strategy's
+// ValidateUpdate (metadata, spec and update rules together), with upstream's
+// expected error text.
+func TestPodValidateUpdate(t *testing.T) {
+	now := metav1.Now()
+	containers := func(images ...string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Spec.Containers = nil
+			for i, image := range images {
+				p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: string(rune('a' + i)), Image: image})
+			}
+		}
+	}
+	initContainers := func(images ...string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Spec.InitContainers = nil
+			for i, image := range images {
+				p.Spec.InitContainers = append(p.Spec.InitContainers, corev1.Container{Name: "init" + string(rune('a'+i)), Image: image})
+			}
+		}
+	}
+	deadline := func(s int64) func(*corev1.Pod) { return func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = &s } }
+	meta := func(m func(*metav1.ObjectMeta)) func(*corev1.Pod) { return func(p *corev1.Pod) { m(&p.ObjectMeta) } }
+	nodeName := func(n string) func(*corev1.Pod) { return func(p *corev1.Pod) { p.Spec.NodeName = n } }
+	limits := func(cpu, memory string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Limits = resources(cpu, memory) }
+	}
+	tolerations := func(ts ...corev1.Toleration) func(*corev1.Pod) {
+		return func(p *corev1.Pod) { p.Spec.Tolerations = ts }
+	}
+	seconds := func(s int64) *int64 { return &s }
+	grace := func(s int64) func(*corev1.Pod) {
+		return func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = &s }
+	}
+	gates := func(names ...string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			for _, n := range names {
+				p.Spec.SchedulingGates = append(p.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: n})
+			}
+		}
+	}
+	nodeSelector := func(m map[string]string) func(*corev1.Pod) { return func(p *corev1.Pod) { p.Spec.NodeSelector = m } }
+
+	tests := []struct {
+		name     string
+		old, new *corev1.Pod
+		err      string
+	}{
+		{name: "nothing", old: makePod("foo"), new: makePod("foo")},
+		{name: "ids", old: makePod("bar"), new: makePod("foo"), err: "metadata.name"},
+		{name: "labels", old: makePod("foo", meta(func(m *metav1.ObjectMeta) { m.Labels = map[string]string{"bar": "foo"} })),
+			new: makePod("foo", meta(func(m *metav1.ObjectMeta) { m.Labels = map[string]string{"foo": "bar"} }))},
+		{name: "annotations", old: makePod("foo", meta(func(m *metav1.ObjectMeta) { m.Annotations = map[string]string{"bar": "foo"} })),
+			new: makePod("foo", meta(func(m *metav1.ObjectMeta) { m.Annotations = map[string]string{"foo": "bar"} }))},
+		{name: "less containers", old: makePod("foo", containers("foo:V1", "bar:V1")), new: makePod("foo", containers("foo:V2")),
+			err: "may not add or remove containers"},
+		{name: "more containers", old: makePod("foo", containers("foo:V1")), new: makePod("foo", containers("foo:V2", "bar:V2")),
+			err: "may not add or remove containers"},
+		{name: "more init containers", old: makePod("foo", initContainers("foo:V1", "bar:V1")), new: makePod("foo", initContainers("foo:V2")),
+			err: "may not add or remove containers"},
+		{name: "deletion timestamp removed", old: makePod("foo", meta(func(m *metav1.ObjectMeta) { m.DeletionTimestamp = &now })),
+			new: makePod("foo"), err: "metadata.deletionTimestamp"},
+		{name: "deletion timestamp added", old: makePod("foo"),
+			new: makePod("foo", meta(func(m *metav1.ObjectMeta) { m.DeletionTimestamp = &now })), err: "metadata.deletionTimestamp"},
+		{name: "deletion grace period seconds changed",
+			old: makePod("foo", meta(func(m *metav1.ObjectMeta) { m.DeletionTimestamp, m.DeletionGracePeriodSeconds = &now, seconds(31) })),
+			new: makePod("foo", meta(func(m *metav1.ObjectMeta) { m.DeletionTimestamp, m.DeletionGracePeriodSeconds = &now, seconds(30) })),
+			err: "metadata.deletionGracePeriodSeconds"},
+		{name: "image change", old: makePod("foo", containers("foo:V2")), new: makePod("foo", containers("foo:V1"))},
+		{name: "init container image change", old: makePod("foo", initContainers("foo:V2")), new: makePod("foo", initContainers("foo:V1"))},
+		{name: "image change to empty", old: makePod("foo", containers("foo:V2")), new: makePod("foo", containers("")),
+			err: "spec.containers[0].image"},
+		{name: "init container image change to empty", old: makePod("foo", initContainers("foo:V2")), new: makePod("foo", initContainers("")),
+			err: "spec.initContainers[0].image"},
+		{name: "activeDeadlineSeconds no change, nil", old: makePod("foo"), new: makePod("foo")},
+		{name: "activeDeadlineSeconds no change, set", old: makePod("foo", deadline(30)), new: makePod("foo", deadline(30))},
+		{name: "activeDeadlineSeconds change to positive from nil", old: makePod("foo"), new: makePod("foo", deadline(30))},
+		{name: "activeDeadlineSeconds change to smaller positive", old: makePod("foo", deadline(31)), new: makePod("foo", deadline(30))},
+		{name: "activeDeadlineSeconds change to larger positive", old: makePod("foo", deadline(30)), new: makePod("foo", deadline(31)),
+			err: "spec.activeDeadlineSeconds"},
+		{name: "activeDeadlineSeconds change to negative from nil", old: makePod("foo"), new: makePod("foo", deadline(-30)),
+			err: "spec.activeDeadlineSeconds"},
+		{name: "activeDeadlineSeconds change to negative from positive", old: makePod("foo", deadline(30)), new: makePod("foo", deadline(-30)),
+			err: "spec.activeDeadlineSeconds"},
+		{name: "activeDeadlineSeconds change to zero from positive", old: makePod("foo", deadline(30)), new: makePod("foo", deadline(0)),
+			err: "spec.activeDeadlineSeconds"},
+		{name: "activeDeadlineSeconds change to zero from nil", old: makePod("foo"), new: makePod("foo", deadline(0)),
+			err: "spec.activeDeadlineSeconds"},
+		{name: "activeDeadlineSeconds change to nil from positive", old: makePod("foo", deadline(30)), new: makePod("foo"),
+			err: "spec.activeDeadlineSeconds"},
+		{name: "cpu limit change", old: makePod("pod", limits("100m", "")), new: makePod("pod", limits("200m", "")),
+			err: "spec: Forbidden: pod updates may not change fields"},
+		{name: "memory limit change", old: makePod("pod", limits("100m", "200Mi")), new: makePod("pod", limits("100m", "100Mi")),
+			err: "spec: Forbidden: pod updates may not change fields"},
+		{name: "port change",
+			old: makePod("pod", func(p *corev1.Pod) {
+				p.Spec.Containers[0].Ports = []corev1.ContainerPort{{HostPort: 8000, ContainerPort: 80}}
+			}),
+			new: makePod("pod", func(p *corev1.Pod) {
+				p.Spec.Containers[0].Ports = []corev1.ContainerPort{{HostPort: 8080, ContainerPort: 80}}
+			}),
+			err: "spec: Forbidden: pod updates may not change fields"},
+		{name: "existing toleration value modified in pod spec updates",
+			old: makePod("foo", nodeName("node1"), tolerations(corev1.Toleration{Key: "key1", Value: "value1"})),
+			new: makePod("foo", nodeName("node1"), tolerations(corev1.Toleration{Key: "key1", Value: "value2"})),
+			err: "spec.tolerations: Forbidden"},
+		{name: "existing toleration value modified in pod spec updates with modified tolerationSeconds",
+			old: makePod("foo", nodeName("node1"), tolerations(corev1.Toleration{Key: "key1", Value: "value1", Operator: "Equal", Effect: "NoExecute", TolerationSeconds: seconds(10)})),
+			new: makePod("foo", nodeName("node1"), tolerations(corev1.Toleration{Key: "key1", Value: "value2", Operator: "Equal", Effect: "NoExecute"})),
+			err: "spec.tolerations: Forbidden"},
+		{name: "modified tolerationSeconds in existing toleration value in pod spec updates",
+			old: makePod("foo", nodeName("node1"), tolerations(corev1.Toleration{Key: "key1", Value: "value1", Operator: "Equal", Effect: "NoExecute", TolerationSeconds: seconds(20)})),
+			new: makePod("foo", nodeName("node1"), tolerations(corev1.Toleration{Key: "key1", Value: "value1", Operator: "Equal", Effect: "NoExecute", TolerationSeconds: seconds(10)}))},
+		{name: "toleration modified in updates to an unscheduled pod",
+			old: makePod("foo", tolerations(corev1.Toleration{Key: "key1", Value: "value1"})),
+			new: makePod("foo", tolerations(corev1.Toleration{Key: "key1", Value: "value2"})),
+			err: "spec.tolerations: Forbidden"},
+		{name: "tolerations unmodified in updates to a scheduled pod",
+			old: makePod("foo", nodeName("node1"), tolerations(corev1.Toleration{Key: "key1", Value: "value1"})),
+			new: makePod("foo", nodeName("node1"), tolerations(corev1.Toleration{Key: "key1", Value: "value1"}))},
+		{name: "added valid new toleration to existing tolerations in pod spec updates",
+			old: makePod("foo", nodeName("node1"), tolerations(corev1.Toleration{Key: "key1", Value: "value1", Operator: "Equal", Effect: "NoExecute", TolerationSeconds: seconds(10)})),
+			new: makePod("foo", nodeName("node1"), tolerations(
+				corev1.Toleration{Key: "key1", Value: "value1", Operator: "Equal", Effect: "NoExecute", TolerationSeconds: seconds(20)},
+				corev1.Toleration{Key: "key2", Value: "value2", Operator: "Equal", Effect: "NoExecute", TolerationSeconds: seconds(30)}))},
+		{name: "removed nodeName from pod spec", old: makePod("foo"), new: makePod("foo", nodeName("foo")),
+			err: "spec: Forbidden: pod updates may not change fields"},
+		{name: "changed priority class name",
+			old: makePod("foo", nodeName("node1"), func(p *corev1.Pod) { p.Spec.PriorityClassName = "foo-priority" }),
+			new: makePod("foo", nodeName("node1"), func(p *corev1.Pod) { p.Spec.PriorityClassName = "bar-priority" }),
+			err: "spec: Forbidden: pod updates"},
+		{name: "update termination grace period seconds", old: makePod("foo", grace(-1)), new: makePod("foo", grace(1))},
+		{name: "update termination grace period seconds not 1", old: makePod("foo", grace(-1)), new: makePod("foo", grace(0)),
+			err: "spec: Forbidden: pod updates"},
+		{name: "update pod spec schedulingGates: add new scheduling gate", old: makePod("foo"), new: makePod("foo", gates("foo")),
+			err: "Forbidden: only deletion is allowed, but found new scheduling gate 'foo'"},
+		{name: "update pod spec schedulingGates: mutating an existing scheduling gate", old: makePod("foo", gates("foo")), new: makePod("foo", gates("bar")),
+			err: "Forbidden: only deletion is allowed, but found new scheduling gate 'bar'"},
+		{name: "update pod spec schedulingGates: mutating an existing scheduling gate along with deletion",
+			old: makePod("foo", gates("foo", "bar")), new: makePod("foo", gates("baz")),
+			err: "Forbidden: only deletion is allowed, but found new scheduling gate 'baz'"},
+		{name: "update pod spec schedulingGates: legal deletion", old: makePod("foo", gates("foo")), new: makePod("foo")},
+		{name: "adding node selector is allowed for gated pods", old: makePod("foo", gates("baz")),
+			new: makePod("foo", gates("baz"), nodeSelector(map[string]string{"foo": "bar"}))},
+		{name: "adding node selector is not allowed for non-gated pods",
+			old: makePod("foo", nodeSelector(map[string]string{"foo": "bar"})),
+			new: makePod("foo", nodeSelector(map[string]string{"foo": "bar", "foo2": "bar2"})),
+			err: "Forbidden: pod updates may not change fields other than `spec.containers[*].image"},
+		{name: "removing node selector is not allowed for gated pods",
+			old: makePod("foo", gates("baz"), nodeSelector(map[string]string{"foo": "bar"})), new: makePod("foo", gates("baz")),
+			err: "spec.nodeSelector: Invalid value:"},
+		{name: "old pod spec has scheduling gate, new pod spec does not, and node selector is added",
+			old: makePod("foo", gates("baz"), nodeSelector(map[string]string{"foo": "bar"})),
+			new: makePod("foo", nodeSelector(map[string]string{"foo": "bar", "foo2": "bar2"}))},
+		{name: "modifying value of existing node selector is not allowed",
+			old: makePod("foo", gates("baz"), nodeSelector(map[string]string{"foo": "bar"})),
+			new: makePod("foo", gates("baz"), nodeSelector(map[string]string{"foo": "new value"})),
+			err: "spec.nodeSelector: Invalid value:"},
+		// kubestore differs here on purpose: upstream lets a gated pod gain
+		// node affinity terms ("addition to nodeAffinity is allowed for gated
+		// pods"); kubestore runs no scheduler and refuses the change.
+		{name: "addition to nodeAffinity of a gated pod is refused", old: makePod("foo", gates("baz")),
+			new: makePod("foo", gates("baz"), func(p *corev1.Pod) {
+				p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+					PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{Weight: 1}},
+				}}
+			}),
+			err: "spec: Forbidden: pod updates may not change fields"},
+	}
+	st := newStrategy(nil, podDef())
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			errorsContain(t, st.ValidateUpdate(t.Context(), tt.new, tt.old), tt.err)
 		})
 	}
 }
