@@ -63,6 +63,9 @@ type resourceDef struct {
 
 	columns []metav1.TableColumnDefinition
 	row     func(obj runtime.Object) []any
+	// rowConditions, when set, are the conditions of an object's row
+	// (a finished pod is Completed).
+	rowConditions func(obj runtime.Object) []metav1.TableRowCondition
 }
 
 // statusDef describes a status subresource ("<resource>/status").

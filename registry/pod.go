@@ -67,6 +67,9 @@ func podDef() *resourceDef {
 			wideCol("Readiness Gates", "string", corev1.PodSpec{}.SwaggerDoc()["readinessGates"]),
 		},
 		row: func(obj runtime.Object) []any { return podRow(obj.(*corev1.Pod)) },
+		rowConditions: func(obj runtime.Object) []metav1.TableRowCondition {
+			return podRowConditions(obj.(*corev1.Pod))
+		},
 	}
 }
 
@@ -534,15 +537,26 @@ func validatePodStatus(s *corev1.PodStatus) field.ErrorList {
 	return nil
 }
 
+// podRow is kube-apiserver's printPod (pkg/printers/internalversion):
+// sidecars (init containers that always restart) count as containers once
+// started, and their restarts count after initialization.
 func podRow(pod *corev1.Pod) []any {
 	restarts, lastRestart := 0, metav1.Time{}
-	noteRestart := func(cs corev1.ContainerStatus) {
-		restarts += int(cs.RestartCount)
-		if t := cs.LastTerminationState.Terminated; t != nil && lastRestart.Before(&t.FinishedAt) {
-			lastRestart = t.FinishedAt
+	sidecarRestarts, lastSidecarRestart := 0, metav1.Time{}
+	noteRestart := func(cs corev1.ContainerStatus, count *int, last *metav1.Time) {
+		*count += int(cs.RestartCount)
+		if t := cs.LastTerminationState.Terminated; t != nil && last.Before(&t.FinishedAt) {
+			*last = t.FinishedAt
 		}
 	}
 	total, ready := len(pod.Spec.Containers), 0
+	sidecars := sets.New[string]()
+	for _, c := range pod.Spec.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			sidecars.Insert(c.Name)
+			total++
+		}
+	}
 	reason := string(pod.Status.Phase)
 	if pod.Status.Reason != "" {
 		reason = pod.Status.Reason
@@ -556,9 +570,18 @@ func podRow(pod *corev1.Pod) []any {
 	// Init containers run in order; the first one not done explains the pod.
 	initializing := false
 	for i, cs := range pod.Status.InitContainerStatuses {
-		noteRestart(cs)
+		noteRestart(cs, &restarts, &lastRestart)
+		sidecar := sidecars.Has(cs.Name)
+		if sidecar {
+			noteRestart(cs, &sidecarRestarts, &lastSidecarRestart)
+		}
 		switch {
 		case cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0:
+			continue
+		case sidecar && cs.Started != nil && *cs.Started:
+			if cs.Ready {
+				ready++
+			}
 			continue
 		case cs.State.Terminated != nil:
 			reason = "Init:" + terminationReason(cs.State.Terminated)
@@ -570,12 +593,12 @@ func podRow(pod *corev1.Pod) []any {
 		initializing = true
 		break
 	}
-	if !initializing {
-		restarts, lastRestart = 0, metav1.Time{}
+	if !initializing || podCondition(pod, corev1.PodInitialized) {
+		restarts, lastRestart = sidecarRestarts, lastSidecarRestart
 		running := false
 		for i := len(pod.Status.ContainerStatuses) - 1; i >= 0; i-- {
 			cs := pod.Status.ContainerStatuses[i]
-			noteRestart(cs)
+			noteRestart(cs, &restarts, &lastRestart)
 			switch {
 			case cs.State.Waiting != nil && cs.State.Waiting.Reason != "":
 				reason = cs.State.Waiting.Reason
@@ -588,10 +611,8 @@ func podRow(pod *corev1.Pod) []any {
 		}
 		if reason == "Completed" && running {
 			reason = "NotReady"
-			for _, c := range pod.Status.Conditions {
-				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-					reason = "Running"
-				}
+			if podCondition(pod, corev1.PodReady) {
+				reason = "Running"
 			}
 		}
 	}
@@ -609,16 +630,42 @@ func podRow(pod *corev1.Pod) []any {
 	if n := len(pod.Spec.ReadinessGates); n > 0 {
 		met := 0
 		for _, g := range pod.Spec.ReadinessGates {
-			for _, c := range pod.Status.Conditions {
-				if c.Type == g.ConditionType && c.Status == corev1.ConditionTrue {
-					met++
-				}
+			if podCondition(pod, g.ConditionType) {
+				met++
 			}
 		}
 		gates = fmt.Sprintf("%d/%d", met, n)
 	}
+	// The first of podIPs, as upstream prints its internal type, which has
+	// no podIP; a client that sets only podIP still gets it shown.
+	ip := pod.Status.PodIP
+	if len(pod.Status.PodIPs) > 0 {
+		ip = pod.Status.PodIPs[0].IP
+	}
 	return []any{pod.Name, fmt.Sprintf("%d/%d", ready, total), reason, restartsCell, age(pod.CreationTimestamp),
-		orNone(pod.Status.PodIP), orNone(pod.Spec.NodeName), orNone(pod.Status.NominatedNodeName), gates}
+		orNone(ip), orNone(pod.Spec.NodeName), orNone(pod.Status.NominatedNodeName), gates}
+}
+
+// podCondition reports whether the pod's condition t is True.
+func podCondition(pod *corev1.Pod, t corev1.PodConditionType) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == t && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// podRowConditions mark a finished pod's row Completed, as upstream's
+// printPod does.
+func podRowConditions(pod *corev1.Pod) []metav1.TableRowCondition {
+	switch pod.Status.Phase {
+	case corev1.PodSucceeded:
+		return []metav1.TableRowCondition{{Type: metav1.RowCompleted, Status: metav1.ConditionTrue, Reason: string(pod.Status.Phase), Message: "The pod has completed successfully."}}
+	case corev1.PodFailed:
+		return []metav1.TableRowCondition{{Type: metav1.RowCompleted, Status: metav1.ConditionTrue, Reason: string(pod.Status.Phase), Message: "The pod failed."}}
+	}
+	return nil
 }
 
 func terminationReason(t *corev1.ContainerStateTerminated) string {

@@ -1,8 +1,10 @@
 package registry
 
 import (
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -336,6 +338,255 @@ func TestPodValidateUpdate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			errorsContain(t, st.ValidateUpdate(t.Context(), tt.new, tt.old), tt.err)
+		})
+	}
+}
+
+// The cases of TestPrintPod, TestPrintPodWithRestartableInitContainer,
+// TestPrintPodwide and TestPrintPodConditions in k8s.io/kubernetes
+// pkg/printers/internalversion/printers_test.go: the row kubectl get pods
+// shows (-o wide adds the last four cells) and its conditions.
+func TestPodTable(t *testing.T) {
+	ago := func(d time.Duration) metav1.Time { return metav1.NewTime(time.Now().Add(-d)) }
+	deleted := ago(10 * time.Second)
+	restarted := func(count int32, d time.Duration, state corev1.ContainerState) corev1.ContainerStatus {
+		return corev1.ContainerStatus{RestartCount: count, State: state,
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{FinishedAt: ago(d)}}}
+	}
+	running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+	waiting := corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{}}
+	terminated := func(reason string, code int32) corev1.ContainerState {
+		return corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: reason, ExitCode: code}}
+	}
+	ready := func(cs corev1.ContainerStatus) corev1.ContainerStatus { cs.Ready = true; return cs }
+	named := func(name string, started bool, cs corev1.ContainerStatus) corev1.ContainerStatus {
+		cs.Name, cs.Started = name, &started
+		return cs
+	}
+	always := corev1.ContainerRestartPolicyAlways
+	sidecars := []corev1.Container{{Name: "restartable-init-1", RestartPolicy: &always}, {Name: "restartable-init-2", RestartPolicy: &always}}
+	initialized := func(s corev1.ConditionStatus) []corev1.PodCondition {
+		return []corev1.PodCondition{{Type: corev1.PodInitialized, Status: s}}
+	}
+	succeeded := []metav1.TableRowCondition{{Type: metav1.RowCompleted, Status: metav1.ConditionTrue, Reason: "Succeeded", Message: "The pod has completed successfully."}}
+	failed := []metav1.TableRowCondition{{Type: metav1.RowCompleted, Status: metav1.ConditionTrue, Reason: "Failed", Message: "The pod failed."}}
+
+	tests := []struct {
+		name       string
+		pod        corev1.Pod
+		cells      []any // the first five cells, or all nine
+		conditions []metav1.TableRowCondition
+	}{
+		{name: "name, num of containers, restarts, container ready status", pod: corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "test1"}, Spec: corev1.PodSpec{Containers: make([]corev1.Container, 2)},
+			Status: corev1.PodStatus{Phase: "podPhase", ContainerStatuses: []corev1.ContainerStatus{
+				{Ready: true, RestartCount: 3, State: running}, {RestartCount: 3}}},
+		}, cells: []any{"test1", "1/2", "podPhase", "6", "<unknown>"}},
+		{name: "container error overwrites pod phase", pod: corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "test2"}, Spec: corev1.PodSpec{Containers: make([]corev1.Container, 2)},
+			Status: corev1.PodStatus{Phase: "podPhase", ContainerStatuses: []corev1.ContainerStatus{
+				{Ready: true, RestartCount: 3, State: running},
+				{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerWaitingReason"}}, RestartCount: 3}}},
+		}, cells: []any{"test2", "1/2", "ContainerWaitingReason", "6", "<unknown>"}},
+		{name: "the first container overwrites the rest", pod: corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "test3"}, Spec: corev1.PodSpec{Containers: make([]corev1.Container, 2)},
+			Status: corev1.PodStatus{Phase: "podPhase", ContainerStatuses: []corev1.ContainerStatus{
+				{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerWaitingReason"}}, RestartCount: 3},
+				{State: terminated("ContainerTerminatedReason", 0), RestartCount: 3}}},
+		}, cells: []any{"test3", "0/2", "ContainerWaitingReason", "6", "<unknown>"}},
+		{name: "ready is not enough for reporting running", pod: corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "test4"}, Spec: corev1.PodSpec{Containers: make([]corev1.Container, 2)},
+			Status: corev1.PodStatus{Phase: "podPhase", ContainerStatuses: []corev1.ContainerStatus{
+				{Ready: true, RestartCount: 3, State: running}, {Ready: true, RestartCount: 3}}},
+		}, cells: []any{"test4", "1/2", "podPhase", "6", "<unknown>"}},
+		{name: "pod reason overwrites phase", pod: corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "test5"}, Spec: corev1.PodSpec{Containers: make([]corev1.Container, 2)},
+			Status: corev1.PodStatus{Reason: "podReason", Phase: "podPhase", ContainerStatuses: []corev1.ContainerStatus{
+				{Ready: true, RestartCount: 3, State: running}, {Ready: true, RestartCount: 3}}},
+		}, cells: []any{"test5", "1/2", "podReason", "6", "<unknown>"}},
+		{name: "one running and one completed, without ready condition", pod: corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "test6"}, Spec: corev1.PodSpec{Containers: make([]corev1.Container, 2)},
+			Status: corev1.PodStatus{Phase: "Running", ContainerStatuses: []corev1.ContainerStatus{
+				{Ready: true, RestartCount: 3, State: terminated("Completed", 0)}, {Ready: true, RestartCount: 3, State: running}}},
+		}, cells: []any{"test6", "1/2", "NotReady", "6", "<unknown>"}},
+		{name: "one running and one completed, with ready condition", pod: corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "test6"}, Spec: corev1.PodSpec{Containers: make([]corev1.Container, 2)},
+			Status: corev1.PodStatus{Phase: "Running", ContainerStatuses: []corev1.ContainerStatus{
+				{Ready: true, RestartCount: 3, State: terminated("Completed", 0)}, {Ready: true, RestartCount: 3, State: running}},
+				Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+		}, cells: []any{"test6", "1/2", "Running", "6", "<unknown>"}},
+		{name: "init container restarting and container not running", pod: corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "test7"},
+			Spec:       corev1.PodSpec{InitContainers: make([]corev1.Container, 1), Containers: make([]corev1.Container, 1)},
+			Status: corev1.PodStatus{Phase: "podPhase",
+				InitContainerStatuses: []corev1.ContainerStatus{restarted(3, 10*time.Second, running)},
+				ContainerStatuses:     []corev1.ContainerStatus{{State: waiting}}},
+		}, cells: []any{"test7", "0/1", "Init:0/1", "3 (10s ago)", "<unknown>"}},
+		{name: "two init containers, one restarting, one not running", pod: corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "test8"},
+			Spec:       corev1.PodSpec{InitContainers: make([]corev1.Container, 2), Containers: make([]corev1.Container, 1)},
+			Status: corev1.PodStatus{Phase: "podPhase",
+				InitContainerStatuses: []corev1.ContainerStatus{restarted(3, 10*time.Second, running), {State: waiting}},
+				ContainerStatuses:     []corev1.ContainerStatus{{State: waiting}}},
+		}, cells: []any{"test8", "0/1", "Init:0/2", "3 (10s ago)", "<unknown>"}},
+		{name: "two init containers, one completed without restarts, one restarting", pod: corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "test9"},
+			Spec:       corev1.PodSpec{InitContainers: make([]corev1.Container, 2), Containers: make([]corev1.Container, 1)},
+			Status: corev1.PodStatus{Phase: "podPhase",
+				InitContainerStatuses: []corev1.ContainerStatus{{State: terminated("", 0)}, restarted(3, 10*time.Second, running)},
+				ContainerStatuses:     []corev1.ContainerStatus{{State: waiting}}},
+		}, cells: []any{"test9", "0/1", "Init:1/2", "3 (10s ago)", "<unknown>"}},
+		{name: "two init containers, one completed with restarts, one restarting", pod: corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "test10"},
+			Spec:       corev1.PodSpec{InitContainers: make([]corev1.Container, 2), Containers: make([]corev1.Container, 1)},
+			Status: corev1.PodStatus{Phase: "podPhase",
+				InitContainerStatuses: []corev1.ContainerStatus{restarted(2, 2*time.Minute, terminated("", 0)), restarted(3, 10*time.Second, running)},
+				ContainerStatuses:     []corev1.ContainerStatus{{State: waiting}}},
+		}, cells: []any{"test10", "0/1", "Init:1/2", "5 (10s ago)", "<unknown>"}},
+		{name: "init container completed with restarts, container restarting", pod: corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "test11"},
+			Spec:       corev1.PodSpec{InitContainers: make([]corev1.Container, 1), Containers: make([]corev1.Container, 1)},
+			Status: corev1.PodStatus{Phase: "Running",
+				InitContainerStatuses: []corev1.ContainerStatus{restarted(2, 2*time.Minute, terminated("", 0))},
+				ContainerStatuses:     []corev1.ContainerStatus{restarted(4, 20*time.Second, running)}},
+		}, cells: []any{"test11", "0/1", "Running", "4 (20s ago)", "<unknown>"}},
+		{name: "container restarted 5d ago", pod: corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "test12"}, Spec: corev1.PodSpec{Containers: make([]corev1.Container, 1)},
+			Status: corev1.PodStatus{Phase: "Running", ContainerStatuses: []corev1.ContainerStatus{ready(restarted(3, 5*24*time.Hour, running))}},
+		}, cells: []any{"test12", "1/1", "Running", "3 (5d ago)", "<unknown>"}},
+		{name: "one container never restarted, the other 10d ago", pod: corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "test13"}, Spec: corev1.PodSpec{Containers: make([]corev1.Container, 2)},
+			Status: corev1.PodStatus{Phase: "Running", ContainerStatuses: []corev1.ContainerStatus{
+				{Ready: true, State: running}, ready(restarted(3, 10*24*time.Hour, running))}},
+		}, cells: []any{"test13", "2/2", "Running", "3 (10d ago)", "<unknown>"}},
+		{name: "one container restarted 5d ago, the other 20d ago", pod: corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "test14"}, Spec: corev1.PodSpec{Containers: make([]corev1.Container, 2)},
+			Status: corev1.PodStatus{Phase: "Running", ContainerStatuses: []corev1.ContainerStatus{
+				ready(restarted(6, 5*24*time.Hour, running)), ready(restarted(3, 20*24*time.Hour, running))}},
+		}, cells: []any{"test14", "2/2", "Running", "9 (5d ago)", "<unknown>"}},
+		{name: "PodScheduled condition with reason SchedulingGated", pod: corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "test15"}, Spec: corev1.PodSpec{Containers: make([]corev1.Container, 2)},
+			Status: corev1.PodStatus{Phase: "podPhase", Conditions: []corev1.PodCondition{
+				{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonSchedulingGated}}},
+		}, cells: []any{"test15", "0/2", corev1.PodReasonSchedulingGated, "0", "<unknown>"}},
+		{name: "succeeded", pod: corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "test16"}, Spec: corev1.PodSpec{Containers: make([]corev1.Container, 1)},
+			Status: corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{{State: terminated("Completed", 0)}}},
+		}, cells: []any{"test16", "0/1", "Completed", "0", "<unknown>"}, conditions: succeeded},
+		{name: "failed", pod: corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "test17"}, Spec: corev1.PodSpec{Containers: make([]corev1.Container, 1)},
+			Status: corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{{State: terminated("Error", 1)}}},
+		}, cells: []any{"test17", "0/1", "Error", "0", "<unknown>"}, conditions: failed},
+		{name: "succeeded with deletion", pod: corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "test18", DeletionTimestamp: &deleted}, Spec: corev1.PodSpec{Containers: make([]corev1.Container, 1)},
+			Status: corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{{State: terminated("Completed", 0)}}},
+		}, cells: []any{"test18", "0/1", "Completed", "0", "<unknown>"}, conditions: succeeded},
+		{name: "running with deletion", pod: corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "test19", DeletionTimestamp: &deleted}, Spec: corev1.PodSpec{Containers: make([]corev1.Container, 1)},
+			Status: corev1.PodStatus{Phase: "Running", ContainerStatuses: []corev1.ContainerStatus{{State: running}}},
+		}, cells: []any{"test19", "0/1", "Terminating", "0", "<unknown>"}},
+		{name: "pending with deletion", pod: corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "test20", DeletionTimestamp: &deleted}, Spec: corev1.PodSpec{Containers: make([]corev1.Container, 1)},
+			Status: corev1.PodStatus{Phase: "Pending"},
+		}, cells: []any{"test20", "0/1", "Terminating", "0", "<unknown>"}},
+		{name: "succeeded pod with running containers", pod: corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "test1"}, Spec: corev1.PodSpec{Containers: make([]corev1.Container, 2)},
+			Status: corev1.PodStatus{Phase: "Succeeded", ContainerStatuses: []corev1.ContainerStatus{
+				{Ready: true, RestartCount: 3, State: running}, {RestartCount: 3}}},
+		}, cells: []any{"test1", "1/2", "Succeeded", "6", "<unknown>"}, conditions: succeeded},
+		{name: "failed pod with running containers", pod: corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "test2"}, Spec: corev1.PodSpec{Containers: make([]corev1.Container, 2)},
+			Status: corev1.PodStatus{Phase: "Failed", ContainerStatuses: []corev1.ContainerStatus{
+				{Ready: true, RestartCount: 3, State: running}, {RestartCount: 3}}},
+		}, cells: []any{"test2", "1/2", "Failed", "6", "<unknown>"}, conditions: failed},
+
+		// TestPrintPodWithRestartableInitContainer
+		{name: "two sidecars, the first running but not started", pod: corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "test1"}, Spec: corev1.PodSpec{InitContainers: sidecars, Containers: make([]corev1.Container, 1)},
+			Status: corev1.PodStatus{Phase: "Pending",
+				InitContainerStatuses: []corev1.ContainerStatus{
+					named("restartable-init-1", false, restarted(3, 10*time.Second, running)),
+					named("restartable-init-2", false, corev1.ContainerStatus{State: waiting})},
+				ContainerStatuses: []corev1.ContainerStatus{{State: waiting}},
+				Conditions:        initialized(corev1.ConditionFalse)},
+		}, cells: []any{"test1", "0/3", "Init:0/2", "3 (10s ago)", "<unknown>"}},
+		{name: "two sidecars, the first started, the second running but not started", pod: corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "test1"}, Spec: corev1.PodSpec{InitContainers: sidecars, Containers: make([]corev1.Container, 1)},
+			Status: corev1.PodStatus{Phase: "Pending",
+				InitContainerStatuses: []corev1.ContainerStatus{
+					named("restartable-init-1", true, restarted(3, 10*time.Second, running)),
+					named("restartable-init-2", false, corev1.ContainerStatus{State: running})},
+				ContainerStatuses: []corev1.ContainerStatus{{State: waiting}},
+				Conditions:        initialized(corev1.ConditionFalse)},
+		}, cells: []any{"test1", "0/3", "Init:1/2", "3 (10s ago)", "<unknown>"}},
+		{name: "two sidecars started and a container running", pod: corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "test2"}, Spec: corev1.PodSpec{InitContainers: sidecars, Containers: make([]corev1.Container, 1)},
+			Status: corev1.PodStatus{Phase: "Running",
+				InitContainerStatuses: []corev1.ContainerStatus{
+					named("restartable-init-1", true, restarted(3, 10*time.Second, running)),
+					named("restartable-init-2", true, corev1.ContainerStatus{State: running})},
+				ContainerStatuses: []corev1.ContainerStatus{ready(restarted(4, 20*time.Second, running))},
+				Conditions:        initialized(corev1.ConditionTrue)},
+		}, cells: []any{"test2", "1/3", "Running", "7 (10s ago)", "<unknown>"}},
+		{name: "two sidecars failed and a container completed", pod: corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "test3"}, Spec: corev1.PodSpec{InitContainers: sidecars, Containers: make([]corev1.Container, 1)},
+			Status: corev1.PodStatus{Phase: "Succeeded",
+				InitContainerStatuses: []corev1.ContainerStatus{
+					named("restartable-init-1", false, restarted(3, 10*time.Second, terminated("Error", 137))),
+					named("restartable-init-2", false, corev1.ContainerStatus{State: terminated("Error", 137)})},
+				ContainerStatuses: []corev1.ContainerStatus{restarted(4, 20*time.Second, terminated("Completed", 0))},
+				Conditions:        initialized(corev1.ConditionTrue)},
+		}, cells: []any{"test3", "0/3", "Completed", "7 (10s ago)", "<unknown>"}, conditions: succeeded},
+		{name: "statuses of containers the spec does not have", pod: corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "test4"},
+			Spec: corev1.PodSpec{
+				InitContainers: []corev1.Container{{Name: "init1", Image: "initimage"}, {Name: "sidecar1", Image: "sidecarimage", RestartPolicy: &always}},
+				Containers:     []corev1.Container{{Name: "container1", Image: "containerimage"}}},
+			Status: corev1.PodStatus{Phase: "Running",
+				InitContainerStatuses: []corev1.ContainerStatus{{Name: "initinvalid"}, {Name: "init1"}, {Name: "sidecar1"}},
+				ContainerStatuses:     []corev1.ContainerStatus{{Name: "containerinvalid"}, {Name: "container1"}}},
+		}, cells: []any{"test4", "0/2", "Init:0/2", "0", "<unknown>"}},
+
+		// TestPrintPodwide
+		{name: "wide, node name and pod IP set", pod: corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "test1"},
+			Spec: corev1.PodSpec{Containers: make([]corev1.Container, 2), NodeName: "test1",
+				ReadinessGates: []corev1.PodReadinessGate{{ConditionType: "condition1"}, {ConditionType: "condition2"}, {ConditionType: "condition3"}}},
+			Status: corev1.PodStatus{
+				Conditions: []corev1.PodCondition{{Type: "condition1", Status: corev1.ConditionFalse}, {Type: "condition2", Status: corev1.ConditionTrue}},
+				Phase:      "podPhase", PodIPs: []corev1.PodIP{{IP: "1.1.1.1"}, {IP: "2001:db8::"}},
+				ContainerStatuses: []corev1.ContainerStatus{{Ready: true, RestartCount: 3, State: running}, {RestartCount: 3}},
+				NominatedNodeName: "node1"},
+		}, cells: []any{"test1", "1/2", "podPhase", "6", "<unknown>", "1.1.1.1", "test1", "node1", "1/3"}},
+		{name: "wide, node name and pod IP not set", pod: corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "test2"}, Spec: corev1.PodSpec{Containers: make([]corev1.Container, 2)},
+			Status: corev1.PodStatus{Phase: "podPhase", ContainerStatuses: []corev1.ContainerStatus{
+				{Ready: true, RestartCount: 3, State: running},
+				{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerWaitingReason"}}, RestartCount: 3}}},
+		}, cells: []any{"test2", "1/2", "ContainerWaitingReason", "6", "<unknown>", "<none>", "<none>", "<none>", "<none>"}},
+		// Not upstream's: a v1 client may set podIP alone.
+		{name: "wide, podIP without podIPs", pod: corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "test3"}, Spec: corev1.PodSpec{Containers: make([]corev1.Container, 1)},
+			Status: corev1.PodStatus{Phase: "Running", PodIP: "10.0.0.1"},
+		}, cells: []any{"test3", "0/1", "Running", "0", "<unknown>", "10.0.0.1", "<none>", "<none>", "<none>"}},
+	}
+	convertor := podDef().tableConvertor()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			table, err := convertor.ConvertToTable(t.Context(), &tt.pod, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			row := table.Rows[0]
+			if len(row.Cells) != len(table.ColumnDefinitions) {
+				t.Fatalf("%d cells for %d columns", len(row.Cells), len(table.ColumnDefinitions))
+			}
+			if got := row.Cells[:len(tt.cells)]; !reflect.DeepEqual(got, tt.cells) {
+				t.Errorf("cells = %#v, want %#v", got, tt.cells)
+			}
+			if !reflect.DeepEqual(row.Conditions, tt.conditions) {
+				t.Errorf("conditions = %#v, want %#v", row.Conditions, tt.conditions)
+			}
 		})
 	}
 }

@@ -34,12 +34,13 @@ var (
 // tableConvertor prints a kind's rows for kubectl get, like kube-apiserver's
 // printers do.
 type tableConvertor struct {
-	columns []metav1.TableColumnDefinition
-	row     func(obj runtime.Object) []any
+	columns    []metav1.TableColumnDefinition
+	row        func(obj runtime.Object) []any
+	conditions func(obj runtime.Object) []metav1.TableRowCondition
 }
 
 func (d *resourceDef) tableConvertor() rest.TableConvertor {
-	return tableConvertor{columns: d.columns, row: d.row}
+	return tableConvertor{columns: d.columns, row: d.row, conditions: d.rowConditions}
 }
 
 func (c tableConvertor) ConvertToTable(_ context.Context, object runtime.Object, tableOptions runtime.Object) (*metav1.Table, error) {
@@ -48,7 +49,11 @@ func (c tableConvertor) ConvertToTable(_ context.Context, object runtime.Object,
 		table.ColumnDefinitions = nil
 	}
 	addRow := func(obj runtime.Object) error {
-		table.Rows = append(table.Rows, metav1.TableRow{Cells: c.row(obj), Object: runtime.RawExtension{Object: obj}})
+		row := metav1.TableRow{Cells: c.row(obj), Object: runtime.RawExtension{Object: obj}}
+		if c.conditions != nil {
+			row.Conditions = c.conditions(obj)
+		}
+		table.Rows = append(table.Rows, row)
 		return nil
 	}
 	if meta.IsListType(object) {
