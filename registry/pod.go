@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -141,6 +142,19 @@ func defaultPod(p *corev1.Pod) {
 	for i := range s.Volumes {
 		defaultVolume(&s.Volumes[i])
 	}
+	// A pod on the host's network listens on the host's ports (upstream
+	// does this for pods, not for pod templates).
+	if s.HostNetwork {
+		for _, cs := range [][]corev1.Container{s.InitContainers, s.Containers} {
+			for i := range cs {
+				for j := range cs[i].Ports {
+					if port := &cs[i].Ports[j]; port.HostPort == 0 {
+						port.HostPort = port.ContainerPort
+					}
+				}
+			}
+		}
+	}
 }
 
 func defaultContainer(c *corev1.Container) {
@@ -162,8 +176,8 @@ func defaultContainer(c *corev1.Container) {
 		}
 	}
 	for i := range c.Env {
-		if f := c.Env[i].ValueFrom; f != nil && f.FieldRef != nil && f.FieldRef.APIVersion == "" {
-			f.FieldRef.APIVersion = "v1"
+		if f := c.Env[i].ValueFrom; f != nil {
+			defaultFieldRef(f.FieldRef)
 		}
 	}
 	// Requests default to limits, as the scheduler and kubelet expect.
@@ -177,6 +191,13 @@ func defaultContainer(c *corev1.Container) {
 	}
 	for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
 		defaultProbe(p)
+	}
+	if l := c.Lifecycle; l != nil {
+		for _, h := range []*corev1.LifecycleHandler{l.PostStart, l.PreStop} {
+			if h != nil {
+				defaultHTTPGet(h.HTTPGet)
+			}
+		}
 	}
 }
 
@@ -196,15 +217,36 @@ func defaultProbe(p *corev1.Probe) {
 	if p.FailureThreshold == 0 {
 		p.FailureThreshold = 3
 	}
-	if h := p.HTTPGet; h != nil {
-		if h.Path == "" {
-			h.Path = "/"
-		}
-		if h.Scheme == "" {
-			h.Scheme = corev1.URISchemeHTTP
-		}
+	defaultHTTPGet(p.HTTPGet)
+}
+
+func defaultHTTPGet(h *corev1.HTTPGetAction) {
+	if h == nil {
+		return
+	}
+	if h.Path == "" {
+		h.Path = "/"
+	}
+	if h.Scheme == "" {
+		h.Scheme = corev1.URISchemeHTTP
 	}
 }
+
+func defaultFieldRef(f *corev1.ObjectFieldSelector) {
+	if f != nil && f.APIVersion == "" {
+		f.APIVersion = "v1"
+	}
+}
+
+func defaultDownwardAPIItems(items []corev1.DownwardAPIVolumeFile) {
+	for i := range items {
+		defaultFieldRef(items[i].FieldRef)
+	}
+}
+
+// serviceAccountTokenExpiration is the default lifetime of a projected
+// service account token, upstream's.
+const serviceAccountTokenExpiration = time.Hour
 
 func defaultVolume(v *corev1.Volume) {
 	vs := &v.VolumeSource
@@ -218,8 +260,24 @@ func defaultVolume(v *corev1.Volume) {
 	if c := vs.ConfigMap; c != nil && c.DefaultMode == nil {
 		c.DefaultMode = ptrTo(mode)
 	}
-	if p := vs.Projected; p != nil && p.DefaultMode == nil {
-		p.DefaultMode = ptrTo(mode)
+	if d := vs.DownwardAPI; d != nil {
+		if d.DefaultMode == nil {
+			d.DefaultMode = ptrTo(int32(corev1.DownwardAPIVolumeSourceDefaultMode))
+		}
+		defaultDownwardAPIItems(d.Items)
+	}
+	if p := vs.Projected; p != nil {
+		if p.DefaultMode == nil {
+			p.DefaultMode = ptrTo(int32(corev1.ProjectedVolumeSourceDefaultMode))
+		}
+		for i := range p.Sources {
+			if d := p.Sources[i].DownwardAPI; d != nil {
+				defaultDownwardAPIItems(d.Items)
+			}
+			if t := p.Sources[i].ServiceAccountToken; t != nil && t.ExpirationSeconds == nil {
+				t.ExpirationSeconds = ptrTo(int64(serviceAccountTokenExpiration / time.Second))
+			}
+		}
 	}
 	if h := vs.HostPath; h != nil && h.Type == nil {
 		h.Type = ptrTo(corev1.HostPathUnset)

@@ -7,8 +7,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -589,4 +591,154 @@ func TestPodTable(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Pod defaulting, from k8s.io/kubernetes pkg/apis/core/v1/defaults_test.go:
+// the PodSpec fields TestPodDefaults lists (the ones of volume types and
+// ephemeral containers kubestore does not serve aside), and the cases of
+// the SetDefaults tests for image pull policy, requests, host network
+// ports, probes, lifecycle handlers and volumes.
+func TestDefaultPod(t *testing.T) {
+	httpGet := func() *corev1.HTTPGetAction { return &corev1.HTTPGetAction{} }
+	defaultedHTTPGet := &corev1.HTTPGetAction{Path: "/", Scheme: corev1.URISchemeHTTP}
+	probe := func() *corev1.Probe { return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: httpGet()}} }
+	defaultedProbe := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: defaultedHTTPGet},
+		TimeoutSeconds: 1, PeriodSeconds: 10, SuccessThreshold: 1, FailureThreshold: 3}
+	fieldRef := func() *corev1.ObjectFieldSelector { return &corev1.ObjectFieldSelector{FieldPath: "metadata.name"} }
+	defaultedFieldRef := &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}
+	mode := ptrTo(int32(0644))
+	limits := resources("100m", "1Gi")
+	// Everything TestPodDefaults sees defaulted in a container.
+	fullContainer := func() corev1.Container {
+		return corev1.Container{
+			Name: "c", Image: "image:v1",
+			Ports:          []corev1.ContainerPort{{ContainerPort: 80}},
+			Env:            []corev1.EnvVar{{Name: "N", ValueFrom: &corev1.EnvVarSource{FieldRef: fieldRef()}}},
+			Resources:      corev1.ResourceRequirements{Limits: limits},
+			LivenessProbe:  probe(),
+			ReadinessProbe: probe(),
+			StartupProbe:   probe(),
+			Lifecycle: &corev1.Lifecycle{
+				PostStart: &corev1.LifecycleHandler{HTTPGet: httpGet()},
+				PreStop:   &corev1.LifecycleHandler{HTTPGet: httpGet()},
+			},
+		}
+	}
+	defaultedContainer := corev1.Container{
+		Name: "c", Image: "image:v1",
+		Ports:                    []corev1.ContainerPort{{ContainerPort: 80, Protocol: corev1.ProtocolTCP}},
+		Env:                      []corev1.EnvVar{{Name: "N", ValueFrom: &corev1.EnvVarSource{FieldRef: defaultedFieldRef}}},
+		Resources:                corev1.ResourceRequirements{Limits: limits, Requests: limits},
+		LivenessProbe:            defaultedProbe,
+		ReadinessProbe:           defaultedProbe,
+		StartupProbe:             defaultedProbe,
+		Lifecycle:                &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{HTTPGet: defaultedHTTPGet}, PreStop: &corev1.LifecycleHandler{HTTPGet: defaultedHTTPGet}},
+		TerminationMessagePath:   corev1.TerminationMessagePathDefault,
+		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+		ImagePullPolicy:          corev1.PullIfNotPresent,
+	}
+	defaultedSpec := func(s corev1.PodSpec) corev1.PodSpec {
+		s.RestartPolicy = corev1.RestartPolicyAlways
+		s.DNSPolicy = corev1.DNSClusterFirst
+		s.TerminationGracePeriodSeconds = ptrTo(int64(30))
+		s.SecurityContext = &corev1.PodSecurityContext{}
+		s.SchedulerName = corev1.DefaultSchedulerName
+		s.EnableServiceLinks = ptrTo(true)
+		return s
+	}
+
+	tests := []struct {
+		name string
+		spec corev1.PodSpec
+		want corev1.PodSpec
+	}{
+		{name: "empty spec", want: defaultedSpec(corev1.PodSpec{})},
+		{name: "containers and init containers",
+			spec: corev1.PodSpec{InitContainers: []corev1.Container{fullContainer()}, Containers: []corev1.Container{fullContainer()}},
+			want: defaultedSpec(corev1.PodSpec{InitContainers: []corev1.Container{defaultedContainer}, Containers: []corev1.Container{defaultedContainer}})},
+		{name: "set values are kept",
+			spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, DNSPolicy: corev1.DNSDefault, SchedulerName: "mine",
+				TerminationGracePeriodSeconds: ptrTo(int64(5)), EnableServiceLinks: ptrTo(false)},
+			want: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, DNSPolicy: corev1.DNSDefault, SchedulerName: "mine",
+				TerminationGracePeriodSeconds: ptrTo(int64(5)), EnableServiceLinks: ptrTo(false), SecurityContext: &corev1.PodSecurityContext{}}},
+		{name: "host network: host ports default to container ports",
+			spec: corev1.PodSpec{HostNetwork: true,
+				InitContainers: []corev1.Container{{Ports: []corev1.ContainerPort{{ContainerPort: 12345}}}},
+				Containers:     []corev1.Container{{Ports: []corev1.ContainerPort{{ContainerPort: 12345}, {ContainerPort: 80, HostPort: 8080}}}}},
+			want: defaultedSpec(corev1.PodSpec{HostNetwork: true,
+				InitContainers: []corev1.Container{{Ports: []corev1.ContainerPort{{ContainerPort: 12345, HostPort: 12345, Protocol: corev1.ProtocolTCP}},
+					TerminationMessagePath: corev1.TerminationMessagePathDefault, TerminationMessagePolicy: corev1.TerminationMessageReadFile, ImagePullPolicy: corev1.PullAlways}},
+				Containers: []corev1.Container{{Ports: []corev1.ContainerPort{{ContainerPort: 12345, HostPort: 12345, Protocol: corev1.ProtocolTCP}, {ContainerPort: 80, HostPort: 8080, Protocol: corev1.ProtocolTCP}},
+					TerminationMessagePath: corev1.TerminationMessagePathDefault, TerminationMessagePolicy: corev1.TerminationMessageReadFile, ImagePullPolicy: corev1.PullAlways}}})},
+		{name: "volumes",
+			spec: corev1.PodSpec{Volumes: []corev1.Volume{
+				{Name: "empty"},
+				{Name: "secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{}}},
+				{Name: "configmap", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}},
+				{Name: "hostpath", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}},
+				{Name: "downward", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
+					Items: []corev1.DownwardAPIVolumeFile{{Path: "name", FieldRef: fieldRef()}}}}},
+				{Name: "projected", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+					{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "name", FieldRef: fieldRef()}}}},
+					{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}},
+				}}}},
+				{Name: "kept", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{DefaultMode: ptrTo(int32(0400))}}},
+			}},
+			want: defaultedSpec(corev1.PodSpec{Volumes: []corev1.Volume{
+				{Name: "empty", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+				{Name: "secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{DefaultMode: mode}}},
+				{Name: "configmap", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{DefaultMode: mode}}},
+				{Name: "hostpath", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/", Type: ptrTo(corev1.HostPathUnset)}}},
+				{Name: "downward", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{DefaultMode: mode,
+					Items: []corev1.DownwardAPIVolumeFile{{Path: "name", FieldRef: defaultedFieldRef}}}}},
+				{Name: "projected", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{DefaultMode: mode, Sources: []corev1.VolumeProjection{
+					{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "name", FieldRef: defaultedFieldRef}}}},
+					{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptrTo(int64(3600))}},
+				}}}},
+				{Name: "kept", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{DefaultMode: ptrTo(int32(0400))}}},
+			}})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &corev1.Pod{Spec: tt.spec}
+			defaultPod(p)
+			if !apiequality.Semantic.DeepEqual(p.Spec, tt.want) {
+				t.Errorf("defaulted spec differs (-want +got):\n%s", diff.Diff(tt.want, p.Spec))
+			}
+		})
+	}
+}
+
+// imagePullPolicy defaults to Always for the latest tag or none, as
+// upstream's SetDefaults_Container reads the tag with ParseImageName.
+func TestImagePullPolicyDefault(t *testing.T) {
+	tests := []struct {
+		image string
+		want  corev1.PullPolicy
+	}{
+		{"busybox", corev1.PullAlways},
+		{"busybox:latest", corev1.PullAlways},
+		{"busybox:1.36", corev1.PullIfNotPresent},
+		{"registry.local:5000/busybox", corev1.PullAlways},
+		{"registry.local:5000/busybox:latest", corev1.PullAlways},
+		{"registry.local:5000/busybox:1.36", corev1.PullIfNotPresent},
+		{"busybox@sha256:" + strings.Repeat("a", 64), corev1.PullIfNotPresent},
+		{"busybox:latest@sha256:" + strings.Repeat("a", 64), corev1.PullIfNotPresent},
+	}
+	for _, tt := range tests {
+		t.Run(tt.image, func(t *testing.T) {
+			c := corev1.Container{Image: tt.image}
+			defaultContainer(&c)
+			if c.ImagePullPolicy != tt.want {
+				t.Errorf("imagePullPolicy = %s, want %s", c.ImagePullPolicy, tt.want)
+			}
+		})
+	}
+	t.Run("set policy is kept", func(t *testing.T) {
+		c := corev1.Container{Image: "busybox", ImagePullPolicy: corev1.PullNever}
+		defaultContainer(&c)
+		if c.ImagePullPolicy != corev1.PullNever {
+			t.Errorf("imagePullPolicy = %s, want Never", c.ImagePullPolicy)
+		}
+	})
 }

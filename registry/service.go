@@ -70,6 +70,12 @@ func defaultService(s *corev1.Service) {
 	if sp.SessionAffinity == "" {
 		sp.SessionAffinity = corev1.ServiceAffinityNone
 	}
+	if sp.SessionAffinity == corev1.ServiceAffinityClientIP &&
+		(sp.SessionAffinityConfig == nil || sp.SessionAffinityConfig.ClientIP == nil || sp.SessionAffinityConfig.ClientIP.TimeoutSeconds == nil) {
+		sp.SessionAffinityConfig = &corev1.SessionAffinityConfig{
+			ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: ptrTo(int32(corev1.DefaultClientIPServiceAffinitySeconds))},
+		}
+	}
 	for i := range sp.Ports {
 		p := &sp.Ports[i]
 		if p.Protocol == "" {
@@ -87,6 +93,13 @@ func defaultService(s *corev1.Service) {
 	}
 	if sp.Type == corev1.ServiceTypeLoadBalancer && sp.AllocateLoadBalancerNodePorts == nil {
 		sp.AllocateLoadBalancerNodePorts = ptrTo(true)
+	}
+	if sp.Type == corev1.ServiceTypeLoadBalancer {
+		for i := range s.Status.LoadBalancer.Ingress {
+			if in := &s.Status.LoadBalancer.Ingress[i]; in.IP != "" && in.IPMode == nil {
+				in.IPMode = ptrTo(corev1.LoadBalancerIPModeVIP)
+			}
+		}
 	}
 }
 
