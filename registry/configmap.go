@@ -20,7 +20,8 @@ func configMapDef() *resourceDef {
 		newListFunc: func() runtime.Object { return &corev1.ConfigMapList{} },
 		validate: func(obj runtime.Object) field.ErrorList {
 			cm := obj.(*corev1.ConfigMap)
-			return validateData(cm.Data, cm.BinaryData, "data", "binaryData")
+			// The size error is about the whole object.
+			return validateData(cm.Data, cm.BinaryData, "data", "binaryData", field.NewPath(""))
 		},
 		validateUpdate: func(obj, old runtime.Object) field.ErrorList {
 			cm, o := obj.(*corev1.ConfigMap), old.(*corev1.ConfigMap)

@@ -139,8 +139,8 @@ func portNumber(path *field.Path, port int32) field.ErrorList {
 func ptrTo[T any](v T) *T { return &v }
 
 // validateData checks the keys and total size of a ConfigMap's or
-// Secret's data maps.
-func validateData(str map[string]string, bin map[string][]byte, strField, binField string) field.ErrorList {
+// Secret's data maps; a size error names sizePath.
+func validateData(str map[string]string, bin map[string][]byte, strField, binField string, sizePath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	size := 0
 	for k, v := range str {
@@ -159,7 +159,7 @@ func validateData(str map[string]string, bin map[string][]byte, strField, binFie
 		size += len(v)
 	}
 	if size > corev1.MaxSecretSize {
-		errs = append(errs, field.TooLong(field.NewPath(""), "", corev1.MaxSecretSize))
+		errs = append(errs, field.TooLong(sizePath, "", corev1.MaxSecretSize))
 	}
 	return errs
 }

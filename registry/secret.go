@@ -11,11 +11,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// secretRequiredKeys are the data keys each built-in secret type must have.
+// secretRequiredKeys are the data keys each built-in secret type must
+// have; an SSH key must not be empty either.
 var secretRequiredKeys = map[corev1.SecretType][]string{
 	corev1.SecretTypeDockercfg:        {corev1.DockerConfigKey},
 	corev1.SecretTypeDockerConfigJson: {corev1.DockerConfigJsonKey},
-	corev1.SecretTypeSSHAuth:          {corev1.SSHAuthPrivateKey},
 	corev1.SecretTypeTLS:              {corev1.TLSCertKey, corev1.TLSPrivateKeyKey},
 }
 
@@ -72,10 +72,11 @@ func defaultSecret(s *corev1.Secret) {
 	}
 }
 
+// validateSecret is upstream's ValidateSecret (pkg/apis/core/validation).
 func validateSecret(obj runtime.Object) field.ErrorList {
 	s := obj.(*corev1.Secret)
-	errs := validateData(nil, s.Data, "", "data")
 	dataPath := field.NewPath("data")
+	errs := validateData(nil, s.Data, "", "data", dataPath)
 	for _, k := range secretRequiredKeys[s.Type] {
 		if _, ok := s.Data[k]; !ok {
 			errs = append(errs, field.Required(dataPath.Key(k), ""))
@@ -93,10 +94,17 @@ func validateSecret(obj runtime.Object) field.ErrorList {
 			errs = append(errs, field.Required(dataPath.Key(corev1.BasicAuthUsernameKey), ""),
 				field.Required(dataPath.Key(corev1.BasicAuthPasswordKey), ""))
 		}
+	case corev1.SecretTypeSSHAuth:
+		if len(s.Data[corev1.SSHAuthPrivateKey]) == 0 {
+			errs = append(errs, field.Required(dataPath.Key(corev1.SSHAuthPrivateKey), ""))
+		}
 	case corev1.SecretTypeDockercfg, corev1.SecretTypeDockerConfigJson:
+		// The content must be a JSON object.
 		for _, k := range secretRequiredKeys[s.Type] {
-			if v, ok := s.Data[k]; ok && !json.Valid(v) {
-				errs = append(errs, field.Invalid(dataPath.Key(k), "<secret contents redacted>", "must be valid JSON"))
+			if v, ok := s.Data[k]; ok {
+				if err := json.Unmarshal(v, &map[string]any{}); err != nil {
+					errs = append(errs, field.Invalid(dataPath.Key(k), "<secret contents redacted>", err.Error()))
+				}
 			}
 		}
 	}
