@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -70,19 +71,64 @@ func eventFields(obj runtime.Object) fields.Set {
 	}
 }
 
+// Limits of the fields of events that carry an eventTime, upstream's.
+const (
+	eventReportingInstanceMax = 128
+	eventActionMax            = 128
+	eventReasonMax            = 128
+	eventNoteMax              = 1024
+)
+
+// validateEvent is upstream's validation of core/v1 events
+// (legacyValidateEvent in pkg/apis/core/validation/events.go): an event
+// about a cluster-scoped object lives in "default" (or, for events with an
+// eventTime, "kube-system"), otherwise in the object's namespace; events
+// with an eventTime, written by the new events API's clients, also name
+// their reporter, action and reason.
 func validateEvent(obj runtime.Object) field.ErrorList {
 	e := obj.(*corev1.Event)
-	ns := field.NewPath("involvedObject", "namespace")
-	switch {
-	case e.InvolvedObject.Namespace == "":
-		// Cluster-scoped objects' events live in "default", as upstream.
-		if e.Namespace != metav1.NamespaceDefault {
-			return field.ErrorList{field.Invalid(ns, e.InvolvedObject.Namespace, "does not match event.namespace")}
+	var errs field.ErrorList
+	nsMismatch := field.Invalid(field.NewPath("involvedObject", "namespace"), e.InvolvedObject.Namespace, "does not match event.namespace")
+	if e.EventTime.IsZero() {
+		switch {
+		case e.InvolvedObject.Namespace == "":
+			if e.Namespace != metav1.NamespaceNone && e.Namespace != metav1.NamespaceDefault {
+				errs = append(errs, nsMismatch)
+			}
+		case e.InvolvedObject.Namespace != e.Namespace:
+			errs = append(errs, nsMismatch)
 		}
-	case e.InvolvedObject.Namespace != e.Namespace:
-		return field.ErrorList{field.Invalid(ns, e.InvolvedObject.Namespace, "does not match event.namespace")}
+		return errs
 	}
-	return nil
+	if e.InvolvedObject.Namespace == "" && e.Namespace != metav1.NamespaceDefault && e.Namespace != metav1.NamespaceSystem {
+		errs = append(errs, nsMismatch)
+	}
+	reporter := field.NewPath("reportingComponent")
+	if e.ReportingController == "" {
+		errs = append(errs, field.Required(reporter, ""))
+	}
+	for _, msg := range utilvalidation.IsQualifiedName(e.ReportingController) {
+		errs = append(errs, field.Invalid(reporter, e.ReportingController, msg))
+	}
+	for _, f := range []struct {
+		path     string
+		value    string
+		max      int
+		required bool
+	}{
+		{"reportingInstance", e.ReportingInstance, eventReportingInstanceMax, true},
+		{"action", e.Action, eventActionMax, true},
+		{"reason", e.Reason, eventReasonMax, true},
+		{"message", e.Message, eventNoteMax, false},
+	} {
+		if f.required && f.value == "" {
+			errs = append(errs, field.Required(field.NewPath(f.path), ""))
+		}
+		if len(f.value) > f.max {
+			errs = append(errs, field.Invalid(field.NewPath(f.path), "", fmt.Sprintf("can have at most %v characters", f.max)))
+		}
+	}
+	return errs
 }
 
 func eventRow(e *corev1.Event) []any {
@@ -109,6 +155,9 @@ func eventRow(e *corev1.Event) []any {
 	} else if e.ReportingInstance != "" {
 		source += ", " + e.ReportingInstance
 	}
-	object := fmt.Sprintf("%s/%s", strings.ToLower(e.InvolvedObject.Kind), e.InvolvedObject.Name)
+	object := strings.ToLower(e.InvolvedObject.Kind)
+	if e.InvolvedObject.Name != "" {
+		object += "/" + e.InvolvedObject.Name
+	}
 	return []any{last, e.Type, e.Reason, object, e.InvolvedObject.FieldPath, source, strings.TrimSpace(e.Message), first, int64(count), e.Name}
 }
