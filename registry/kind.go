@@ -128,6 +128,14 @@ func dnsLabel(path *field.Path, value string) field.ErrorList {
 	return errs
 }
 
+func qualifiedName(path *field.Path, value string) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range utilvalidation.IsQualifiedName(value) {
+		errs = append(errs, field.Invalid(path, value, msg))
+	}
+	return errs
+}
+
 func portNumber(path *field.Path, port int32) field.ErrorList {
 	var errs field.ErrorList
 	for _, msg := range utilvalidation.IsValidPortNum(int(port)) {

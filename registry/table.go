@@ -98,16 +98,20 @@ func orNone(s string) string {
 	return s
 }
 
-// listMore joins the first max items and says how many more there are, as
-// kubectl prints endpoints.
-func listMore(items []string, max int) string {
-	if len(items) == 0 {
-		return "<none>"
+// listMore joins the first max items and says how many more of count
+// there are, as kubectl prints endpoints; none is printed for no items.
+func listMore(items []string, count, max int, none string) string {
+	if len(items) > max {
+		items = items[:max]
 	}
-	if len(items) <= max {
-		return strings.Join(items, ",")
+	s := strings.Join(items, ",")
+	if count > max {
+		return fmt.Sprintf("%s + %d more...", s, count-max)
 	}
-	return fmt.Sprintf("%s + %d more...", strings.Join(items[:max], ","), len(items)-max)
+	if s == "" {
+		return none
+	}
+	return s
 }
 
 func formatLabels(m map[string]string) string {
