@@ -103,7 +103,10 @@ func defaultService(s *corev1.Service) {
 	}
 }
 
-var serviceTypes = sets.New(corev1.ServiceTypeClusterIP, corev1.ServiceTypeNodePort, corev1.ServiceTypeLoadBalancer, corev1.ServiceTypeExternalName)
+var (
+	serviceTypes      = sets.New(corev1.ServiceTypeClusterIP, corev1.ServiceTypeNodePort, corev1.ServiceTypeLoadBalancer, corev1.ServiceTypeExternalName)
+	sessionAffinities = sets.New(corev1.ServiceAffinityNone, corev1.ServiceAffinityClientIP)
+)
 
 func validateServiceSpec(s *corev1.ServiceSpec) field.ErrorList {
 	var errs field.ErrorList
@@ -165,6 +168,28 @@ func validateServiceSpec(s *corev1.ServiceSpec) field.ErrorList {
 			errs = append(errs, portNumber(pp.Child("nodePort"), p.NodePort)...)
 		}
 	}
+	ports := sets.New[corev1.ServicePort]()
+	nodePorts := sets.New[corev1.ServicePort]()
+	for i, p := range s.Ports {
+		pp := path.Child("ports").Index(i)
+		if key := (corev1.ServicePort{Protocol: p.Protocol, Port: p.Port}); ports.Has(key) {
+			errs = append(errs, field.Duplicate(pp, key))
+		} else {
+			ports.Insert(key)
+		}
+		if p.NodePort == 0 {
+			continue
+		}
+		if s.Type == corev1.ServiceTypeClusterIP {
+			errs = append(errs, field.Forbidden(pp.Child("nodePort"), "may not be used when `type` is 'ClusterIP'"))
+		}
+		if key := (corev1.ServicePort{Protocol: p.Protocol, NodePort: p.NodePort}); nodePorts.Has(key) {
+			errs = append(errs, field.Duplicate(pp.Child("nodePort"), p.NodePort))
+		} else {
+			nodePorts.Insert(key)
+		}
+	}
+	errs = append(errs, validateSessionAffinity(s, path)...)
 	for k, v := range s.Selector {
 		for _, msg := range utilvalidation.IsQualifiedName(k) {
 			errs = append(errs, field.Invalid(path.Child("selector"), k, msg))
@@ -176,6 +201,37 @@ func validateServiceSpec(s *corev1.ServiceSpec) field.ErrorList {
 	return errs
 }
 
+// maxClientIPAffinitySeconds is upstream's MaxClientIPServiceAffinitySeconds
+// (a day), kept in k8s.io/kubernetes.
+const maxClientIPAffinitySeconds = 24 * 60 * 60
+
+func validateSessionAffinity(s *corev1.ServiceSpec, path *field.Path) field.ErrorList {
+	config := path.Child("sessionAffinityConfig")
+	switch {
+	case s.SessionAffinity == "":
+		return field.ErrorList{field.Required(path.Child("sessionAffinity"), "")}
+	case !sessionAffinities.Has(s.SessionAffinity):
+		return field.ErrorList{field.NotSupported(path.Child("sessionAffinity"), s.SessionAffinity, sets.List(sessionAffinities))}
+	case s.SessionAffinity == corev1.ServiceAffinityNone:
+		if s.SessionAffinityConfig != nil {
+			return field.ErrorList{field.Forbidden(config, "must not be set when session affinity is None")}
+		}
+		return nil
+	}
+	switch c := s.SessionAffinityConfig; {
+	case c == nil:
+		return field.ErrorList{field.Required(config, "when session affinity type is ClientIP")}
+	case c.ClientIP == nil:
+		return field.ErrorList{field.Required(config.Child("clientIP"), "when session affinity type is ClientIP")}
+	case c.ClientIP.TimeoutSeconds == nil:
+		return field.ErrorList{field.Required(config.Child("clientIP", "timeoutSeconds"), "when session affinity type is ClientIP")}
+	case *c.ClientIP.TimeoutSeconds <= 0 || *c.ClientIP.TimeoutSeconds > maxClientIPAffinitySeconds:
+		return field.ErrorList{field.Invalid(config.Child("clientIP", "timeoutSeconds"), *c.ClientIP.TimeoutSeconds,
+			fmt.Sprintf("must be greater than 0 and less than %d", maxClientIPAffinitySeconds))}
+	}
+	return nil
+}
+
 func validateServiceUpdate(obj, old runtime.Object) field.ErrorList {
 	s, o := obj.(*corev1.Service), old.(*corev1.Service)
 	if o.Spec.ClusterIP != "" && s.Spec.ClusterIP != o.Spec.ClusterIP && s.Spec.Type != corev1.ServiceTypeExternalName {
@@ -184,29 +240,13 @@ func validateServiceUpdate(obj, old runtime.Object) field.ErrorList {
 	return nil
 }
 
+// serviceRow is upstream's printService: the first cluster IP, the
+// external IPs by type (a load balancer's ingress, sorted, then
+// spec.externalIPs), ports with their node ports.
 func serviceRow(s *corev1.Service) []any {
-	external := "<none>"
-	switch s.Spec.Type {
-	case corev1.ServiceTypeLoadBalancer:
-		var ips []string
-		for _, in := range s.Status.LoadBalancer.Ingress {
-			if in.IP != "" {
-				ips = append(ips, in.IP)
-			} else if in.Hostname != "" {
-				ips = append(ips, in.Hostname)
-			}
-		}
-		ips = append(ips, s.Spec.ExternalIPs...)
-		external = "<pending>"
-		if len(ips) > 0 {
-			external = strings.Join(ips, ",")
-		}
-	case corev1.ServiceTypeExternalName:
-		external = s.Spec.ExternalName
-	default:
-		if len(s.Spec.ExternalIPs) > 0 {
-			external = strings.Join(s.Spec.ExternalIPs, ",")
-		}
+	clusterIP := s.Spec.ClusterIP
+	if len(s.Spec.ClusterIPs) > 0 {
+		clusterIP = s.Spec.ClusterIPs[0]
 	}
 	ports := make([]string, 0, len(s.Spec.Ports))
 	for _, p := range s.Spec.Ports {
@@ -216,6 +256,30 @@ func serviceRow(s *corev1.Service) []any {
 		}
 		ports = append(ports, port+"/"+string(p.Protocol))
 	}
-	return []any{s.Name, string(s.Spec.Type), orNone(s.Spec.ClusterIP), external, orNone(strings.Join(ports, ",")),
+	return []any{s.Name, string(s.Spec.Type), orNone(clusterIP), serviceExternalIP(s), orNone(strings.Join(ports, ",")),
 		age(s.CreationTimestamp), formatLabels(s.Spec.Selector)}
+}
+
+func serviceExternalIP(s *corev1.Service) string {
+	switch s.Spec.Type {
+	case corev1.ServiceTypeClusterIP, corev1.ServiceTypeNodePort:
+		return orNone(strings.Join(s.Spec.ExternalIPs, ","))
+	case corev1.ServiceTypeLoadBalancer:
+		ingress := sets.New[string]()
+		for _, in := range s.Status.LoadBalancer.Ingress {
+			if in.IP != "" {
+				ingress.Insert(in.IP)
+			} else if in.Hostname != "" {
+				ingress.Insert(in.Hostname)
+			}
+		}
+		ips := append(sets.List(ingress), s.Spec.ExternalIPs...)
+		if len(ips) == 0 {
+			return "<pending>"
+		}
+		return strings.Join(ips, ",")
+	case corev1.ServiceTypeExternalName:
+		return s.Spec.ExternalName
+	}
+	return "<unknown>"
 }
