@@ -1,8 +1,8 @@
 // Package server assembles kubestore's Kubernetes API server from the
 // upstream generic API server (k8s.io/apiserver/pkg/server): the built-in
-// resources with their strategies, tables and namespace lifecycle, health
-// and metrics. Storage comes from package cacher; the PKI, admin
-// kubeconfig, authentication and authorization from package access.
+// kinds of package registry with the namespace lifecycle, health and
+// metrics. Storage comes from package cacher; the PKI, admin kubeconfig,
+// authentication and authorization from package access.
 package server
 
 import (
@@ -17,16 +17,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/endpoints/discovery/aggregated"
 	genericapifilters "k8s.io/apiserver/pkg/endpoints/filters"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
-	"k8s.io/apiserver/pkg/registry/generic"
-	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
-	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/apiserver/pkg/util/notfoundhandler"
@@ -37,6 +31,7 @@ import (
 	"github.com/kubestore/kubestore/cacher"
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/datadir"
+	"github.com/kubestore/kubestore/registry"
 	"github.com/kubestore/kubestore/server/openapi"
 )
 
@@ -70,11 +65,11 @@ func New(cc config.Completed, backend *cacher.Backend) (_ *Server, err error) {
 	if err := applyFeatureGates(cc.FeatureGates(), cfg.Server.FeatureGates); err != nil {
 		return nil, err
 	}
-	defs := catalog()
-	scheme, codecs, err := newScheme(defs)
+	kinds, err := registry.New()
 	if err != nil {
-		return nil, fmt.Errorf("building scheme: %w", err)
+		return nil, err
 	}
+	scheme, codecs := kinds.Scheme(), kinds.Codecs()
 	dir := datadir.Dir(cfg.DataDir)
 
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Server.BindAddress, strconv.Itoa(cfg.Server.SecurePort)))
@@ -141,15 +136,15 @@ func New(cc config.Completed, backend *cacher.Backend) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	getter := backend.RESTOptionsGetter(cacher.Resources{Scheme: scheme, Serializer: codecs, KeyPrefixes: keyPrefixes(defs), Transformer: transformers})
+	getter := backend.RESTOptionsGetter(cacher.Resources{Scheme: scheme, Serializer: codecs, KeyPrefixes: kinds.KeyPrefixes(), Transformer: transformers})
 	c.RESTOptionsGetter = getter
 
-	api, err := buildStorage(defs, scheme, getter)
+	api, err := kinds.NewStorage(getter)
 	if err != nil {
 		return nil, err
 	}
-	cleanup = append(cleanup, api.destroy)
-	nsLifecycle := &namespaceLifecycle{namespaces: api.namespaces.store}
+	cleanup = append(cleanup, api.Destroy)
+	nsLifecycle := api.NamespaceLifecycle()
 	c.AdmissionControl = nsLifecycle
 
 	// The chain of kube-apiserver: kubestore's server, then the
@@ -186,24 +181,25 @@ func New(cc config.Completed, backend *cacher.Backend) (_ *Server, err error) {
 		}
 	}
 	gs.ShutdownTimeout = cfg.Server.ShutdownTimeout.Duration / 4
-	if err := api.install(gs, scheme, codecs); err != nil {
+	if err := api.Install(gs); err != nil {
 		return nil, err
 	}
 
 	gs.AddPostStartHookOrDie("storage-readiness", gs.StorageReadinessHook.Hook)
 	gs.AddPostStartHookOrDie("kubestore-system-namespaces", func(ctx genericapiserver.PostStartHookContext) error {
-		return ensureSystemNamespaces(ctx, scheme, api.namespaces)
+		return api.EnsureSystemNamespaces(ctx)
 	})
-	nsController := api.namespaceController()
+	var deleteCustom func(ctx context.Context, namespace string) (int, error)
 	if crds != nil {
 		custom, err := newCustomContents(crds)
 		if err != nil {
 			return nil, err
 		}
-		nsController.custom = custom.deleteIn
+		deleteCustom = custom.deleteIn
 	}
+	nsController := api.NamespaceController(deleteCustom)
 	gs.AddPostStartHookOrDie("kubestore-namespace-controller", func(ctx genericapiserver.PostStartHookContext) error {
-		go nsController.run(ctx)
+		go nsController.Run(ctx)
 		return nil
 	})
 	if crds != nil {
@@ -299,109 +295,4 @@ func clientAddress(bind string) string {
 		return "127.0.0.1"
 	}
 	return "::1"
-}
-
-func keyPrefixes(defs []*resourceDef) map[schema.GroupResource]string {
-	m := make(map[schema.GroupResource]string, len(defs))
-	for _, d := range defs {
-		m[d.gvr.GroupResource()] = d.keyPrefix
-	}
-	return m
-}
-
-// apiStorage is every resource's storage, before and after installation.
-type apiStorage struct {
-	defs       []*resourceDef
-	stores     map[*resourceDef]*genericregistry.Store
-	namespaces *namespaceREST
-	finalize   *genericregistry.Store
-	installed  bool
-}
-
-func buildStorage(defs []*resourceDef, scheme *runtime.Scheme, getter generic.RESTOptionsGetter) (_ *apiStorage, err error) {
-	a := &apiStorage{defs: defs, stores: map[*resourceDef]*genericregistry.Store{}}
-	defer func() {
-		if err != nil {
-			a.destroy()
-		}
-	}()
-	for _, d := range defs {
-		store, err := d.newStore(scheme, getter)
-		if err != nil {
-			return nil, err
-		}
-		a.stores[d] = store
-		if d.kind == "Namespace" {
-			a.namespaces = &namespaceREST{store: store, def: d}
-			a.finalize = subresourceStore(store, finalizeStrategy{newStrategy(scheme, d)})
-		}
-	}
-	return a, nil
-}
-
-// destroy stops every store's cacher, unless the generic server owns them.
-// Destroying a store twice is harmless.
-func (a *apiStorage) destroy() {
-	if a.installed {
-		return
-	}
-	for _, s := range a.stores {
-		s.Destroy()
-	}
-}
-
-// install registers every resource, its subresources and the API groups.
-func (a *apiStorage) install(gs *genericapiserver.GenericAPIServer, scheme *runtime.Scheme, codecs serializer.CodecFactory) error {
-	groups := map[string]*genericapiserver.APIGroupInfo{}
-	var order []string
-	for _, d := range a.defs {
-		info, ok := groups[d.gvr.Group]
-		if !ok {
-			g := genericapiserver.NewDefaultAPIGroupInfo(d.gvr.Group, scheme, runtime.NewParameterCodec(scheme), codecs)
-			info = &g
-			groups[d.gvr.Group] = info
-			order = append(order, d.gvr.Group)
-		}
-		m := info.VersionedResourcesStorageMap[d.gvr.Version]
-		if m == nil {
-			m = map[string]rest.Storage{}
-			info.VersionedResourcesStorageMap[d.gvr.Version] = m
-		}
-		store := a.stores[d]
-		switch {
-		case d.kind == "Namespace":
-			m[d.gvr.Resource] = a.namespaces
-			m[d.gvr.Resource+"/finalize"] = &subresourceREST{store: a.finalize}
-		default:
-			m[d.gvr.Resource] = &REST{Store: store, def: d}
-		}
-		if d.status != nil {
-			m[d.gvr.Resource+"/status"] = &subresourceREST{store: subresourceStore(store, statusStrategy{newStrategy(scheme, d)})}
-		}
-	}
-	if err := gs.InstallLegacyAPIGroup(genericapiserver.DefaultLegacyAPIPrefix, groups[""]); err != nil {
-		return fmt.Errorf("installing the core API: %w", err)
-	}
-	var infos []*genericapiserver.APIGroupInfo
-	for _, g := range order {
-		if g != "" {
-			infos = append(infos, groups[g])
-		}
-	}
-	if err := gs.InstallAPIGroups(infos...); err != nil {
-		return fmt.Errorf("installing API groups: %w", err)
-	}
-	// From here the generic server destroys the stores when it stops.
-	a.installed = true
-	return nil
-}
-
-func (a *apiStorage) namespaceController() *namespaceController {
-	c := &namespaceController{namespaces: a.namespaces, finalize: a.finalize}
-	for _, d := range a.defs {
-		if d.namespaced {
-			c.contents = append(c.contents, a.stores[d])
-		}
-	}
-	return c
 }

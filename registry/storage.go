@@ -1,119 +1,21 @@
-package server
+package registry
 
 import (
 	"context"
 	"fmt"
-	"time"
+	"sync"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
+	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
-
-// resourceDef is everything kubestore knows about one built-in resource
-// that upstream keeps in k8s.io/kubernetes: how it is named, stored,
-// defaulted, validated, selected and printed. The catalog in catalog.go
-// lists them all.
-type resourceDef struct {
-	gvr        schema.GroupVersionResource
-	kind       string
-	singular   string
-	namespaced bool
-	shortNames []string
-	categories []string
-	// keyPrefix is the etcd key prefix under --etcd-prefix, the same as
-	// kube-apiserver's so that etcd data is laid out as on a cluster.
-	keyPrefix   string
-	newFunc     func() runtime.Object
-	newListFunc func() runtime.Object
-
-	// nameFunc validates metadata.name; DNS subdomain when nil.
-	nameFunc validation.ValidateNameFunc
-	// defaults is the scheme defaulting function of the kind.
-	defaults func(obj any)
-	// fields are the kind's selectable fields besides metadata.name and
-	// metadata.namespace; fieldLabels lists their names.
-	fields      func(obj runtime.Object) fields.Set
-	fieldLabels []string
-	// index, when set, is a field the watch cache indexes, so that a watch
-	// or list selecting one value does not scan every object.
-	index *fieldIndex
-
-	prepareForCreate    func(obj runtime.Object)
-	prepareForUpdate    func(obj, old runtime.Object)
-	validate            func(obj runtime.Object) field.ErrorList
-	validateUpdate      func(obj, old runtime.Object) field.ErrorList
-	allowCreateOnUpdate bool
-	returnDeletedObject bool
-	// gracefulDelete implements rest.RESTGracefulDeleteStrategy for kinds
-	// whose deletion waits for an agent (pods).
-	gracefulDelete func(ctx context.Context, obj runtime.Object, options *metav1.DeleteOptions) bool
-	// ttl, when set, expires objects (events).
-	ttl time.Duration
-
-	status *statusDef
-
-	columns []metav1.TableColumnDefinition
-	row     func(obj runtime.Object) []any
-}
-
-// statusDef describes a status subresource ("<resource>/status").
-type statusDef struct {
-	// keepStatus copies old's status into obj: updates of the main
-	// resource do not change status.
-	keepStatus func(obj, old runtime.Object)
-	// keepSpec copies old's spec into obj: status updates do not change
-	// spec.
-	keepSpec func(obj, old runtime.Object)
-	// resetOnCreate, when set, drops the status a client sent on create.
-	resetOnCreate func(obj runtime.Object)
-	// validate checks a status update.
-	validate func(obj, old runtime.Object) field.ErrorList
-}
-
-type fieldIndex struct {
-	field string
-	value func(obj runtime.Object) string
-}
-
-func (d *resourceDef) gvk() schema.GroupVersionKind { return d.gvr.GroupVersion().WithKind(d.kind) }
-
-// getAttrs returns the labels and selectable fields of an object.
-func (d *resourceDef) getAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return nil, nil, err
-	}
-	fs := fields.Set{"metadata.name": m.GetName()}
-	if d.namespaced {
-		fs["metadata.namespace"] = m.GetNamespace()
-	}
-	if d.fields != nil {
-		for k, v := range d.fields(obj) {
-			fs[k] = v
-		}
-	}
-	return labels.Set(m.GetLabels()), fs, nil
-}
-
-func (d *resourceDef) predicate(label labels.Selector, field fields.Selector) storage.SelectionPredicate {
-	p := storage.SelectionPredicate{Label: label, Field: field, GetAttrs: d.getAttrs}
-	if d.index != nil {
-		p.IndexFields = []string{d.index.field}
-	}
-	return p
-}
 
 // storeOptions wires the cacher index: the trigger function lets a watch on
 // one value be woken only by its events, the indexer serves lists.
@@ -159,6 +61,107 @@ func (d *resourceDef) newStore(typer runtime.ObjectTyper, getter generic.RESTOpt
 		return nil, fmt.Errorf("building storage of %s: %w", d.gvr.GroupResource(), err)
 	}
 	return store, nil
+}
+
+// Storage is every resource's store, before and after installation.
+type Storage struct {
+	api         *API
+	stores      map[*resourceDef]*genericregistry.Store
+	namespaces  *namespaceREST
+	finalize    *genericregistry.Store
+	destroyOnce sync.Once
+}
+
+// NewStorage builds the store of every kind on getter's storage. On error
+// it destroys what it built.
+func (a *API) NewStorage(getter generic.RESTOptionsGetter) (_ *Storage, err error) {
+	s := &Storage{api: a, stores: map[*resourceDef]*genericregistry.Store{}}
+	defer func() {
+		if err != nil {
+			s.Destroy()
+		}
+	}()
+	for _, d := range a.defs {
+		store, err := d.newStore(a.scheme, getter)
+		if err != nil {
+			return nil, err
+		}
+		s.stores[d] = store
+		if d.kind == "Namespace" {
+			s.namespaces = &namespaceREST{store: store, def: d}
+			s.finalize = subresourceStore(store, finalizeStrategy{newStrategy(a.scheme, d)})
+		}
+	}
+	return s, nil
+}
+
+// Destroy stops every store's watch cache and closes its etcd store, also
+// after Install: a start that fails once the stores are installed but
+// before the generic server runs must not leave the caches running. Call
+// it when the generic server will not run; once it has run, the server's
+// own Destroy has done this. It is idempotent.
+//
+// After Install the generic server destroys the same stores when it stops
+// (InstallAPIGroups registers APIGroupInfo.destroyStorage, which
+// GenericAPIServer.Destroy calls, and RunWithContext defers that), so
+// both may run. That is harmless: genericregistry.Store.Destroy only calls
+// the store's DestroyFunc, which upstream requires to be safe to call
+// more than once; cacher's decorator makes it a sync.OnceFunc (and the
+// upstream Cacher.Stop and the Store's count-metric wrapper guard
+// themselves too), so each watch cache and etcd store is stopped once,
+// by whichever call comes first. Subresources share the main store and
+// destroy nothing themselves.
+func (s *Storage) Destroy() {
+	s.destroyOnce.Do(func() {
+		for _, st := range s.stores {
+			st.Destroy()
+		}
+	})
+}
+
+// Install registers every resource, its subresources and the API groups.
+func (s *Storage) Install(gs *genericapiserver.GenericAPIServer) error {
+	scheme, codecs := s.api.scheme, s.api.codecs
+	groups := map[string]*genericapiserver.APIGroupInfo{}
+	var order []string
+	for _, d := range s.api.defs {
+		info, ok := groups[d.gvr.Group]
+		if !ok {
+			g := genericapiserver.NewDefaultAPIGroupInfo(d.gvr.Group, scheme, runtime.NewParameterCodec(scheme), codecs)
+			info = &g
+			groups[d.gvr.Group] = info
+			order = append(order, d.gvr.Group)
+		}
+		m := info.VersionedResourcesStorageMap[d.gvr.Version]
+		if m == nil {
+			m = map[string]rest.Storage{}
+			info.VersionedResourcesStorageMap[d.gvr.Version] = m
+		}
+		store := s.stores[d]
+		switch {
+		case d.kind == "Namespace":
+			m[d.gvr.Resource] = s.namespaces
+			m[d.gvr.Resource+"/finalize"] = &subresourceREST{store: s.finalize}
+		default:
+			m[d.gvr.Resource] = &REST{Store: store, def: d}
+		}
+		if d.status != nil {
+			m[d.gvr.Resource+"/status"] = &subresourceREST{store: subresourceStore(store, statusStrategy{newStrategy(scheme, d)})}
+		}
+	}
+	if err := gs.InstallLegacyAPIGroup(genericapiserver.DefaultLegacyAPIPrefix, groups[""]); err != nil {
+		return fmt.Errorf("installing the core API: %w", err)
+	}
+	var infos []*genericapiserver.APIGroupInfo
+	for _, g := range order {
+		if g != "" {
+			infos = append(infos, groups[g])
+		}
+	}
+	if err := gs.InstallAPIGroups(infos...); err != nil {
+		return fmt.Errorf("installing API groups: %w", err)
+	}
+	return nil
 }
 
 // subresourceStrategy is the update strategy of a subresource: it owns

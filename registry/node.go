@@ -1,4 +1,4 @@
-package server
+package registry
 
 import (
 	"net"
@@ -24,6 +24,7 @@ func nodeDef() *resourceDef {
 		keyPrefix:   "minions",
 		newFunc:     func() runtime.Object { return &corev1.Node{} },
 		newListFunc: func() runtime.Object { return &corev1.NodeList{} },
+		defaults:    func(obj any) { defaultNode(obj.(*corev1.Node)) },
 		fields: func(obj runtime.Object) fields.Set {
 			return fields.Set{"spec.unschedulable": strconv.FormatBool(obj.(*corev1.Node).Spec.Unschedulable)}
 		},
@@ -47,6 +48,14 @@ func nodeDef() *resourceDef {
 			wideCol("Container-Runtime", "string", corev1.NodeSystemInfo{}.SwaggerDoc()["containerRuntimeVersion"]),
 		},
 		row: func(obj runtime.Object) []any { return nodeRow(obj.(*corev1.Node)) },
+	}
+}
+
+// defaultNode: a node that reports no allocatable resources can allocate
+// its whole capacity.
+func defaultNode(n *corev1.Node) {
+	if n.Status.Allocatable == nil && n.Status.Capacity != nil {
+		n.Status.Allocatable = n.Status.Capacity.DeepCopy()
 	}
 }
 

@@ -1,4 +1,4 @@
-package server
+package registry
 
 import (
 	"context"
@@ -34,12 +34,13 @@ var (
 // tableConvertor prints a kind's rows for kubectl get, like kube-apiserver's
 // printers do.
 type tableConvertor struct {
-	columns []metav1.TableColumnDefinition
-	row     func(obj runtime.Object) []any
+	columns    []metav1.TableColumnDefinition
+	row        func(obj runtime.Object) []any
+	conditions func(obj runtime.Object) []metav1.TableRowCondition
 }
 
 func (d *resourceDef) tableConvertor() rest.TableConvertor {
-	return tableConvertor{columns: d.columns, row: d.row}
+	return tableConvertor{columns: d.columns, row: d.row, conditions: d.rowConditions}
 }
 
 func (c tableConvertor) ConvertToTable(_ context.Context, object runtime.Object, tableOptions runtime.Object) (*metav1.Table, error) {
@@ -48,7 +49,11 @@ func (c tableConvertor) ConvertToTable(_ context.Context, object runtime.Object,
 		table.ColumnDefinitions = nil
 	}
 	addRow := func(obj runtime.Object) error {
-		table.Rows = append(table.Rows, metav1.TableRow{Cells: c.row(obj), Object: runtime.RawExtension{Object: obj}})
+		row := metav1.TableRow{Cells: c.row(obj), Object: runtime.RawExtension{Object: obj}}
+		if c.conditions != nil {
+			row.Conditions = c.conditions(obj)
+		}
+		table.Rows = append(table.Rows, row)
 		return nil
 	}
 	if meta.IsListType(object) {
@@ -93,16 +98,20 @@ func orNone(s string) string {
 	return s
 }
 
-// listMore joins the first max items and says how many more there are, as
-// kubectl prints endpoints.
-func listMore(items []string, max int) string {
-	if len(items) == 0 {
-		return "<none>"
+// listMore joins the first max items and says how many more of count
+// there are, as kubectl prints endpoints; none is printed for no items.
+func listMore(items []string, count, max int, none string) string {
+	if len(items) > max {
+		items = items[:max]
 	}
-	if len(items) <= max {
-		return strings.Join(items, ",")
+	s := strings.Join(items, ",")
+	if count > max {
+		return fmt.Sprintf("%s + %d more...", s, count-max)
 	}
-	return fmt.Sprintf("%s + %d more...", strings.Join(items[:max], ","), len(items)-max)
+	if s == "" {
+		return none
+	}
+	return s
 }
 
 func formatLabels(m map[string]string) string {

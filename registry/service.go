@@ -1,4 +1,4 @@
-package server
+package registry
 
 import (
 	"fmt"
@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -71,6 +70,12 @@ func defaultService(s *corev1.Service) {
 	if sp.SessionAffinity == "" {
 		sp.SessionAffinity = corev1.ServiceAffinityNone
 	}
+	if sp.SessionAffinity == corev1.ServiceAffinityClientIP &&
+		(sp.SessionAffinityConfig == nil || sp.SessionAffinityConfig.ClientIP == nil || sp.SessionAffinityConfig.ClientIP.TimeoutSeconds == nil) {
+		sp.SessionAffinityConfig = &corev1.SessionAffinityConfig{
+			ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: ptrTo(int32(corev1.DefaultClientIPServiceAffinitySeconds))},
+		}
+	}
 	for i := range sp.Ports {
 		p := &sp.Ports[i]
 		if p.Protocol == "" {
@@ -89,9 +94,19 @@ func defaultService(s *corev1.Service) {
 	if sp.Type == corev1.ServiceTypeLoadBalancer && sp.AllocateLoadBalancerNodePorts == nil {
 		sp.AllocateLoadBalancerNodePorts = ptrTo(true)
 	}
+	if sp.Type == corev1.ServiceTypeLoadBalancer {
+		for i := range s.Status.LoadBalancer.Ingress {
+			if in := &s.Status.LoadBalancer.Ingress[i]; in.IP != "" && in.IPMode == nil {
+				in.IPMode = ptrTo(corev1.LoadBalancerIPModeVIP)
+			}
+		}
+	}
 }
 
-var serviceTypes = sets.New(corev1.ServiceTypeClusterIP, corev1.ServiceTypeNodePort, corev1.ServiceTypeLoadBalancer, corev1.ServiceTypeExternalName)
+var (
+	serviceTypes      = sets.New(corev1.ServiceTypeClusterIP, corev1.ServiceTypeNodePort, corev1.ServiceTypeLoadBalancer, corev1.ServiceTypeExternalName)
+	sessionAffinities = sets.New(corev1.ServiceAffinityNone, corev1.ServiceAffinityClientIP)
+)
 
 func validateServiceSpec(s *corev1.ServiceSpec) field.ErrorList {
 	var errs field.ErrorList
@@ -153,6 +168,28 @@ func validateServiceSpec(s *corev1.ServiceSpec) field.ErrorList {
 			errs = append(errs, portNumber(pp.Child("nodePort"), p.NodePort)...)
 		}
 	}
+	ports := sets.New[corev1.ServicePort]()
+	nodePorts := sets.New[corev1.ServicePort]()
+	for i, p := range s.Ports {
+		pp := path.Child("ports").Index(i)
+		if key := (corev1.ServicePort{Protocol: p.Protocol, Port: p.Port}); ports.Has(key) {
+			errs = append(errs, field.Duplicate(pp, key))
+		} else {
+			ports.Insert(key)
+		}
+		if p.NodePort == 0 {
+			continue
+		}
+		if s.Type == corev1.ServiceTypeClusterIP {
+			errs = append(errs, field.Forbidden(pp.Child("nodePort"), "may not be used when `type` is 'ClusterIP'"))
+		}
+		if key := (corev1.ServicePort{Protocol: p.Protocol, NodePort: p.NodePort}); nodePorts.Has(key) {
+			errs = append(errs, field.Duplicate(pp.Child("nodePort"), p.NodePort))
+		} else {
+			nodePorts.Insert(key)
+		}
+	}
+	errs = append(errs, validateSessionAffinity(s, path)...)
 	for k, v := range s.Selector {
 		for _, msg := range utilvalidation.IsQualifiedName(k) {
 			errs = append(errs, field.Invalid(path.Child("selector"), k, msg))
@@ -164,6 +201,37 @@ func validateServiceSpec(s *corev1.ServiceSpec) field.ErrorList {
 	return errs
 }
 
+// maxClientIPAffinitySeconds is upstream's MaxClientIPServiceAffinitySeconds
+// (a day), kept in k8s.io/kubernetes.
+const maxClientIPAffinitySeconds = 24 * 60 * 60
+
+func validateSessionAffinity(s *corev1.ServiceSpec, path *field.Path) field.ErrorList {
+	config := path.Child("sessionAffinityConfig")
+	switch {
+	case s.SessionAffinity == "":
+		return field.ErrorList{field.Required(path.Child("sessionAffinity"), "")}
+	case !sessionAffinities.Has(s.SessionAffinity):
+		return field.ErrorList{field.NotSupported(path.Child("sessionAffinity"), s.SessionAffinity, sets.List(sessionAffinities))}
+	case s.SessionAffinity == corev1.ServiceAffinityNone:
+		if s.SessionAffinityConfig != nil {
+			return field.ErrorList{field.Forbidden(config, "must not be set when session affinity is None")}
+		}
+		return nil
+	}
+	switch c := s.SessionAffinityConfig; {
+	case c == nil:
+		return field.ErrorList{field.Required(config, "when session affinity type is ClientIP")}
+	case c.ClientIP == nil:
+		return field.ErrorList{field.Required(config.Child("clientIP"), "when session affinity type is ClientIP")}
+	case c.ClientIP.TimeoutSeconds == nil:
+		return field.ErrorList{field.Required(config.Child("clientIP", "timeoutSeconds"), "when session affinity type is ClientIP")}
+	case *c.ClientIP.TimeoutSeconds <= 0 || *c.ClientIP.TimeoutSeconds > maxClientIPAffinitySeconds:
+		return field.ErrorList{field.Invalid(config.Child("clientIP", "timeoutSeconds"), *c.ClientIP.TimeoutSeconds,
+			fmt.Sprintf("must be greater than 0 and less than %d", maxClientIPAffinitySeconds))}
+	}
+	return nil
+}
+
 func validateServiceUpdate(obj, old runtime.Object) field.ErrorList {
 	s, o := obj.(*corev1.Service), old.(*corev1.Service)
 	if o.Spec.ClusterIP != "" && s.Spec.ClusterIP != o.Spec.ClusterIP && s.Spec.Type != corev1.ServiceTypeExternalName {
@@ -172,29 +240,13 @@ func validateServiceUpdate(obj, old runtime.Object) field.ErrorList {
 	return nil
 }
 
+// serviceRow is upstream's printService: the first cluster IP, the
+// external IPs by type (a load balancer's ingress, sorted, then
+// spec.externalIPs), ports with their node ports.
 func serviceRow(s *corev1.Service) []any {
-	external := "<none>"
-	switch s.Spec.Type {
-	case corev1.ServiceTypeLoadBalancer:
-		var ips []string
-		for _, in := range s.Status.LoadBalancer.Ingress {
-			if in.IP != "" {
-				ips = append(ips, in.IP)
-			} else if in.Hostname != "" {
-				ips = append(ips, in.Hostname)
-			}
-		}
-		ips = append(ips, s.Spec.ExternalIPs...)
-		external = "<pending>"
-		if len(ips) > 0 {
-			external = strings.Join(ips, ",")
-		}
-	case corev1.ServiceTypeExternalName:
-		external = s.Spec.ExternalName
-	default:
-		if len(s.Spec.ExternalIPs) > 0 {
-			external = strings.Join(s.Spec.ExternalIPs, ",")
-		}
+	clusterIP := s.Spec.ClusterIP
+	if len(s.Spec.ClusterIPs) > 0 {
+		clusterIP = s.Spec.ClusterIPs[0]
 	}
 	ports := make([]string, 0, len(s.Spec.Ports))
 	for _, p := range s.Spec.Ports {
@@ -204,175 +256,30 @@ func serviceRow(s *corev1.Service) []any {
 		}
 		ports = append(ports, port+"/"+string(p.Protocol))
 	}
-	return []any{s.Name, string(s.Spec.Type), orNone(s.Spec.ClusterIP), external, orNone(strings.Join(ports, ",")),
+	return []any{s.Name, string(s.Spec.Type), orNone(clusterIP), serviceExternalIP(s), orNone(strings.Join(ports, ",")),
 		age(s.CreationTimestamp), formatLabels(s.Spec.Selector)}
 }
 
-func endpointsDef() *resourceDef {
-	return &resourceDef{
-		gvr:         corev1.SchemeGroupVersion.WithResource("endpoints"),
-		kind:        "Endpoints",
-		singular:    "endpoints",
-		namespaced:  true,
-		shortNames:  []string{"ep"},
-		keyPrefix:   "services/endpoints",
-		newFunc:     func() runtime.Object { return &corev1.Endpoints{} },
-		newListFunc: func() runtime.Object { return &corev1.EndpointsList{} },
-		defaults: func(obj any) {
-			for i := range obj.(*corev1.Endpoints).Subsets {
-				s := &obj.(*corev1.Endpoints).Subsets[i]
-				for j := range s.Ports {
-					if s.Ports[j].Protocol == "" {
-						s.Ports[j].Protocol = corev1.ProtocolTCP
-					}
-				}
+func serviceExternalIP(s *corev1.Service) string {
+	switch s.Spec.Type {
+	case corev1.ServiceTypeClusterIP, corev1.ServiceTypeNodePort:
+		return orNone(strings.Join(s.Spec.ExternalIPs, ","))
+	case corev1.ServiceTypeLoadBalancer:
+		ingress := sets.New[string]()
+		for _, in := range s.Status.LoadBalancer.Ingress {
+			if in.IP != "" {
+				ingress.Insert(in.IP)
+			} else if in.Hostname != "" {
+				ingress.Insert(in.Hostname)
 			}
-		},
-		validate:            validateEndpoints,
-		allowCreateOnUpdate: true,
-		columns: []metav1.TableColumnDefinition{
-			nameCol,
-			col("Endpoints", "string", "Endpoints of the service"),
-			ageCol,
-		},
-		row: func(obj runtime.Object) []any {
-			e := obj.(*corev1.Endpoints)
-			var list []string
-			for _, s := range e.Subsets {
-				for _, a := range s.Addresses {
-					if len(s.Ports) == 0 {
-						list = append(list, a.IP)
-					}
-					for _, p := range s.Ports {
-						list = append(list, net.JoinHostPort(a.IP, strconv.Itoa(int(p.Port))))
-					}
-				}
-			}
-			return []any{e.Name, listMore(list, 3), age(e.CreationTimestamp)}
-		},
+		}
+		ips := append(sets.List(ingress), s.Spec.ExternalIPs...)
+		if len(ips) == 0 {
+			return "<pending>"
+		}
+		return strings.Join(ips, ",")
+	case corev1.ServiceTypeExternalName:
+		return s.Spec.ExternalName
 	}
-}
-
-func validateEndpoints(obj runtime.Object) field.ErrorList {
-	var errs field.ErrorList
-	for i, s := range obj.(*corev1.Endpoints).Subsets {
-		path := field.NewPath("subsets").Index(i)
-		for kind, addrs := range map[string][]corev1.EndpointAddress{"addresses": s.Addresses, "notReadyAddresses": s.NotReadyAddresses} {
-			for j, a := range addrs {
-				if net.ParseIP(a.IP) == nil {
-					errs = append(errs, field.Invalid(path.Child(kind).Index(j).Child("ip"), a.IP, "must be a valid IP address"))
-				}
-			}
-		}
-		for j, p := range s.Ports {
-			errs = append(errs, portNumber(path.Child("ports").Index(j).Child("port"), p.Port)...)
-			if !protocols.Has(p.Protocol) {
-				errs = append(errs, field.NotSupported(path.Child("ports").Index(j).Child("protocol"), p.Protocol, sets.List(protocols)))
-			}
-		}
-	}
-	return errs
-}
-
-const maxEndpointsPerSlice = 1000
-
-var addressTypes = sets.New(discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6, discoveryv1.AddressTypeFQDN)
-
-func endpointSliceDef() *resourceDef {
-	return &resourceDef{
-		gvr:         discoveryv1.SchemeGroupVersion.WithResource("endpointslices"),
-		kind:        "EndpointSlice",
-		singular:    "endpointslice",
-		namespaced:  true,
-		keyPrefix:   "endpointslices",
-		newFunc:     func() runtime.Object { return &discoveryv1.EndpointSlice{} },
-		newListFunc: func() runtime.Object { return &discoveryv1.EndpointSliceList{} },
-		defaults: func(obj any) {
-			for i := range obj.(*discoveryv1.EndpointSlice).Ports {
-				p := &obj.(*discoveryv1.EndpointSlice).Ports[i]
-				if p.Protocol == nil {
-					p.Protocol = ptrTo(corev1.ProtocolTCP)
-				}
-				if p.Name == nil {
-					p.Name = ptrTo("")
-				}
-			}
-		},
-		validate: validateEndpointSlice,
-		columns: []metav1.TableColumnDefinition{
-			nameCol,
-			col("AddressType", "string", discoveryv1.EndpointSlice{}.SwaggerDoc()["addressType"]),
-			col("Ports", "string", discoveryv1.EndpointSlice{}.SwaggerDoc()["ports"]),
-			col("Endpoints", "string", discoveryv1.EndpointSlice{}.SwaggerDoc()["endpoints"]),
-			ageCol,
-		},
-		row: func(obj runtime.Object) []any {
-			s := obj.(*discoveryv1.EndpointSlice)
-			var ports, addrs []string
-			for _, p := range s.Ports {
-				if p.Port != nil {
-					ports = append(ports, strconv.Itoa(int(*p.Port)))
-				}
-			}
-			for _, e := range s.Endpoints {
-				addrs = append(addrs, e.Addresses...)
-			}
-			portsCell := "<unset>"
-			if len(ports) > 0 {
-				portsCell = listMore(ports, 3)
-			}
-			return []any{s.Name, string(s.AddressType), portsCell, listMore(addrs, 3), age(s.CreationTimestamp)}
-		},
-	}
-}
-
-func validateEndpointSlice(obj runtime.Object) field.ErrorList {
-	s := obj.(*discoveryv1.EndpointSlice)
-	var errs field.ErrorList
-	if !addressTypes.Has(s.AddressType) {
-		errs = append(errs, field.NotSupported(field.NewPath("addressType"), s.AddressType, sets.List(addressTypes)))
-	}
-	if len(s.Endpoints) > maxEndpointsPerSlice {
-		errs = append(errs, field.TooMany(field.NewPath("endpoints"), len(s.Endpoints), maxEndpointsPerSlice))
-	}
-	for i, e := range s.Endpoints {
-		path := field.NewPath("endpoints").Index(i).Child("addresses")
-		if len(e.Addresses) < 1 || len(e.Addresses) > 100 {
-			errs = append(errs, field.Invalid(path, len(e.Addresses), "must contain between 1 and 100 addresses"))
-		}
-		for j, a := range e.Addresses {
-			if msg := endpointAddressError(s.AddressType, a); msg != "" {
-				errs = append(errs, field.Invalid(path.Index(j), a, msg))
-			}
-		}
-	}
-	for i, p := range s.Ports {
-		path := field.NewPath("ports").Index(i)
-		if p.Port != nil {
-			errs = append(errs, portNumber(path.Child("port"), *p.Port)...)
-		}
-		if p.Protocol != nil && !protocols.Has(*p.Protocol) {
-			errs = append(errs, field.NotSupported(path.Child("protocol"), *p.Protocol, sets.List(protocols)))
-		}
-	}
-	return errs
-}
-
-func endpointAddressError(t discoveryv1.AddressType, a string) string {
-	ip := net.ParseIP(a)
-	switch t {
-	case discoveryv1.AddressTypeIPv4:
-		if ip == nil || ip.To4() == nil {
-			return "must be a valid IPv4 address"
-		}
-	case discoveryv1.AddressTypeIPv6:
-		if ip == nil || ip.To4() != nil {
-			return "must be a valid IPv6 address"
-		}
-	case discoveryv1.AddressTypeFQDN:
-		if msgs := utilvalidation.IsFullyQualifiedDomainName(field.NewPath(""), a); len(msgs) > 0 {
-			return msgs.ToAggregate().Error()
-		}
-	}
-	return ""
+	return "<unknown>"
 }

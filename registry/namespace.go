@@ -1,41 +1,25 @@
-package server
+package registry
 
 import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/apiserver/pkg/admission"
-	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage"
-	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
-
-// systemNamespaces exist from the first start and cannot be deleted, as on
-// a cluster.
-var systemNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
-
-// immortalNamespaces may not be deleted (kube-apiserver's
-// NamespaceLifecycle admission).
-var immortalNamespaces = sets.New(metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic)
 
 func namespaceDef() *resourceDef {
 	return &resourceDef{
@@ -255,219 +239,3 @@ func (finalizeStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Objec
 }
 
 func (finalizeStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set { return nil }
-
-// namespaceLifecycle is the admission kube-apiserver's NamespaceLifecycle
-// plugin performs: no new object in a missing or terminating namespace, and
-// no deletion of the system namespaces.
-type namespaceLifecycle struct {
-	namespaces *genericregistry.Store
-}
-
-var _ admission.ValidationInterface = (*namespaceLifecycle)(nil)
-
-func (l *namespaceLifecycle) Handles(op admission.Operation) bool {
-	return op == admission.Create || op == admission.Delete
-}
-
-func (l *namespaceLifecycle) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
-	isNamespace := a.GetResource().GroupResource() == corev1.Resource("namespaces")
-	if a.GetOperation() == admission.Delete {
-		if isNamespace && a.GetSubresource() == "" && immortalNamespaces.Has(a.GetName()) {
-			return apierrors.NewForbidden(a.GetResource().GroupResource(), a.GetName(), fmt.Errorf("this namespace may not be deleted"))
-		}
-		return nil
-	}
-	if isNamespace || a.GetNamespace() == "" {
-		return nil
-	}
-	ns, err := l.lookup(ctx, a.GetNamespace())
-	if err != nil {
-		return err
-	}
-	if ns.Status.Phase != corev1.NamespaceTerminating {
-		return nil
-	}
-	err = admission.NewForbidden(a, fmt.Errorf("unable to create new content in namespace %s because it is being terminated", a.GetNamespace()))
-	if se, ok := err.(*apierrors.StatusError); ok && se.ErrStatus.Details != nil {
-		se.ErrStatus.Details.Causes = append(se.ErrStatus.Details.Causes, metav1.StatusCause{
-			Type: corev1.NamespaceTerminatingCause, Message: fmt.Sprintf("namespace %s is being terminated", a.GetNamespace()), Field: "metadata.namespace",
-		})
-	}
-	return err
-}
-
-// lookup reads a namespace from the watch cache and, if the cache has not
-// seen it, from etcd: a namespace created just before the object must not
-// be reported missing.
-func (l *namespaceLifecycle) lookup(ctx context.Context, name string) (*corev1.Namespace, error) {
-	ctx = genericapirequest.WithNamespace(ctx, metav1.NamespaceNone)
-	obj, err := l.namespaces.Get(ctx, name, &metav1.GetOptions{ResourceVersion: "0"})
-	if apierrors.IsNotFound(err) {
-		obj, err = l.namespaces.Get(ctx, name, &metav1.GetOptions{})
-	}
-	if apierrors.IsNotFound(err) {
-		// The store names the resource of the request; the missing
-		// object is the namespace.
-		return nil, apierrors.NewNotFound(corev1.Resource("namespaces"), name)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return obj.(*corev1.Namespace), nil
-}
-
-// namespaceController empties terminating namespaces and then deletes them,
-// the work kube-controller-manager's namespace controller does on a
-// cluster.
-type namespaceController struct {
-	namespaces *namespaceREST
-	finalize   *genericregistry.Store
-	contents   []*genericregistry.Store
-	// custom, when set, deletes the namespace's custom objects and
-	// reports how many are left.
-	custom func(ctx context.Context, namespace string) (remaining int, err error)
-	queue  workqueue.TypedRateLimitingInterface[string]
-}
-
-// contentRetry is how soon a namespace is checked again while content is
-// still being deleted (pods waiting for their node agent).
-const contentRetry = 2 * time.Second
-
-func (c *namespaceController) run(ctx context.Context) {
-	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "namespace"})
-	go func() {
-		<-ctx.Done()
-		c.queue.ShutDown()
-	}()
-	go wait.UntilWithContext(ctx, c.watch, time.Second)
-	for c.processNext(ctx) {
-	}
-}
-
-// watch queues every namespace that is being deleted: the ones that exist
-// when the watch starts (the cache sends them first) and later ones.
-func (c *namespaceController) watch(ctx context.Context) {
-	ctx = genericapirequest.WithNamespace(ctx, metav1.NamespaceNone)
-	w, err := c.namespaces.Watch(ctx, &metainternalversion.ListOptions{ResourceVersion: "0"})
-	if err != nil {
-		klog.V(2).InfoS("Watching namespaces", "err", err)
-		return
-	}
-	defer w.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				return
-			}
-			obj := ev.Object
-			// The watch cache wraps objects to share their serializations.
-			if co, ok := obj.(runtime.CacheableObject); ok {
-				obj = co.GetObject()
-			}
-			if ns, isNS := obj.(*corev1.Namespace); isNS && ns.DeletionTimestamp != nil && ev.Type != watch.Deleted {
-				c.queue.Add(ns.Name)
-			}
-		}
-	}
-}
-
-func (c *namespaceController) processNext(ctx context.Context) bool {
-	name, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(name)
-	retry, err := c.sync(ctx, name)
-	switch {
-	case err != nil:
-		klog.ErrorS(err, "Deleting namespace", "namespace", name)
-		c.queue.AddRateLimited(name)
-	case retry:
-		c.queue.Forget(name)
-		c.queue.AddAfter(name, contentRetry)
-	default:
-		c.queue.Forget(name)
-	}
-	return true
-}
-
-// sync deletes the content of a terminating namespace; once none is left
-// it removes the kubernetes finalizer and deletes the namespace. retry
-// means content is still going away.
-func (c *namespaceController) sync(ctx context.Context, name string) (retry bool, err error) {
-	clusterCtx := genericapirequest.WithNamespace(ctx, metav1.NamespaceNone)
-	obj, err := c.namespaces.Get(clusterCtx, name, &metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	ns := obj.(*corev1.Namespace)
-	if ns.DeletionTimestamp == nil {
-		return false, nil
-	}
-	if slices.Contains(ns.Spec.Finalizers, corev1.FinalizerKubernetes) {
-		nsCtx := genericapirequest.WithNamespace(ctx, name)
-		remaining := 0
-		for _, s := range c.contents {
-			if _, err := s.DeleteCollection(nsCtx, rest.ValidateAllObjectFunc, &metav1.DeleteOptions{}, &metainternalversion.ListOptions{}); err != nil {
-				return false, fmt.Errorf("deleting %s: %w", s.DefaultQualifiedResource, err)
-			}
-			list, err := s.List(nsCtx, &metainternalversion.ListOptions{})
-			if err != nil {
-				return false, fmt.Errorf("listing %s: %w", s.DefaultQualifiedResource, err)
-			}
-			remaining += meta.LenList(list)
-		}
-		if c.custom != nil {
-			n, err := c.custom(ctx, name)
-			if err != nil {
-				return false, err
-			}
-			remaining += n
-		}
-		if remaining > 0 {
-			klog.V(2).InfoS("Namespace content still being deleted", "namespace", name, "remaining", remaining)
-			return true, nil
-		}
-		finalized := ns.DeepCopy()
-		finalized.Spec.Finalizers = slices.DeleteFunc(finalized.Spec.Finalizers, func(f corev1.FinalizerName) bool { return f == corev1.FinalizerKubernetes })
-		obj, _, err = c.finalize.Update(clusterCtx, name, rest.DefaultUpdatedObjectInfo(finalized), rest.ValidateAllObjectFunc,
-			rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
-		if err != nil {
-			return false, fmt.Errorf("finalizing: %w", err)
-		}
-		ns = obj.(*corev1.Namespace)
-	}
-	if len(ns.Spec.Finalizers) > 0 {
-		// Other finalizers belong to other controllers.
-		return false, nil
-	}
-	_, _, err = c.namespaces.Delete(clusterCtx, name, rest.ValidateAllObjectFunc, &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &ns.UID}})
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	return false, err
-}
-
-// ensureSystemNamespaces creates the namespaces every cluster has.
-func ensureSystemNamespaces(ctx context.Context, scheme *runtime.Scheme, namespaces *namespaceREST) error {
-	ctx = genericapirequest.WithNamespace(ctx, metav1.NamespaceNone)
-	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		for _, name := range systemNamespaces {
-			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-			scheme.Default(ns)
-			_, err := namespaces.Create(ctx, ns, rest.ValidateAllObjectFunc, &metav1.CreateOptions{})
-			if err != nil && !apierrors.IsAlreadyExists(err) {
-				klog.V(2).InfoS("Creating system namespace", "namespace", name, "err", err)
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-}

@@ -1,10 +1,12 @@
-package server
+package registry
 
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -66,6 +68,9 @@ func podDef() *resourceDef {
 			wideCol("Readiness Gates", "string", corev1.PodSpec{}.SwaggerDoc()["readinessGates"]),
 		},
 		row: func(obj runtime.Object) []any { return podRow(obj.(*corev1.Pod)) },
+		rowConditions: func(obj runtime.Object) []metav1.TableRowCondition {
+			return podRowConditions(obj.(*corev1.Pod))
+		},
 	}
 }
 
@@ -137,6 +142,19 @@ func defaultPod(p *corev1.Pod) {
 	for i := range s.Volumes {
 		defaultVolume(&s.Volumes[i])
 	}
+	// A pod on the host's network listens on the host's ports (upstream
+	// does this for pods, not for pod templates).
+	if s.HostNetwork {
+		for _, cs := range [][]corev1.Container{s.InitContainers, s.Containers} {
+			for i := range cs {
+				for j := range cs[i].Ports {
+					if port := &cs[i].Ports[j]; port.HostPort == 0 {
+						port.HostPort = port.ContainerPort
+					}
+				}
+			}
+		}
+	}
 }
 
 func defaultContainer(c *corev1.Container) {
@@ -158,8 +176,8 @@ func defaultContainer(c *corev1.Container) {
 		}
 	}
 	for i := range c.Env {
-		if f := c.Env[i].ValueFrom; f != nil && f.FieldRef != nil && f.FieldRef.APIVersion == "" {
-			f.FieldRef.APIVersion = "v1"
+		if f := c.Env[i].ValueFrom; f != nil {
+			defaultFieldRef(f.FieldRef)
 		}
 	}
 	// Requests default to limits, as the scheduler and kubelet expect.
@@ -173,6 +191,13 @@ func defaultContainer(c *corev1.Container) {
 	}
 	for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
 		defaultProbe(p)
+	}
+	if l := c.Lifecycle; l != nil {
+		for _, h := range []*corev1.LifecycleHandler{l.PostStart, l.PreStop} {
+			if h != nil {
+				defaultHTTPGet(h.HTTPGet)
+			}
+		}
 	}
 }
 
@@ -192,15 +217,36 @@ func defaultProbe(p *corev1.Probe) {
 	if p.FailureThreshold == 0 {
 		p.FailureThreshold = 3
 	}
-	if h := p.HTTPGet; h != nil {
-		if h.Path == "" {
-			h.Path = "/"
-		}
-		if h.Scheme == "" {
-			h.Scheme = corev1.URISchemeHTTP
-		}
+	defaultHTTPGet(p.HTTPGet)
+}
+
+func defaultHTTPGet(h *corev1.HTTPGetAction) {
+	if h == nil {
+		return
+	}
+	if h.Path == "" {
+		h.Path = "/"
+	}
+	if h.Scheme == "" {
+		h.Scheme = corev1.URISchemeHTTP
 	}
 }
+
+func defaultFieldRef(f *corev1.ObjectFieldSelector) {
+	if f != nil && f.APIVersion == "" {
+		f.APIVersion = "v1"
+	}
+}
+
+func defaultDownwardAPIItems(items []corev1.DownwardAPIVolumeFile) {
+	for i := range items {
+		defaultFieldRef(items[i].FieldRef)
+	}
+}
+
+// serviceAccountTokenExpiration is the default lifetime of a projected
+// service account token, upstream's.
+const serviceAccountTokenExpiration = time.Hour
 
 func defaultVolume(v *corev1.Volume) {
 	vs := &v.VolumeSource
@@ -214,8 +260,24 @@ func defaultVolume(v *corev1.Volume) {
 	if c := vs.ConfigMap; c != nil && c.DefaultMode == nil {
 		c.DefaultMode = ptrTo(mode)
 	}
-	if p := vs.Projected; p != nil && p.DefaultMode == nil {
-		p.DefaultMode = ptrTo(mode)
+	if d := vs.DownwardAPI; d != nil {
+		if d.DefaultMode == nil {
+			d.DefaultMode = ptrTo(int32(corev1.DownwardAPIVolumeSourceDefaultMode))
+		}
+		defaultDownwardAPIItems(d.Items)
+	}
+	if p := vs.Projected; p != nil {
+		if p.DefaultMode == nil {
+			p.DefaultMode = ptrTo(int32(corev1.ProjectedVolumeSourceDefaultMode))
+		}
+		for i := range p.Sources {
+			if d := p.Sources[i].DownwardAPI; d != nil {
+				defaultDownwardAPIItems(d.Items)
+			}
+			if t := p.Sources[i].ServiceAccountToken; t != nil && t.ExpirationSeconds == nil {
+				t.ExpirationSeconds = ptrTo(int64(serviceAccountTokenExpiration / time.Second))
+			}
+		}
 	}
 	if h := vs.HostPath; h != nil && h.Type == nil {
 		h.Type = ptrTo(corev1.HostPathUnset)
@@ -234,36 +296,89 @@ func imageTag(image string) string {
 	return ""
 }
 
-// podQOS computes the pod's quality-of-service class.
+// podQOS computes the pod's quality-of-service class as kube-apiserver's
+// ComputePodQOS (pkg/apis/core/helper/qos) does with PodLevelResources on,
+// its default since 1.34: pod-level cpu and memory, when the pod sets
+// them, decide; otherwise the sums over every container and init
+// container. Guaranteed needs cpu and memory limits and requests equal to
+// them; zero and other resources do not count.
 func podQOS(s *corev1.PodSpec) corev1.PodQOSClass {
-	containers := append(append([]corev1.Container{}, s.InitContainers...), s.Containers...)
-	hasAny, guaranteed := false, true
-	for _, c := range containers {
-		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-			req, hasReq := c.Resources.Requests[name]
-			lim, hasLim := c.Resources.Limits[name]
-			if (hasReq && !req.IsZero()) || (hasLim && !lim.IsZero()) {
-				hasAny = true
-			}
-			if !hasLim || lim.IsZero() || (hasReq && req.Cmp(lim) != 0) {
-				guaranteed = false
-			}
+	requests, limits := corev1.ResourceList{}, corev1.ResourceList{}
+	guaranteed := true
+	if podLevelResourcesSet(s) {
+		addQOSResources(requests, s.Resources.Requests)
+		addQOSResources(limits, s.Resources.Limits)
+		guaranteed = hasQOSLimits(s.Resources.Limits)
+	} else {
+		for _, c := range slices.Concat(s.Containers, s.InitContainers) {
+			addQOSResources(requests, c.Resources.Requests)
+			addQOSResources(limits, c.Resources.Limits)
+			guaranteed = guaranteed && hasQOSLimits(c.Resources.Limits)
 		}
 	}
-	switch {
-	case !hasAny:
+	if len(requests) == 0 && len(limits) == 0 {
 		return corev1.PodQOSBestEffort
-	case guaranteed:
+	}
+	for name, req := range requests {
+		if lim, ok := limits[name]; !ok || lim.Cmp(req) != 0 {
+			guaranteed = false
+		}
+	}
+	if guaranteed && len(requests) == len(limits) {
 		return corev1.PodQOSGuaranteed
 	}
 	return corev1.PodQOSBurstable
+}
+
+var qosResources = []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}
+
+// podLevelResourcesSet: upstream uses the pod-level resources only when
+// they name cpu or memory (the PodLevelResourcesFixKubeletQOSClass
+// behaviour), so an empty spec.resources does not make a pod BestEffort.
+func podLevelResourcesSet(s *corev1.PodSpec) bool {
+	if s.Resources == nil {
+		return false
+	}
+	for _, name := range qosResources {
+		_, req := s.Resources.Requests[name]
+		_, lim := s.Resources.Limits[name]
+		if req || lim {
+			return true
+		}
+	}
+	return false
+}
+
+// addQOSResources adds the positive cpu and memory quantities of from to
+// sum.
+func addQOSResources(sum, from corev1.ResourceList) {
+	for _, name := range qosResources {
+		q, ok := from[name]
+		if !ok || q.Sign() <= 0 {
+			continue
+		}
+		q = q.DeepCopy()
+		if s, ok := sum[name]; ok {
+			q.Add(s)
+		}
+		sum[name] = q
+	}
+}
+
+// hasQOSLimits: both cpu and memory limits are set and positive.
+func hasQOSLimits(limits corev1.ResourceList) bool {
+	for _, name := range qosResources {
+		if q, ok := limits[name]; !ok || q.Sign() <= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 var (
 	restartPolicies = sets.New(corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever)
 	dnsPolicies     = sets.New(corev1.DNSClusterFirstWithHostNet, corev1.DNSClusterFirst, corev1.DNSDefault, corev1.DNSNone)
 	pullPolicies    = sets.New(corev1.PullAlways, corev1.PullNever, corev1.PullIfNotPresent)
-	protocols       = sets.New(corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP)
 	podPhases       = sets.New(corev1.PodPending, corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed, corev1.PodUnknown)
 )
 
@@ -386,37 +501,91 @@ func validateResources(r corev1.ResourceRequirements, path *field.Path) field.Er
 }
 
 // validatePodUpdate enforces that a pod's spec is immutable except for the
-// fields kube-apiserver lets change.
+// fields kube-apiserver lets change, with its rules for each
+// (ValidatePodUpdate in pkg/apis/core/validation): images, a lower
+// activeDeadlineSeconds, added tolerations (an existing one may change only
+// its tolerationSeconds), removed scheduling gates, and
+// terminationGracePeriodSeconds from negative to 1, and, while the pod was
+// gated, added node selector labels. Upstream also lets a gated pod gain
+// node affinity terms; kubestore refuses that, as it does any other change.
 func validatePodUpdate(p, old *corev1.Pod) field.ErrorList {
-	mutable := old.Spec.DeepCopy()
-	for i := range mutable.Containers {
-		if i < len(p.Spec.Containers) {
-			mutable.Containers[i].Image = p.Spec.Containers[i].Image
+	var errs field.ErrorList
+	spec := field.NewPath("spec")
+	for _, cs := range []struct {
+		path     *field.Path
+		new, old []corev1.Container
+	}{
+		{spec.Child("containers"), p.Spec.Containers, old.Spec.Containers},
+		{spec.Child("initContainers"), p.Spec.InitContainers, old.Spec.InitContainers},
+	} {
+		if len(cs.new) != len(cs.old) {
+			return append(errs, field.Forbidden(cs.path, "pod updates may not add or remove containers"))
 		}
 	}
-	for i := range mutable.InitContainers {
-		if i < len(p.Spec.InitContainers) {
-			mutable.InitContainers[i].Image = p.Spec.InitContainers[i].Image
+
+	if n, o := p.Spec.ActiveDeadlineSeconds, old.Spec.ActiveDeadlineSeconds; n == nil && o != nil {
+		errs = append(errs, field.Invalid(spec.Child("activeDeadlineSeconds"), n, "must not update from a positive integer to nil value"))
+	} else if n != nil && o != nil && *n > *o {
+		errs = append(errs, field.Invalid(spec.Child("activeDeadlineSeconds"), *n, "must be less than or equal to previous value"))
+	}
+	errs = append(errs, validateAddedTolerations(p.Spec.Tolerations, old.Spec.Tolerations, spec.Child("tolerations"))...)
+	errs = append(errs, validateRemovedSchedulingGates(p.Spec.SchedulingGates, old.Spec.SchedulingGates, spec.Child("schedulingGates"))...)
+
+	// The fields checked above, and images, are compared no further.
+	munged := p.Spec.DeepCopy()
+	for i := range munged.Containers {
+		munged.Containers[i].Image = old.Spec.Containers[i].Image
+	}
+	for i := range munged.InitContainers {
+		munged.InitContainers[i].Image = old.Spec.InitContainers[i].Image
+	}
+	munged.ActiveDeadlineSeconds = old.Spec.ActiveDeadlineSeconds
+	munged.Tolerations = old.Spec.Tolerations
+	munged.SchedulingGates = old.Spec.SchedulingGates
+	if o, n := old.Spec.TerminationGracePeriodSeconds, munged.TerminationGracePeriodSeconds; o != nil && *o < 0 && n != nil && *n == 1 {
+		munged.TerminationGracePeriodSeconds = o
+	}
+	if len(old.Spec.SchedulingGates) > 0 && !apiequality.Semantic.DeepEqual(munged.NodeSelector, old.Spec.NodeSelector) {
+		for k, v := range old.Spec.NodeSelector {
+			if nv, ok := munged.NodeSelector[k]; !ok || nv != v {
+				errs = append(errs, field.Invalid(spec.Child("nodeSelector"), munged.NodeSelector, "only additions to spec.nodeSelector are allowed (no mutations or deletions)"))
+				break
+			}
+		}
+		munged.NodeSelector = old.Spec.NodeSelector
+	}
+	if !apiequality.Semantic.DeepEqual(*munged, old.Spec) {
+		errs = append(errs, field.Forbidden(spec,
+			"pod updates may not change fields other than `spec.containers[*].image`, `spec.initContainers[*].image`, "+
+				"`spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing tolerations), "+
+				"`spec.schedulingGates` (only removals) and `spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)"))
+	}
+	return errs
+}
+
+// validateAddedTolerations: every old toleration is still there, its
+// tolerationSeconds aside.
+func validateAddedTolerations(tolerations, old []corev1.Toleration, path *field.Path) field.ErrorList {
+	for _, o := range old {
+		if !slices.ContainsFunc(tolerations, func(t corev1.Toleration) bool {
+			o.TolerationSeconds = t.TolerationSeconds
+			return apiequality.Semantic.DeepEqual(o, t)
+		}) {
+			return field.ErrorList{field.Forbidden(path, "existing toleration can not be modified except its tolerationSeconds")}
 		}
 	}
-	mutable.ActiveDeadlineSeconds = p.Spec.ActiveDeadlineSeconds
-	if len(p.Spec.Tolerations) >= len(old.Spec.Tolerations) &&
-		apiequality.Semantic.DeepEqual(p.Spec.Tolerations[:len(old.Spec.Tolerations)], old.Spec.Tolerations) {
-		mutable.Tolerations = p.Spec.Tolerations
+	return nil
+}
+
+// validateRemovedSchedulingGates: no gate that was not there before.
+func validateRemovedSchedulingGates(gates, old []corev1.PodSchedulingGate, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, g := range gates {
+		if !slices.ContainsFunc(old, func(o corev1.PodSchedulingGate) bool { return o.Name == g.Name }) {
+			errs = append(errs, field.Forbidden(path.Index(i).Child("name"), fmt.Sprintf("only deletion is allowed, but found new scheduling gate '%s'", g.Name)))
+		}
 	}
-	if old.Spec.TerminationGracePeriodSeconds != nil && *old.Spec.TerminationGracePeriodSeconds < 0 {
-		mutable.TerminationGracePeriodSeconds = p.Spec.TerminationGracePeriodSeconds
-	}
-	if len(p.Spec.SchedulingGates) <= len(old.Spec.SchedulingGates) {
-		mutable.SchedulingGates = p.Spec.SchedulingGates
-	}
-	if apiequality.Semantic.DeepEqual(*mutable, p.Spec) {
-		return nil
-	}
-	return field.ErrorList{field.Forbidden(field.NewPath("spec"),
-		"pod updates may not change fields other than `spec.containers[*].image`, `spec.initContainers[*].image`, "+
-			"`spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing tolerations), "+
-			"`spec.schedulingGates` (only removals) and `spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)")}
+	return errs
 }
 
 func validatePodStatus(s *corev1.PodStatus) field.ErrorList {
@@ -426,15 +595,26 @@ func validatePodStatus(s *corev1.PodStatus) field.ErrorList {
 	return nil
 }
 
+// podRow is kube-apiserver's printPod (pkg/printers/internalversion):
+// sidecars (init containers that always restart) count as containers once
+// started, and their restarts count after initialization.
 func podRow(pod *corev1.Pod) []any {
 	restarts, lastRestart := 0, metav1.Time{}
-	noteRestart := func(cs corev1.ContainerStatus) {
-		restarts += int(cs.RestartCount)
-		if t := cs.LastTerminationState.Terminated; t != nil && lastRestart.Before(&t.FinishedAt) {
-			lastRestart = t.FinishedAt
+	sidecarRestarts, lastSidecarRestart := 0, metav1.Time{}
+	noteRestart := func(cs corev1.ContainerStatus, count *int, last *metav1.Time) {
+		*count += int(cs.RestartCount)
+		if t := cs.LastTerminationState.Terminated; t != nil && last.Before(&t.FinishedAt) {
+			*last = t.FinishedAt
 		}
 	}
 	total, ready := len(pod.Spec.Containers), 0
+	sidecars := sets.New[string]()
+	for _, c := range pod.Spec.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			sidecars.Insert(c.Name)
+			total++
+		}
+	}
 	reason := string(pod.Status.Phase)
 	if pod.Status.Reason != "" {
 		reason = pod.Status.Reason
@@ -448,9 +628,18 @@ func podRow(pod *corev1.Pod) []any {
 	// Init containers run in order; the first one not done explains the pod.
 	initializing := false
 	for i, cs := range pod.Status.InitContainerStatuses {
-		noteRestart(cs)
+		noteRestart(cs, &restarts, &lastRestart)
+		sidecar := sidecars.Has(cs.Name)
+		if sidecar {
+			noteRestart(cs, &sidecarRestarts, &lastSidecarRestart)
+		}
 		switch {
 		case cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0:
+			continue
+		case sidecar && cs.Started != nil && *cs.Started:
+			if cs.Ready {
+				ready++
+			}
 			continue
 		case cs.State.Terminated != nil:
 			reason = "Init:" + terminationReason(cs.State.Terminated)
@@ -462,12 +651,12 @@ func podRow(pod *corev1.Pod) []any {
 		initializing = true
 		break
 	}
-	if !initializing {
-		restarts, lastRestart = 0, metav1.Time{}
+	if !initializing || podCondition(pod, corev1.PodInitialized) {
+		restarts, lastRestart = sidecarRestarts, lastSidecarRestart
 		running := false
 		for i := len(pod.Status.ContainerStatuses) - 1; i >= 0; i-- {
 			cs := pod.Status.ContainerStatuses[i]
-			noteRestart(cs)
+			noteRestart(cs, &restarts, &lastRestart)
 			switch {
 			case cs.State.Waiting != nil && cs.State.Waiting.Reason != "":
 				reason = cs.State.Waiting.Reason
@@ -480,10 +669,8 @@ func podRow(pod *corev1.Pod) []any {
 		}
 		if reason == "Completed" && running {
 			reason = "NotReady"
-			for _, c := range pod.Status.Conditions {
-				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-					reason = "Running"
-				}
+			if podCondition(pod, corev1.PodReady) {
+				reason = "Running"
 			}
 		}
 	}
@@ -501,16 +688,42 @@ func podRow(pod *corev1.Pod) []any {
 	if n := len(pod.Spec.ReadinessGates); n > 0 {
 		met := 0
 		for _, g := range pod.Spec.ReadinessGates {
-			for _, c := range pod.Status.Conditions {
-				if c.Type == g.ConditionType && c.Status == corev1.ConditionTrue {
-					met++
-				}
+			if podCondition(pod, g.ConditionType) {
+				met++
 			}
 		}
 		gates = fmt.Sprintf("%d/%d", met, n)
 	}
+	// The first of podIPs, as upstream prints its internal type, which has
+	// no podIP; a client that sets only podIP still gets it shown.
+	ip := pod.Status.PodIP
+	if len(pod.Status.PodIPs) > 0 {
+		ip = pod.Status.PodIPs[0].IP
+	}
 	return []any{pod.Name, fmt.Sprintf("%d/%d", ready, total), reason, restartsCell, age(pod.CreationTimestamp),
-		orNone(pod.Status.PodIP), orNone(pod.Spec.NodeName), orNone(pod.Status.NominatedNodeName), gates}
+		orNone(ip), orNone(pod.Spec.NodeName), orNone(pod.Status.NominatedNodeName), gates}
+}
+
+// podCondition reports whether the pod's condition t is True.
+func podCondition(pod *corev1.Pod, t corev1.PodConditionType) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == t && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// podRowConditions mark a finished pod's row Completed, as upstream's
+// printPod does.
+func podRowConditions(pod *corev1.Pod) []metav1.TableRowCondition {
+	switch pod.Status.Phase {
+	case corev1.PodSucceeded:
+		return []metav1.TableRowCondition{{Type: metav1.RowCompleted, Status: metav1.ConditionTrue, Reason: string(pod.Status.Phase), Message: "The pod has completed successfully."}}
+	case corev1.PodFailed:
+		return []metav1.TableRowCondition{{Type: metav1.RowCompleted, Status: metav1.ConditionTrue, Reason: string(pod.Status.Phase), Message: "The pod failed."}}
+	}
+	return nil
 }
 
 func terminationReason(t *corev1.ContainerStateTerminated) string {
@@ -522,23 +735,3 @@ func terminationReason(t *corev1.ContainerStateTerminated) string {
 	}
 	return fmt.Sprintf("ExitCode:%d", t.ExitCode)
 }
-
-// Shared field validators.
-
-func dnsLabel(path *field.Path, value string) field.ErrorList {
-	var errs field.ErrorList
-	for _, msg := range utilvalidation.IsDNS1123Label(value) {
-		errs = append(errs, field.Invalid(path, value, msg))
-	}
-	return errs
-}
-
-func portNumber(path *field.Path, port int32) field.ErrorList {
-	var errs field.ErrorList
-	for _, msg := range utilvalidation.IsValidPortNum(int(port)) {
-		errs = append(errs, field.Invalid(path, port, msg))
-	}
-	return errs
-}
-
-func ptrTo[T any](v T) *T { return &v }

@@ -1,0 +1,188 @@
+package registry
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/storage"
+)
+
+// resourceDef is everything kubestore knows about one built-in resource
+// that upstream keeps in k8s.io/kubernetes: how it is named, stored,
+// defaulted, validated, selected and printed. The catalog in registry.go
+// lists them all.
+type resourceDef struct {
+	gvr        schema.GroupVersionResource
+	kind       string
+	singular   string
+	namespaced bool
+	shortNames []string
+	categories []string
+	// keyPrefix is the etcd key prefix under --etcd-prefix, the same as
+	// kube-apiserver's so that etcd data is laid out as on a cluster.
+	keyPrefix   string
+	newFunc     func() runtime.Object
+	newListFunc func() runtime.Object
+
+	// nameFunc validates metadata.name; DNS subdomain when nil.
+	nameFunc validation.ValidateNameFunc
+	// defaults is the scheme defaulting function of the kind.
+	defaults func(obj any)
+	// fields are the kind's selectable fields besides metadata.name and
+	// metadata.namespace; fieldLabels lists their names.
+	fields      func(obj runtime.Object) fields.Set
+	fieldLabels []string
+	// index, when set, is a field the watch cache indexes, so that a watch
+	// or list selecting one value does not scan every object.
+	index *fieldIndex
+
+	prepareForCreate    func(obj runtime.Object)
+	prepareForUpdate    func(obj, old runtime.Object)
+	validate            func(obj runtime.Object) field.ErrorList
+	validateUpdate      func(obj, old runtime.Object) field.ErrorList
+	allowCreateOnUpdate bool
+	returnDeletedObject bool
+	// gracefulDelete implements rest.RESTGracefulDeleteStrategy for kinds
+	// whose deletion waits for an agent (pods).
+	gracefulDelete func(ctx context.Context, obj runtime.Object, options *metav1.DeleteOptions) bool
+	// ttl, when set, expires objects (events).
+	ttl time.Duration
+
+	status *statusDef
+
+	columns []metav1.TableColumnDefinition
+	row     func(obj runtime.Object) []any
+	// rowConditions, when set, are the conditions of an object's row
+	// (a finished pod is Completed).
+	rowConditions func(obj runtime.Object) []metav1.TableRowCondition
+}
+
+// statusDef describes a status subresource ("<resource>/status").
+type statusDef struct {
+	// keepStatus copies old's status into obj: updates of the main
+	// resource do not change status.
+	keepStatus func(obj, old runtime.Object)
+	// keepSpec copies old's spec into obj: status updates do not change
+	// spec.
+	keepSpec func(obj, old runtime.Object)
+	// resetOnCreate, when set, drops the status a client sent on create.
+	resetOnCreate func(obj runtime.Object)
+	// validate checks a status update.
+	validate func(obj, old runtime.Object) field.ErrorList
+}
+
+type fieldIndex struct {
+	field string
+	value func(obj runtime.Object) string
+}
+
+func (d *resourceDef) gvk() schema.GroupVersionKind { return d.gvr.GroupVersion().WithKind(d.kind) }
+
+// getAttrs returns the labels and selectable fields of an object.
+func (d *resourceDef) getAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, nil, err
+	}
+	fs := fields.Set{"metadata.name": m.GetName()}
+	if d.namespaced {
+		fs["metadata.namespace"] = m.GetNamespace()
+	}
+	if d.fields != nil {
+		for k, v := range d.fields(obj) {
+			fs[k] = v
+		}
+	}
+	return labels.Set(m.GetLabels()), fs, nil
+}
+
+func (d *resourceDef) predicate(label labels.Selector, field fields.Selector) storage.SelectionPredicate {
+	p := storage.SelectionPredicate{Label: label, Field: field, GetAttrs: d.getAttrs}
+	if d.index != nil {
+		p.IndexFields = []string{d.index.field}
+	}
+	return p
+}
+
+// Validators shared by several kinds.
+
+// protocols are the protocols of container, service and endpoint ports.
+var protocols = sets.New(corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP)
+
+func dnsLabel(path *field.Path, value string) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range utilvalidation.IsDNS1123Label(value) {
+		errs = append(errs, field.Invalid(path, value, msg))
+	}
+	return errs
+}
+
+func qualifiedName(path *field.Path, value string) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range utilvalidation.IsQualifiedName(value) {
+		errs = append(errs, field.Invalid(path, value, msg))
+	}
+	return errs
+}
+
+func portNumber(path *field.Path, port int32) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range utilvalidation.IsValidPortNum(int(port)) {
+		errs = append(errs, field.Invalid(path, port, msg))
+	}
+	return errs
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// validateData checks the keys and total size of a ConfigMap's or
+// Secret's data maps; a size error names sizePath.
+func validateData(str map[string]string, bin map[string][]byte, strField, binField string, sizePath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	size := 0
+	for k, v := range str {
+		for _, msg := range utilvalidation.IsConfigMapKey(k) {
+			errs = append(errs, field.Invalid(field.NewPath(strField).Key(k), k, msg))
+		}
+		size += len(v)
+	}
+	for k, v := range bin {
+		for _, msg := range utilvalidation.IsConfigMapKey(k) {
+			errs = append(errs, field.Invalid(field.NewPath(binField).Key(k), k, msg))
+		}
+		if _, dup := str[k]; dup {
+			errs = append(errs, field.Invalid(field.NewPath(binField).Key(k), k, "duplicate of key present in "+strField))
+		}
+		size += len(v)
+	}
+	if size > corev1.MaxSecretSize {
+		errs = append(errs, field.TooLong(sizePath, "", corev1.MaxSecretSize))
+	}
+	return errs
+}
+
+// validateImmutable enforces the immutable field of ConfigMaps and Secrets.
+func validateImmutable(immutable, oldImmutable *bool, sameData bool) field.ErrorList {
+	if oldImmutable == nil || !*oldImmutable {
+		return nil
+	}
+	var errs field.ErrorList
+	if immutable == nil || !*immutable {
+		errs = append(errs, field.Forbidden(field.NewPath("immutable"), "field is immutable when `immutable` is set"))
+	}
+	if !sameData {
+		errs = append(errs, field.Forbidden(field.NewPath("data"), "field is immutable when `immutable` is set"))
+	}
+	return errs
+}

@@ -1,0 +1,38 @@
+package registry
+
+import (
+	"context"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// validateCreate runs a kind's create validation as the store does:
+// metadata, then the kind's rules.
+func validateCreate(t *testing.T, d *resourceDef, obj runtime.Object) field.ErrorList {
+	t.Helper()
+	return newStrategy(nil, d).Validate(context.Background(), obj)
+}
+
+// validateUpdate runs a kind's update validation as the store does.
+func validateUpdate(t *testing.T, d *resourceDef, obj, old runtime.Object) field.ErrorList {
+	t.Helper()
+	return newStrategy(nil, d).ValidateUpdate(context.Background(), obj, old)
+}
+
+// tableRow is the first row's cells of obj in d's table.
+func tableRow(t *testing.T, d *resourceDef, obj runtime.Object) []any {
+	t.Helper()
+	table, err := d.tableConvertor().ConvertToTable(context.Background(), obj, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(table.Rows) != 1 {
+		t.Fatalf("%d rows, want 1", len(table.Rows))
+	}
+	if n, m := len(table.Rows[0].Cells), len(table.ColumnDefinitions); n != m {
+		t.Fatalf("%d cells for %d columns", n, m)
+	}
+	return table.Rows[0].Cells
+}
