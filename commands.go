@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -19,12 +20,15 @@ import (
 	"github.com/kubestore/kubestore/cacher"
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/datadir"
-	"github.com/kubestore/kubestore/manifests"
 	"github.com/kubestore/kubestore/server"
 )
 
 // serve runs the server until the first signal, then stops it within
-// --shutdown-timeout.
+// --shutdown-timeout. The start goes from what fails cheapest to what
+// costs most: the configuration, the data directory's lock, the listeners,
+// etcd, the API server; each step's failure undoes the ones before it. The
+// stop's order is server.Run's; after it the storage closes and the lock is
+// released. Every goroutine started here is waited for.
 func serve(c *cli.Context) error {
 	cc, err := loadConfig(c)
 	if err != nil {
@@ -40,41 +44,43 @@ func serve(c *cli.Context) error {
 		return err
 	}
 	defer unlock()
-
+	listeners, err := server.Listen(cfg.Server)
+	if err != nil {
+		return err
+	}
 	ctx := c.Context
 	backend, err := cacher.Open(ctx, cc)
 	if err != nil {
+		listeners.Close()
 		return err
 	}
 	defer backend.Close()
-	srv, err := server.New(cc, backend)
+	srv, err := server.New(cc, backend, listeners)
 	if err != nil {
 		return err
 	}
 
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	done := make(chan struct{})
 	defer close(done)
-	go reloadOnHangup(srv, done)
-	if cfg.Server.ManifestsDir != "" {
-		applier, err := manifests.New(cfg.Server.ManifestsDir, srv.Kubeconfig())
-		if err != nil {
-			return err
-		}
-		go applier.Run(ctx)
-	}
-	go func() {
+	wg.Go(func() { reloadOnHangup(srv, done) })
+	wg.Go(func() {
 		select {
 		case <-done:
+			return
 		case <-ctx.Done():
-			select {
-			case <-done:
-			case <-time.After(cfg.Server.ShutdownTimeout.Duration):
-				klog.ErrorS(nil, "Graceful stop took longer than --"+config.FlagShutdownTimeout+"; exiting", "timeout", cfg.Server.ShutdownTimeout)
-				klog.Flush()
-				os.Exit(1)
-			}
+		case <-backend.Failed():
 		}
-	}()
+		select {
+		case <-done:
+		case <-time.After(cfg.Server.ShutdownTimeout.Duration):
+			klog.ErrorS(nil, "Graceful stop took longer than --"+config.FlagShutdownTimeout+"; exiting", "timeout", cfg.Server.ShutdownTimeout)
+			klog.Flush()
+			restartAsInit(ctx)
+			os.Exit(1)
+		}
+	})
 	if err := srv.Run(ctx); err != nil {
 		return err
 	}

@@ -23,7 +23,6 @@ import (
 
 	"github.com/kubestore/kubestore/access"
 	"github.com/kubestore/kubestore/config"
-	"github.com/kubestore/kubestore/server"
 )
 
 const (
@@ -180,7 +179,7 @@ func TestBadAccessFilesFailStart(t *testing.T) {
 			cfg := testConfig(t)
 			tc.set(&cfg, writeFile(t, filepath.Join(t.TempDir(), "file"), tc.data))
 			backend := openBackend(t, cfg)
-			_, err := server.New(complete(t, cfg), backend)
+			_, err := newServer(complete(t, cfg), backend)
 			if err == nil || !strings.Contains(err.Error(), "--"+tc.flag) {
 				t.Fatalf("got %v, want an error naming --%s", err, tc.flag)
 			}

@@ -48,7 +48,7 @@ import (
 // the backend's getters (watch cache, per-resource settings, budgets).
 // delegate serves what it does not (the NotFound handler at the end of the
 // chain).
-func newCustomResourcesServer(base genericapiserver.Config, backend *cacher.Backend, transformers func(schema.GroupResource) value.Transformer,
+func newCustomResourcesServer(base genericapiserver.Config, backend Storage, transformers func(schema.GroupResource) value.Transformer,
 	nsLifecycle admission.ValidationInterface, delegate genericapiserver.DelegationTarget) (*customResources, error) {
 	c := base
 	// Hooks, health checks and the equivalent-resource registry are the
@@ -99,7 +99,7 @@ type customResources struct {
 // it sends an object for server-side field validation, and
 // kubectl explain reads it. It runs once the top server has built its
 // OpenAPI service (a post-start hook).
-func (s *customResources) serveOpenAPIV3(ctx context.Context, service *handler3.OpenAPIService) error {
+func (s *customResources) serveOpenAPIV3(_ context.Context, service *handler3.OpenAPIService, w *workers) error {
 	if service == nil {
 		return nil
 	}
@@ -116,7 +116,8 @@ func (s *customResources) serveOpenAPIV3(ctx context.Context, service *handler3.
 		}
 		service.UpdateGroupVersion(gv, spec)
 	}
-	go openapiv3controller.NewController(s.Informers.Apiextensions().V1().CustomResourceDefinitions()).Run(service, ctx.Done())
+	controller := openapiv3controller.NewController(s.Informers.Apiextensions().V1().CustomResourceDefinitions())
+	w.start(func(ctx context.Context) { controller.Run(service, ctx.Done()) })
 	return nil
 }
 

@@ -9,7 +9,6 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 
 	"github.com/kubestore/kubestore/cacher"
-	"github.com/kubestore/kubestore/server"
 )
 
 // TestFeatureGates: --feature-gates reaches the apiserver's gates, a later
@@ -23,7 +22,7 @@ func TestFeatureGates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = server.New(cc, backend)
+	_, err = newServer(cc, backend)
 	backend.Close()
 	if err == nil || !strings.Contains(err.Error(), `invalid --feature-gates "NoSuchGate=true"`) {
 		t.Fatalf("New with an unknown gate: %v, want an error naming --feature-gates", err)

@@ -17,12 +17,15 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/endpoints/discovery/aggregated"
 	genericapifilters "k8s.io/apiserver/pkg/endpoints/filters"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
+	"k8s.io/apiserver/pkg/registry/generic"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/healthz"
+	"k8s.io/apiserver/pkg/storage/value"
 	"k8s.io/apiserver/pkg/util/notfoundhandler"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -31,6 +34,7 @@ import (
 	"github.com/kubestore/kubestore/cacher"
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/datadir"
+	"github.com/kubestore/kubestore/manifests"
 	"github.com/kubestore/kubestore/registry"
 	"github.com/kubestore/kubestore/server/openapi"
 )
@@ -39,21 +43,83 @@ import (
 // checked for renewal while the server runs.
 const certRenewalPeriod = 12 * time.Hour
 
+// Storage is what the server needs of its backend, package cacher's
+// Backend: the stores' options, the health of etcd, and the fatal failure
+// of an embedded etcd, which ends serving.
+type Storage interface {
+	RESTOptionsGetter(r cacher.Resources) generic.RESTOptionsGetter
+	CustomResourcesRESTOptionsGetter(transformer func(schema.GroupResource) value.Transformer) generic.RESTOptionsGetter
+	Check(ctx context.Context) error
+	Endpoints() []string
+	Failed() <-chan struct{}
+	Failure() error
+}
+
+var _ Storage = (*cacher.Backend)(nil)
+
 // Server is kubestore's API server, ready to Run.
 type Server struct {
 	generic    *genericapiserver.GenericAPIServer
+	storage    Storage
 	url        string
 	kubeconfig string
 	access     *access.Access
+	workers    *workers
 }
 
-// New builds the server on backend: it listens (so the address is known
-// and written to admin.kubeconfig before Run), loads or creates the PKI,
-// builds every resource's store and installs the API groups. Nothing is
-// served until Run. On error nothing is left running.
-func New(cc config.Completed, backend *cacher.Backend) (_ *Server, err error) {
+// Listeners are the server's sockets: HTTPS on --bind-address and
+// --secure-port and, with --unix-socket, the plain-HTTP socket of local
+// agents. They are opened first, before etcd starts, since they are the
+// likeliest and cheapest start failures (a port or a socket path in use).
+type Listeners struct {
+	tcp  net.Listener
+	unix *unixSocket
+}
+
+// Listen opens the listeners of s. On error none is left open.
+func Listen(s config.Server) (*Listeners, error) {
+	tcp, err := net.Listen("tcp", net.JoinHostPort(s.BindAddress, strconv.Itoa(s.SecurePort)))
+	if err != nil {
+		return nil, fmt.Errorf("invalid --%s/--%s: %w", config.FlagBindAddress, config.FlagSecurePort, err)
+	}
+	l := &Listeners{tcp: tcp}
+	if s.UnixSocket != "" {
+		if l.unix, err = listenUnix(s); err != nil {
+			tcp.Close()
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// Close closes listeners that New did not take over.
+func (l *Listeners) Close() {
+	l.tcp.Close()
+	if l.unix != nil {
+		l.unix.close()
+	}
+}
+
+// failAt, when a test sets it, makes New fail after the named step, so
+// that each step's undoing can be checked.
+var failAt func(step string) error
+
+func step(name string) error {
+	if failAt != nil {
+		return failAt(name)
+	}
+	return nil
+}
+
+// New builds the server on storage and the listeners, which it owns from
+// now on: it writes admin.kubeconfig with the listener's address, loads or
+// creates the PKI, builds every resource's store and installs the API
+// groups. Nothing is served until Run. On error nothing is left running
+// and the listeners are closed.
+func New(cc config.Completed, storage Storage, ln *Listeners) (_ *Server, err error) {
 	cfg := cc.Config()
 	var cleanup []func()
+	undo := func(f func()) { cleanup = append(cleanup, f) }
 	defer func() {
 		if err != nil {
 			for i := len(cleanup) - 1; i >= 0; i-- {
@@ -61,8 +127,12 @@ func New(cc config.Completed, backend *cacher.Backend) (_ *Server, err error) {
 			}
 		}
 	}()
+	undo(ln.Close)
 
 	if err := applyFeatureGates(cc.FeatureGates(), cfg.Server.FeatureGates); err != nil {
+		return nil, err
+	}
+	if err := step("feature-gates"); err != nil {
 		return nil, err
 	}
 	kinds, err := registry.New()
@@ -72,15 +142,9 @@ func New(cc config.Completed, backend *cacher.Backend) (_ *Server, err error) {
 	scheme, codecs := kinds.Scheme(), kinds.Codecs()
 	dir := datadir.Dir(cfg.DataDir)
 
-	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Server.BindAddress, strconv.Itoa(cfg.Server.SecurePort)))
-	if err != nil {
-		return nil, fmt.Errorf("invalid --%s/--%s: %w", config.FlagBindAddress, config.FlagSecurePort, err)
-	}
-	cleanup = append(cleanup, func() { ln.Close() })
-	port := ln.Addr().(*net.TCPAddr).Port
+	port := ln.tcp.Addr().(*net.TCPAddr).Port
 	clientHost := clientAddress(cfg.Server.BindAddress)
 	url := "https://" + net.JoinHostPort(clientHost, strconv.Itoa(port))
-
 	pki, err := access.LoadPKI(dir, access.ServingHosts(cfg.Server))
 	if err != nil {
 		return nil, err
@@ -88,17 +152,19 @@ func New(cc config.Completed, backend *cacher.Backend) (_ *Server, err error) {
 	if err := pki.WriteKubeconfig(dir.Kubeconfig(), url); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", dir.Kubeconfig(), err)
 	}
+	if err := step("pki"); err != nil {
+		return nil, err
+	}
 
 	build := BuildInfo()
 	ev, err := newEffectiveVersion(build)
 	if err != nil {
 		return nil, err
 	}
-
 	c := genericapiserver.NewConfig(codecs)
 	c.EffectiveVersion = ev
 	c.SecureServing = &genericapiserver.SecureServingInfo{
-		Listener:      ln,
+		Listener:      ln.tcp,
 		Cert:          pki.Serving(),
 		ClientCA:      pki.ClientCA(),
 		MinTLSVersion: tls.VersionTLS12,
@@ -130,20 +196,26 @@ func New(cc config.Completed, backend *cacher.Backend) (_ *Server, err error) {
 	c.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(openapi.GetOpenAPIDefinitions, openapinamer.NewDefinitionNamer(scheme))
 	c.OpenAPIV3Config.Info.Title = "Kubernetes"
 	c.OpenAPIV3Config.Info.Version = build.Kubernetes
-	c.AddHealthChecks(healthz.NamedCheck("etcd", func(r *http.Request) error { return backend.Check(r.Context()) }))
+	c.AddHealthChecks(healthz.NamedCheck("etcd", func(r *http.Request) error { return storage.Check(r.Context()) }))
 
 	transformers, err := access.EncryptionTransformers(cfg)
 	if err != nil {
 		return nil, err
 	}
-	getter := backend.RESTOptionsGetter(cacher.Resources{Scheme: scheme, Serializer: codecs, KeyPrefixes: kinds.KeyPrefixes(), Transformer: transformers})
+	if err := step("access"); err != nil {
+		return nil, err
+	}
+	getter := storage.RESTOptionsGetter(cacher.Resources{Scheme: scheme, Serializer: codecs, KeyPrefixes: kinds.KeyPrefixes(), Transformer: transformers})
 	c.RESTOptionsGetter = getter
 
 	api, err := kinds.NewStorage(getter)
 	if err != nil {
 		return nil, err
 	}
-	cleanup = append(cleanup, api.Destroy)
+	undo(api.Destroy)
+	if err := step("storage"); err != nil {
+		return nil, err
+	}
 	nsLifecycle := api.NamespaceLifecycle()
 	c.AdmissionControl = nsLifecycle
 
@@ -159,19 +231,24 @@ func New(cc config.Completed, backend *cacher.Backend) (_ *Server, err error) {
 	var crds *customResources
 	if cfg.Server.CustomResources {
 		c.AggregatedDiscoveryGroupManager = aggregated.NewResourceManager("apis")
-		crds, err = newCustomResourcesServer(*c, backend, transformers, nsLifecycle, delegate)
+		crds, err = newCustomResourcesServer(*c, storage, transformers, nsLifecycle, delegate)
 		if err != nil {
 			return nil, err
 		}
+		undo(crds.GenericAPIServer.Destroy)
 		delegate = crds.GenericAPIServer
+	}
+	if err := step("custom-resources"); err != nil {
+		return nil, err
 	}
 	gs, err := c.Complete(nil).New("kubestore", delegate)
 	if err != nil {
-		if crds != nil {
-			crds.GenericAPIServer.Destroy()
-		}
 		return nil, fmt.Errorf("building API server: %w", err)
 	}
+	// Destroys the stores the server installs and the delegates (every
+	// destroy function is idempotent, upstream's contract).
+	undo(gs.Destroy)
+	gs.ShutdownTimeout = cfg.Server.ShutdownTimeout.Duration / 4
 	if crds != nil {
 		gs.DiscoveryGroupManager.AddGroup(apiextensionsGroup())
 		informer := crds.Informers.Apiextensions().V1().CustomResourceDefinitions()
@@ -180,11 +257,17 @@ func New(cc config.Completed, backend *cacher.Backend) (_ *Server, err error) {
 			return nil, err
 		}
 	}
-	gs.ShutdownTimeout = cfg.Server.ShutdownTimeout.Duration / 4
+	if err := step("generic-server"); err != nil {
+		return nil, err
+	}
 	if err := api.Install(gs); err != nil {
 		return nil, err
 	}
+	if err := step("install"); err != nil {
+		return nil, err
+	}
 
+	s := &Server{generic: gs, storage: storage, url: url, kubeconfig: dir.Kubeconfig(), access: acc, workers: newWorkers()}
 	gs.AddPostStartHookOrDie("storage-readiness", gs.StorageReadinessHook.Hook)
 	gs.AddPostStartHookOrDie("kubestore-system-namespaces", func(ctx genericapiserver.PostStartHookContext) error {
 		return api.EnsureSystemNamespaces(ctx)
@@ -196,19 +279,13 @@ func New(cc config.Completed, backend *cacher.Backend) (_ *Server, err error) {
 			return nil, err
 		}
 		deleteCustom = custom.deleteIn
-	}
-	nsController := api.NamespaceController(deleteCustom)
-	gs.AddPostStartHookOrDie("kubestore-namespace-controller", func(ctx genericapiserver.PostStartHookContext) error {
-		go nsController.Run(ctx)
-		return nil
-	})
-	if crds != nil {
 		gs.AddPostStartHookOrDie("kubestore-custom-resources-openapi", func(ctx genericapiserver.PostStartHookContext) error {
-			return crds.serveOpenAPIV3(ctx, gs.OpenAPIV3VersionedService)
+			return crds.serveOpenAPIV3(ctx, gs.OpenAPIV3VersionedService, s.workers)
 		})
 	}
-	gs.AddPostStartHookOrDie("kubestore-certificate-renewal", func(ctx genericapiserver.PostStartHookContext) error {
-		go wait.UntilWithContext(ctx, func(context.Context) {
+	s.addWorker("kubestore-namespace-controller", api.NamespaceController(deleteCustom).Run)
+	s.addWorker("kubestore-certificate-renewal", func(ctx context.Context) {
+		wait.UntilWithContext(ctx, func(context.Context) {
 			if err := pki.Renew(); err != nil {
 				klog.ErrorS(err, "Renewing the serving certificate")
 			}
@@ -216,28 +293,39 @@ func New(cc config.Completed, backend *cacher.Backend) (_ *Server, err error) {
 				klog.ErrorS(err, "Renewing the admin certificate")
 			}
 		}, certRenewalPeriod)
-		return nil
 	})
-
-	if cfg.Server.UnixSocket != "" {
-		sock, err := listenUnix(cfg.Server)
+	if sock := ln.unix; sock != nil {
+		grace := cfg.Server.ShutdownTimeout.Duration / 4
+		s.addWorker("kubestore-unix-socket", func(ctx context.Context) { sock.serve(ctx, gs.Handler, grace) })
+	}
+	if cfg.Server.ManifestsDir != "" {
+		applier, err := manifests.New(cfg.Server.ManifestsDir, dir.Kubeconfig())
 		if err != nil {
 			return nil, err
 		}
-		cleanup = append(cleanup, func() { sock.listener.Close() })
-		grace := cfg.Server.ShutdownTimeout.Duration / 4
-		gs.AddPostStartHookOrDie("kubestore-unix-socket", func(ctx genericapiserver.PostStartHookContext) error {
-			go sock.serve(ctx, gs.Handler, grace)
-			return nil
-		})
+		s.addWorker("kubestore-manifests", applier.Run)
 	}
-	gs.AddPostStartHookOrDie("kubestore-release-startup-memory", func(ctx genericapiserver.PostStartHookContext) error {
-		go releaseStartupMemory(ctx)
+	s.addWorker("kubestore-release-startup-memory", releaseStartupMemory)
+	// The workers stop first when the server stops, while requests are
+	// still served: a controller's last write is not refused.
+	gs.AddPreShutdownHookOrDie("kubestore-stop-workers", func() error {
+		s.workers.stop()
 		return nil
 	})
+	if err := step("hooks"); err != nil {
+		return nil, err
+	}
 
-	klog.InfoS("kubestore API server", "url", url, "kubeconfig", dir.Kubeconfig(), "dataDir", cfg.DataDir, "etcd", backend.Endpoints())
-	return &Server{generic: gs, url: url, kubeconfig: dir.Kubeconfig(), access: acc}, nil
+	klog.InfoS("kubestore API server", "url", url, "kubeconfig", dir.Kubeconfig(), "dataDir", cfg.DataDir, "etcd", storage.Endpoints())
+	return s, nil
+}
+
+// addWorker runs fn in a worker from the start of serving until the stop.
+func (s *Server) addWorker(name string, fn func(ctx context.Context)) {
+	s.generic.AddPostStartHookOrDie(name, func(genericapiserver.PostStartHookContext) error {
+		s.workers.start(fn)
+		return nil
+	})
 }
 
 // startupSettleTime is how long after the start the start-up garbage and
@@ -273,11 +361,46 @@ func (s *Server) URL() string { return s.url }
 // Kubeconfig is the path of the admin kubeconfig.
 func (s *Server) Kubeconfig() string { return s.kubeconfig }
 
-// Run serves until ctx is cancelled, then stops gracefully: /readyz fails,
-// the listener closes, in-flight requests finish and watches end, and every
-// store and cacher is destroyed. It returns when all of that is done.
+// Run serves until ctx is cancelled or the embedded etcd fails, then stops.
+// This is the one place the stop's order is written down:
+//
+//  1. /readyz fails and kubestore's workers stop and are waited for: the
+//     namespace controller, the manifests applier, the certificate renewal,
+//     the unix socket (its connections, watches included, are closed within
+//     a quarter of --shutdown-timeout).
+//  2. The HTTPS listener stops accepting; watches end at once so clients
+//     reconnect elsewhere; in-flight requests finish (a quarter of
+//     --shutdown-timeout each for watches and for the HTTP server).
+//  3. Every store's watch cache and the custom-resources server are
+//     destroyed.
+//
+// Run returns when all of that is done: nil after a cancelled ctx, the
+// storage's failure after one. The caller then closes the storage (the
+// compactor, the etcd client, then the embedded etcd, which syncs its WAL
+// and database) and releases the data directory's lock; its own watchdog
+// exits the process if all of it takes longer than --shutdown-timeout.
 func (s *Server) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case <-ctx.Done():
+		case <-s.storage.Failed():
+			klog.ErrorS(s.storage.Failure(), "Stopping: the storage failed")
+			cancel(s.storage.Failure())
+		}
+	}()
 	err := s.generic.PrepareRun().RunWithContext(ctx)
+	cancel(nil)
+	<-watched
+	// Already stopped by the pre-shutdown hook, unless the server failed
+	// before it ran.
+	s.workers.stop()
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}

@@ -66,7 +66,7 @@ func startServer(t *testing.T, cfg config.Config) *testServer {
 		cancel()
 		t.Fatalf("opening storage: %v", err)
 	}
-	srv, err := server.New(cc, backend)
+	srv, err := newServer(cc, backend)
 	if err != nil {
 		cancel()
 		backend.Close()
@@ -153,4 +153,14 @@ func openBackend(t *testing.T, cfg config.Config) *cacher.Backend {
 	}
 	t.Cleanup(backend.Close)
 	return backend
+}
+
+// newServer opens the listeners of cc and builds the server on them, as
+// kubestore serve does.
+func newServer(cc config.Completed, backend *cacher.Backend) (*server.Server, error) {
+	ln, err := server.Listen(cc.Config().Server)
+	if err != nil {
+		return nil, err
+	}
+	return server.New(cc, backend, ln)
 }

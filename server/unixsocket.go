@@ -73,14 +73,16 @@ func lookupGroup(name string) (int, error) {
 
 // serve serves handler on the socket until ctx ends, then stops within
 // grace: new connections are refused at once, open ones (watches) are
-// closed after grace.
+// closed after grace. It returns once the socket is closed and removed.
 func (u *unixSocket) serve(ctx context.Context, handler http.Handler, grace time.Duration) {
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 30 * time.Second,
 		ConnContext:       access.PeerConnContext,
 	}
+	stopped := make(chan struct{})
 	go func() {
+		defer close(stopped)
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), grace)
 		defer cancel()
@@ -91,5 +93,9 @@ func (u *unixSocket) serve(ctx context.Context, handler http.Handler, grace time
 	if err := srv.Serve(u.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		klog.ErrorS(err, "Serving the unix socket", "path", u.path)
 	}
+	<-stopped
 	os.Remove(u.path)
 }
+
+// close closes a socket that was never served, which removes its file.
+func (u *unixSocket) close() { u.listener.Close() }
