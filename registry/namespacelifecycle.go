@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -144,15 +145,18 @@ type NamespaceController struct {
 // still being deleted (pods waiting for their node agent).
 const contentRetry = 2 * time.Second
 
-// Run works until ctx is cancelled.
+// Run works until ctx is cancelled, and returns once every goroutine it
+// started has ended.
 func (c *NamespaceController) Run(ctx context.Context) {
 	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "namespace"})
-	go func() {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
 		<-ctx.Done()
 		c.queue.ShutDown()
-	}()
-	go wait.UntilWithContext(ctx, c.watch, time.Second)
+	})
+	wg.Go(func() { wait.UntilWithContext(ctx, c.watch, time.Second) })
 	for c.processNext(ctx) {
 	}
 }
