@@ -567,6 +567,18 @@ func TestPodTable(t *testing.T) {
 				{Ready: true, RestartCount: 3, State: running},
 				{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerWaitingReason"}}, RestartCount: 3}}},
 		}, cells: []any{"test2", "1/2", "ContainerWaitingReason", "6", "<unknown>", "<none>", "<none>", "<none>", "<none>"}},
+		// printPod's termination reasons without a reason: the signal or
+		// the exit code, for init containers and containers.
+		{name: "init container killed by a signal", pod: corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "sig"},
+			Spec:       corev1.PodSpec{InitContainers: make([]corev1.Container, 1), Containers: make([]corev1.Container, 1)},
+			Status: corev1.PodStatus{Phase: "Pending",
+				InitContainerStatuses: []corev1.ContainerStatus{{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Signal: 9, ExitCode: 137}}}}},
+		}, cells: []any{"sig", "0/1", "Init:Signal:9", "0", "<unknown>"}},
+		{name: "container exited without a reason", pod: corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "exit"}, Spec: corev1.PodSpec{Containers: make([]corev1.Container, 1)},
+			Status: corev1.PodStatus{Phase: "Running", ContainerStatuses: []corev1.ContainerStatus{{State: terminated("", 2)}}},
+		}, cells: []any{"exit", "0/1", "ExitCode:2", "0", "<unknown>"}},
 		// Not upstream's: a v1 client may set podIP alone.
 		{name: "wide, podIP without podIPs", pod: corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "test3"}, Spec: corev1.PodSpec{Containers: make([]corev1.Container, 1)},
@@ -924,4 +936,32 @@ func TestPodStatus(t *testing.T) {
 	errorsContain(t, status.ValidateUpdate(t.Context(), updated, old), "")
 	updated.Status.Phase = "Sleeping"
 	errorsContain(t, status.ValidateUpdate(t.Context(), updated, old), "status.phase: Unsupported value")
+}
+
+// Pods are indexed by spec.nodeName in the watch cache, so that a node
+// agent's watch of its own pods does not scan every pod.
+func TestPodNodeNameIndex(t *testing.T) {
+	opts := podDef().storeOptions(nil)
+	if opts.TriggerFunc == nil || opts.Indexers == nil {
+		t.Fatal("pods have no spec.nodeName index")
+	}
+	p := makePod("foo", func(p *corev1.Pod) { p.Spec.NodeName = "node1" })
+	if got := opts.TriggerFunc["spec.nodeName"](p); got != "node1" {
+		t.Errorf("trigger value = %q, want node1", got)
+	}
+	for name, index := range *opts.Indexers {
+		values, err := index(p)
+		if err != nil || !reflect.DeepEqual(values, []string{"node1"}) {
+			t.Errorf("index %s = %v, %v", name, values, err)
+		}
+		if _, err := index("not an object"); err == nil {
+			t.Errorf("index %s accepted a string", name)
+		}
+	}
+	if pred := podDef().predicate(nil, nil); !reflect.DeepEqual(pred.IndexFields, []string{"spec.nodeName"}) {
+		t.Errorf("predicate index fields = %v", pred.IndexFields)
+	}
+	if opts := configMapDef().storeOptions(nil); opts.TriggerFunc != nil || opts.Indexers != nil {
+		t.Error("config maps have an index")
+	}
 }
