@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -35,4 +36,33 @@ func tableRow(t *testing.T, d *resourceDef, obj runtime.Object) []any {
 		t.Fatalf("%d cells for %d columns", n, m)
 	}
 	return table.Rows[0].Cells
+}
+
+// kube-apiserver's ValidateObjectMeta (pkg/apis/core/validation) checks
+// finalizer names for every built-in kind, on create and update: a
+// finalizer without a domain must be a standard one.
+func TestMetadataFinalizers(t *testing.T) {
+	tests := []struct {
+		finalizers []string
+		err        string
+		onCreate   bool // only create checks it, as upstream
+	}{
+		{finalizers: []string{"kubernetes"}},
+		{finalizers: []string{"orphan"}},
+		{finalizers: []string{"foregroundDeletion"}},
+		{finalizers: []string{"example.com/cleanup"}},
+		{finalizers: []string{"cleanup"}, err: "metadata.finalizers[0]: Invalid value"},
+		{finalizers: []string{"example.com/ok", "Not Valid"}, err: "metadata.finalizers[1]"},
+		{finalizers: []string{"orphan", "foregroundDeletion"}, err: "metadata.finalizers", onCreate: true},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.finalizers, ","), func(t *testing.T) {
+			cm := newConfigMap("cm", "ns", nil, nil)
+			cm.Finalizers = tt.finalizers
+			errorsContain(t, validateCreate(t, configMapDef(), cm), tt.err)
+			if !tt.onCreate {
+				errorsContain(t, validateUpdate(t, configMapDef(), cm, newConfigMap("cm", "ns", nil, nil)), tt.err)
+			}
+		})
+	}
 }

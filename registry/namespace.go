@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
@@ -81,12 +80,14 @@ func labelNamespace(ns *corev1.Namespace) {
 	ns.Labels[corev1.LabelMetadataName] = ns.Name
 }
 
+// validateFinalizers: spec.finalizers are qualified names, and standard
+// ones when they have no domain, as metadata.finalizers.
 func validateFinalizers(finalizers []corev1.FinalizerName) field.ErrorList {
 	var errs field.ErrorList
 	for i, f := range finalizers {
-		for _, msg := range utilvalidation.IsQualifiedName(string(f)) {
-			errs = append(errs, field.Invalid(field.NewPath("spec", "finalizers").Index(i), f, msg))
-		}
+		path := field.NewPath("spec", "finalizers").Index(i)
+		errs = append(errs, apivalidation.ValidateFinalizerName(string(f), path)...)
+		errs = append(errs, validateKubeFinalizerName(path, string(f))...)
 	}
 	return errs
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilcache "k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
@@ -36,7 +38,17 @@ var immortalNamespaces = sets.New(metav1.NamespaceDefault, metav1.NamespaceSyste
 // no deletion of the system namespaces.
 type namespaceLifecycle struct {
 	namespaces *genericregistry.Store
+	// deleted holds namespaces whose deletion was admitted lately: the
+	// watch cache may still show them Active, so they are read from etcd.
+	deleted *utilcache.LRUExpireCache
 }
+
+// Upstream's: how long after a namespace's deletion reads of it bypass
+// the cache, and how many such namespaces are remembered.
+const (
+	forceLiveLookupTTL  = 30 * time.Second
+	forceLiveLookupSize = 100
+)
 
 var _ admission.ValidationInterface = (*namespaceLifecycle)(nil)
 
@@ -47,8 +59,11 @@ func (l *namespaceLifecycle) Handles(op admission.Operation) bool {
 func (l *namespaceLifecycle) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
 	isNamespace := a.GetResource().GroupResource() == corev1.Resource("namespaces")
 	if a.GetOperation() == admission.Delete {
-		if isNamespace && a.GetSubresource() == "" && immortalNamespaces.Has(a.GetName()) {
-			return apierrors.NewForbidden(a.GetResource().GroupResource(), a.GetName(), fmt.Errorf("this namespace may not be deleted"))
+		if isNamespace && a.GetSubresource() == "" {
+			if immortalNamespaces.Has(a.GetName()) {
+				return apierrors.NewForbidden(a.GetResource().GroupResource(), a.GetName(), fmt.Errorf("this namespace may not be deleted"))
+			}
+			l.deleted.Add(a.GetName(), true, forceLiveLookupTTL)
 		}
 		return nil
 	}
@@ -72,12 +87,14 @@ func (l *namespaceLifecycle) Validate(ctx context.Context, a admission.Attribute
 }
 
 // lookup reads a namespace from the watch cache and, if the cache has not
-// seen it, from etcd: a namespace created just before the object must not
-// be reported missing.
+// seen it or may not have seen its deletion yet, from etcd: a namespace
+// created just before the object must not be reported missing, nor one
+// being deleted active.
 func (l *namespaceLifecycle) lookup(ctx context.Context, name string) (*corev1.Namespace, error) {
 	ctx = genericapirequest.WithNamespace(ctx, metav1.NamespaceNone)
 	obj, err := l.namespaces.Get(ctx, name, &metav1.GetOptions{ResourceVersion: "0"})
-	if apierrors.IsNotFound(err) {
+	_, deleted := l.deleted.Get(name)
+	if apierrors.IsNotFound(err) || (err == nil && deleted && obj.(*corev1.Namespace).Status.Phase == corev1.NamespaceActive) {
 		obj, err = l.namespaces.Get(ctx, name, &metav1.GetOptions{})
 	}
 	if apierrors.IsNotFound(err) {
@@ -95,7 +112,7 @@ func (l *namespaceLifecycle) lookup(ctx context.Context, name string) (*corev1.N
 // NamespaceLifecycle plugin: no new object in a missing or terminating
 // namespace, and no deletion of the system namespaces.
 func (s *Storage) NamespaceLifecycle() admission.ValidationInterface {
-	return &namespaceLifecycle{namespaces: s.namespaces.store}
+	return &namespaceLifecycle{namespaces: s.namespaces.store, deleted: utilcache.NewLRUExpireCache(forceLiveLookupSize)}
 }
 
 // NamespaceController returns the controller that empties and deletes
@@ -128,15 +145,18 @@ type NamespaceController struct {
 // still being deleted (pods waiting for their node agent).
 const contentRetry = 2 * time.Second
 
-// Run works until ctx is cancelled.
+// Run works until ctx is cancelled, and returns once every goroutine it
+// started has ended.
 func (c *NamespaceController) Run(ctx context.Context) {
 	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "namespace"})
-	go func() {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
 		<-ctx.Done()
 		c.queue.ShutDown()
-	}()
-	go wait.UntilWithContext(ctx, c.watch, time.Second)
+	})
+	wg.Go(func() { wait.UntilWithContext(ctx, c.watch, time.Second) })
 	for c.processNext(ctx) {
 	}
 }

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,12 +29,14 @@ func nodeDef() *resourceDef {
 		fields: func(obj runtime.Object) fields.Set {
 			return fields.Set{"spec.unschedulable": strconv.FormatBool(obj.(*corev1.Node).Spec.Unschedulable)}
 		},
-		fieldLabels: []string{"spec.unschedulable"},
-		validate:    func(obj runtime.Object) field.ErrorList { return validateNodeSpec(&obj.(*corev1.Node).Spec) },
+		fieldLabels:    []string{"spec.unschedulable"},
+		validate:       func(obj runtime.Object) field.ErrorList { return validateNodeSpec(&obj.(*corev1.Node).Spec) },
+		validateUpdate: validateNodeUpdate,
 		// A node agent registers its node with status, so create keeps it.
 		status: &statusDef{
 			keepStatus: func(obj, old runtime.Object) { obj.(*corev1.Node).Status = old.(*corev1.Node).Status },
 			keepSpec:   func(obj, old runtime.Object) { obj.(*corev1.Node).Spec = old.(*corev1.Node).Spec },
+			validate:   validateNodeUpdate,
 		},
 		columns: []metav1.TableColumnDefinition{
 			nameCol,
@@ -61,29 +64,72 @@ func defaultNode(n *corev1.Node) {
 
 var taintEffects = sets.New(corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute)
 
+// validateNodeSpec is the spec part of upstream's ValidateNode: valid pod
+// CIDRs, at most one per IP family, and taints unique by key and effect.
 func validateNodeSpec(s *corev1.NodeSpec) field.ErrorList {
 	var errs field.ErrorList
 	path := field.NewPath("spec")
-	for i, cidr := range append([]string{s.PodCIDR}, s.PodCIDRs...) {
-		if cidr == "" {
-			continue
-		}
-		if _, _, err := net.ParseCIDR(cidr); err != nil {
-			p := path.Child("podCIDR")
-			if i > 0 {
-				p = path.Child("podCIDRs").Index(i - 1)
-			}
-			errs = append(errs, field.Invalid(p, cidr, "must be a valid CIDR"))
+	if s.PodCIDR != "" {
+		if _, _, err := net.ParseCIDR(s.PodCIDR); err != nil {
+			errs = append(errs, field.Invalid(path.Child("podCIDR"), s.PodCIDR, "must be a valid CIDR"))
 		}
 	}
+	families := map[bool]int{}
+	for i, cidr := range s.PodCIDRs {
+		ip, _, err := net.ParseCIDR(cidr)
+		if err != nil {
+			errs = append(errs, field.Invalid(path.Child("podCIDRs").Index(i), cidr, "must be a valid CIDR"))
+			continue
+		}
+		families[ip.To4() != nil]++
+	}
+	if len(s.PodCIDRs) > 2 || families[true] > 1 || families[false] > 1 {
+		errs = append(errs, field.Invalid(path.Child("podCIDRs"), s.PodCIDRs, "may specify no more than one CIDR for each IP family"))
+	}
+	seen := map[corev1.TaintEffect]sets.Set[string]{}
 	for i, t := range s.Taints {
 		p := path.Child("taints").Index(i)
 		for _, msg := range utilvalidation.IsQualifiedName(t.Key) {
 			errs = append(errs, field.Invalid(p.Child("key"), t.Key, msg))
 		}
+		if msgs := utilvalidation.IsValidLabelValue(t.Value); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(p.Child("value"), t.Value, strings.Join(msgs, ";")))
+		}
 		if !taintEffects.Has(t.Effect) {
 			errs = append(errs, field.NotSupported(p.Child("effect"), t.Effect, sets.List(taintEffects)))
 		}
+		if seen[t.Effect].Has(t.Key) {
+			dup := field.Duplicate(p, t)
+			dup.Detail = "taints must be unique by key and effect pair"
+			errs = append(errs, dup)
+			continue
+		}
+		if seen[t.Effect] == nil {
+			seen[t.Effect] = sets.New[string]()
+		}
+		seen[t.Effect].Insert(t.Key)
+	}
+	return errs
+}
+
+// validateNodeUpdate is upstream's ValidateNodeUpdate, for the main
+// resource and status alike: pod CIDRs and the provider ID are set once,
+// and the status lists an address once.
+func validateNodeUpdate(obj, old runtime.Object) field.ErrorList {
+	n, o := obj.(*corev1.Node), old.(*corev1.Node)
+	var errs field.ErrorList
+	if len(o.Spec.PodCIDRs) > 0 && (len(n.Spec.PodCIDRs) < len(o.Spec.PodCIDRs) || !slices.Equal(n.Spec.PodCIDRs[:len(o.Spec.PodCIDRs)], o.Spec.PodCIDRs)) {
+		errs = append(errs, field.Forbidden(field.NewPath("spec", "podCIDRs"), `node updates may not change podCIDR except from "" to valid`))
+	}
+	if o.Spec.ProviderID != "" && n.Spec.ProviderID != o.Spec.ProviderID {
+		errs = append(errs, field.Forbidden(field.NewPath("spec", "providerID"), `node updates may not change providerID except from "" to valid`))
+	}
+	addresses := sets.New[corev1.NodeAddress]()
+	for i, a := range n.Status.Addresses {
+		if addresses.Has(a) {
+			errs = append(errs, field.Duplicate(field.NewPath("status", "addresses").Index(i), a))
+		}
+		addresses.Insert(a)
 	}
 	return errs
 }

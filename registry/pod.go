@@ -83,7 +83,7 @@ func podFields(obj runtime.Object) fields.Set {
 		"spec.serviceAccountName":  p.Spec.ServiceAccountName,
 		"spec.hostNetwork":         strconv.FormatBool(p.Spec.HostNetwork),
 		"status.phase":             string(p.Status.Phase),
-		"status.podIP":             p.Status.PodIP,
+		"status.podIP":             podIP(p),
 		"status.nominatedNodeName": p.Status.NominatedNodeName,
 	}
 }
@@ -445,8 +445,11 @@ func validateContainers(cs []corev1.Container, path *field.Path, names sets.Set[
 			}
 			names.Insert(c.Name)
 		}
-		if strings.TrimSpace(c.Image) == "" {
+		switch {
+		case strings.TrimSpace(c.Image) == "":
 			errs = append(errs, field.Required(p.Child("image"), ""))
+		case strings.TrimSpace(c.Image) != c.Image:
+			errs = append(errs, field.Invalid(p.Child("image"), c.Image, "must not have leading or trailing whitespace"))
 		}
 		if !pullPolicies.Has(c.ImagePullPolicy) {
 			errs = append(errs, field.NotSupported(p.Child("imagePullPolicy"), c.ImagePullPolicy, sets.List(pullPolicies)))
@@ -694,14 +697,18 @@ func podRow(pod *corev1.Pod) []any {
 		}
 		gates = fmt.Sprintf("%d/%d", met, n)
 	}
-	// The first of podIPs, as upstream prints its internal type, which has
-	// no podIP; a client that sets only podIP still gets it shown.
-	ip := pod.Status.PodIP
-	if len(pod.Status.PodIPs) > 0 {
-		ip = pod.Status.PodIPs[0].IP
-	}
+	ip := podIP(pod)
 	return []any{pod.Name, fmt.Sprintf("%d/%d", ready, total), reason, restartsCell, age(pod.CreationTimestamp),
 		orNone(ip), orNone(pod.Spec.NodeName), orNone(pod.Status.NominatedNodeName), gates}
+}
+
+// podIP is the first of podIPs, as upstream reads its internal type, which
+// has no podIP; podIP when a client sets only that.
+func podIP(pod *corev1.Pod) string {
+	if len(pod.Status.PodIPs) > 0 {
+		return pod.Status.PodIPs[0].IP
+	}
+	return pod.Status.PodIP
 }
 
 // podCondition reports whether the pod's condition t is True.

@@ -10,6 +10,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -566,6 +567,18 @@ func TestPodTable(t *testing.T) {
 				{Ready: true, RestartCount: 3, State: running},
 				{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerWaitingReason"}}, RestartCount: 3}}},
 		}, cells: []any{"test2", "1/2", "ContainerWaitingReason", "6", "<unknown>", "<none>", "<none>", "<none>", "<none>"}},
+		// printPod's termination reasons without a reason: the signal or
+		// the exit code, for init containers and containers.
+		{name: "init container killed by a signal", pod: corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "sig"},
+			Spec:       corev1.PodSpec{InitContainers: make([]corev1.Container, 1), Containers: make([]corev1.Container, 1)},
+			Status: corev1.PodStatus{Phase: "Pending",
+				InitContainerStatuses: []corev1.ContainerStatus{{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Signal: 9, ExitCode: 137}}}}},
+		}, cells: []any{"sig", "0/1", "Init:Signal:9", "0", "<unknown>"}},
+		{name: "container exited without a reason", pod: corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "exit"}, Spec: corev1.PodSpec{Containers: make([]corev1.Container, 1)},
+			Status: corev1.PodStatus{Phase: "Running", ContainerStatuses: []corev1.ContainerStatus{{State: terminated("", 2)}}},
+		}, cells: []any{"exit", "0/1", "ExitCode:2", "0", "<unknown>"}},
 		// Not upstream's: a v1 client may set podIP alone.
 		{name: "wide, podIP without podIPs", pod: corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "test3"}, Spec: corev1.PodSpec{Containers: make([]corev1.Container, 1)},
@@ -741,4 +754,214 @@ func TestImagePullPolicyDefault(t *testing.T) {
 			t.Errorf("imagePullPolicy = %s, want Never", c.ImagePullPolicy)
 		}
 	})
+}
+
+// Pod create validation, the cases of TestValidatePodSpec and
+// TestValidatePodCreate in k8s.io/kubernetes
+// pkg/apis/core/validation/validation_test.go for the rules kubestore
+// applies (containers, images, policies, node name, deadlines, volumes and
+// mounts, ports, env names, resources). Upstream checks much more
+// (security contexts, probes, affinity, topology spread, ...); kubestore
+// stores those fields unchecked.
+func TestPodValidate(t *testing.T) {
+	spec := func(f func(*corev1.PodSpec)) func(*corev1.Pod) { return func(p *corev1.Pod) { f(&p.Spec) } }
+	ctr := func(f func(*corev1.Container)) func(*corev1.Pod) {
+		return func(p *corev1.Pod) { f(&p.Spec.Containers[0]) }
+	}
+	tests := []struct {
+		name string
+		opts []func(*corev1.Pod)
+		err  string // "" when valid
+	}{
+		{name: "valid"},
+		{name: "valid with everything", opts: []func(*corev1.Pod){spec(func(s *corev1.PodSpec) {
+			s.InitContainers = []corev1.Container{{Name: "init", Image: "image", VolumeMounts: []corev1.VolumeMount{{Name: "vol", MountPath: "/v"}}}}
+			s.Volumes = []corev1.Volume{{Name: "vol"}}
+			s.NodeName = "node.example.com"
+			s.ActiveDeadlineSeconds = ptrTo(int64(1))
+			s.Containers[0].Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 80, HostPort: 8080}}
+			s.Containers[0].Env = []corev1.EnvVar{{Name: "RELAXED.name-1", Value: "v"}}
+			s.Containers[0].Resources = corev1.ResourceRequirements{Requests: resources("100m", "1Gi"), Limits: resources("200m", "1Gi")}
+		})}},
+		{name: "missing containers", opts: []func(*corev1.Pod){spec(func(s *corev1.PodSpec) { s.Containers = nil })}, err: "spec.containers: Required value"},
+		{name: "missing container name", opts: []func(*corev1.Pod){ctr(func(c *corev1.Container) { c.Name = "" })}, err: "spec.containers[0].name: Required value"},
+		{name: "invalid container name", opts: []func(*corev1.Pod){ctr(func(c *corev1.Container) { c.Name = "Bad_Name" })}, err: "spec.containers[0].name: Invalid value"},
+		{name: "duplicate container names", opts: []func(*corev1.Pod){spec(func(s *corev1.PodSpec) {
+			s.Containers = append(s.Containers, corev1.Container{Name: "ctr", Image: "image"})
+		})}, err: "spec.containers[1].name: Duplicate value"},
+		{name: "init container named as a container", opts: []func(*corev1.Pod){spec(func(s *corev1.PodSpec) {
+			s.InitContainers = []corev1.Container{{Name: "ctr", Image: "image"}}
+		})}, err: "spec.containers[0].name: Duplicate value"},
+		{name: "missing image", opts: []func(*corev1.Pod){ctr(func(c *corev1.Container) { c.Image = "" })}, err: "spec.containers[0].image: Required value"},
+		{name: "image with whitespace", opts: []func(*corev1.Pod){ctr(func(c *corev1.Container) { c.Image = " image" })},
+			err: "spec.containers[0].image: Invalid value: \" image\": must not have leading or trailing whitespace"},
+		{name: "invalid pull policy", opts: []func(*corev1.Pod){ctr(func(c *corev1.Container) { c.ImagePullPolicy = "Sometimes" })},
+			err: "spec.containers[0].imagePullPolicy: Unsupported value"},
+		{name: "invalid restart policy", opts: []func(*corev1.Pod){spec(func(s *corev1.PodSpec) { s.RestartPolicy = "UnlessStopped" })},
+			err: "spec.restartPolicy: Unsupported value"},
+		{name: "invalid DNS policy", opts: []func(*corev1.Pod){spec(func(s *corev1.PodSpec) { s.DNSPolicy = "Google" })}, err: "spec.dnsPolicy: Unsupported value"},
+		{name: "invalid node name", opts: []func(*corev1.Pod){spec(func(s *corev1.PodSpec) { s.NodeName = "Node_1" })}, err: "spec.nodeName: Invalid value"},
+		{name: "zero activeDeadlineSeconds", opts: []func(*corev1.Pod){spec(func(s *corev1.PodSpec) { s.ActiveDeadlineSeconds = ptrTo(int64(0)) })},
+			err: "spec.activeDeadlineSeconds: Invalid value"},
+		{name: "invalid volume name", opts: []func(*corev1.Pod){spec(func(s *corev1.PodSpec) { s.Volumes = []corev1.Volume{{Name: "Bad_Name"}} })},
+			err: "spec.volumes[0].name: Invalid value"},
+		{name: "duplicate volume names", opts: []func(*corev1.Pod){spec(func(s *corev1.PodSpec) { s.Volumes = []corev1.Volume{{Name: "v"}, {Name: "v"}} })},
+			err: "spec.volumes[1].name: Duplicate value"},
+		{name: "mount of a missing volume", opts: []func(*corev1.Pod){ctr(func(c *corev1.Container) { c.VolumeMounts = []corev1.VolumeMount{{Name: "nope", MountPath: "/x"}} })},
+			err: "spec.containers[0].volumeMounts[0].name: Not found"},
+		{name: "init container mount of a missing volume", opts: []func(*corev1.Pod){spec(func(s *corev1.PodSpec) {
+			s.InitContainers = []corev1.Container{{Name: "init", Image: "image", VolumeMounts: []corev1.VolumeMount{{Name: "nope", MountPath: "/x"}}}}
+		})}, err: "spec.initContainers[0].volumeMounts[0].name: Not found"},
+		{name: "invalid port name", opts: []func(*corev1.Pod){ctr(func(c *corev1.Container) { c.Ports = []corev1.ContainerPort{{Name: "-http", ContainerPort: 80}} })},
+			err: "spec.containers[0].ports[0].name: Invalid value"},
+		{name: "duplicate port names", opts: []func(*corev1.Pod){ctr(func(c *corev1.Container) {
+			c.Ports = []corev1.ContainerPort{{Name: "p", ContainerPort: 80}, {Name: "p", ContainerPort: 81}}
+		})}, err: "spec.containers[0].ports[1].name: Duplicate value"},
+		{name: "missing container port", opts: []func(*corev1.Pod){ctr(func(c *corev1.Container) { c.Ports = []corev1.ContainerPort{{Name: "p"}} })},
+			err: "spec.containers[0].ports[0].containerPort: Invalid value"},
+		{name: "invalid host port", opts: []func(*corev1.Pod){ctr(func(c *corev1.Container) { c.Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: 65536}} })},
+			err: "spec.containers[0].ports[0].hostPort: Invalid value"},
+		{name: "invalid protocol", opts: []func(*corev1.Pod){ctr(func(c *corev1.Container) { c.Ports = []corev1.ContainerPort{{ContainerPort: 80, Protocol: "ICMP"}} })},
+			err: "spec.containers[0].ports[0].protocol: Unsupported value"},
+		{name: "env name with =", opts: []func(*corev1.Pod){ctr(func(c *corev1.Container) { c.Env = []corev1.EnvVar{{Name: "A=B"}} })},
+			err: "spec.containers[0].env[0].name: Invalid value"},
+		{name: "empty env name", opts: []func(*corev1.Pod){ctr(func(c *corev1.Container) { c.Env = []corev1.EnvVar{{Name: ""}} })},
+			err: "spec.containers[0].env[0].name: Invalid value"},
+		{name: "negative request", opts: []func(*corev1.Pod){ctr(func(c *corev1.Container) { c.Resources.Requests = resources("-1", "") })},
+			err: "spec.containers[0].resources.requests[cpu]: Invalid value"},
+		{name: "request over limit", opts: []func(*corev1.Pod){ctr(func(c *corev1.Container) {
+			c.Resources = corev1.ResourceRequirements{Requests: resources("", "2Gi"), Limits: resources("", "1Gi")}
+		})}, err: "spec.containers[0].resources.requests[memory]: Invalid value: \"2Gi\": must be less than or equal to memory limit of 1Gi"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			errorsContain(t, validateCreate(t, podDef(), makePod("foo", tt.opts...)), tt.err)
+		})
+	}
+}
+
+// The selectable fields of upstream's PodToSelectableFields
+// (pkg/registry/core/pod/strategy.go): status.podIP is the first of
+// podIPs.
+func TestPodFields(t *testing.T) {
+	p := makePod("foo", func(p *corev1.Pod) {
+		p.Spec.NodeName, p.Spec.ServiceAccountName, p.Spec.HostNetwork = "node1", "sa", true
+		p.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1", PodIPs: []corev1.PodIP{{IP: "10.0.0.2"}, {IP: "fd00::2"}}, NominatedNodeName: "node2"}
+	})
+	_, got, err := podDef().getAttrs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fields.Set{
+		"metadata.name": "foo", "metadata.namespace": "ns",
+		"spec.nodeName": "node1", "spec.restartPolicy": "Always", "spec.schedulerName": "default-scheduler",
+		"spec.serviceAccountName": "sa", "spec.hostNetwork": "true",
+		"status.phase": "Running", "status.podIP": "10.0.0.2", "status.nominatedNodeName": "node2",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("fields = %v, want %v", got, want)
+	}
+	for label := range want {
+		if _, _, err := podDef().fieldLabelConversion(label, "x"); err != nil {
+			t.Errorf("field selector %s refused: %v", label, err)
+		}
+	}
+	p.Status.PodIPs = nil
+	if _, got, _ := podDef().getAttrs(p); got["status.podIP"] != "10.0.0.1" {
+		t.Errorf("status.podIP without podIPs = %q, want 10.0.0.1", got["status.podIP"])
+	}
+}
+
+// The pod strategy's CheckGracefulDelete (pkg/registry/core/pod/strategy.go,
+// TestCheckGracefulDelete): the requested grace period or the pod's, none
+// for a pod that is not on a node or has finished, 1 for a negative one.
+func TestPodGracefulDelete(t *testing.T) {
+	pod := func(node string, phase corev1.PodPhase, grace *int64) *corev1.Pod {
+		return &corev1.Pod{Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: grace}, Status: corev1.PodStatus{Phase: phase}}
+	}
+	tests := []struct {
+		name      string
+		pod       *corev1.Pod
+		requested *int64
+		want      int64
+	}{
+		{"in pending phase with node name", pod("something", corev1.PodPending, ptrTo(int64(30))), nil, 30},
+		{"requested grace period wins", pod("something", corev1.PodRunning, ptrTo(int64(30))), ptrTo(int64(5)), 5},
+		{"no grace period anywhere", pod("something", corev1.PodRunning, nil), nil, 0},
+		{"in failed phase with node name", pod("something", corev1.PodFailed, ptrTo(int64(30))), nil, 0},
+		{"in succeeded phase", pod("something", corev1.PodSucceeded, ptrTo(int64(30))), nil, 0},
+		{"not on a node", pod("", corev1.PodPending, ptrTo(int64(30))), ptrTo(int64(30)), 0},
+		{"negative grace period", pod("something", corev1.PodRunning, ptrTo(int64(-1))), nil, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			options := &metav1.DeleteOptions{GracePeriodSeconds: tt.requested}
+			if !podGracefulDelete(t.Context(), tt.pod, options) {
+				t.Fatal("not graceful")
+			}
+			if *options.GracePeriodSeconds != tt.want {
+				t.Errorf("grace period = %d, want %d", *options.GracePeriodSeconds, tt.want)
+			}
+		})
+	}
+	if podGracefulDelete(t.Context(), pod("something", corev1.PodRunning, nil), nil) {
+		t.Error("graceful without options")
+	}
+}
+
+// The pod strategy resets the status a client sends on create to Pending
+// with the computed QoS class; a status update checks the phase and
+// changes no spec.
+func TestPodStatus(t *testing.T) {
+	st := newStrategy(nil, podDef())
+	p := makePod("foo", func(p *corev1.Pod) {
+		p.Spec.Containers[0].Resources.Limits = resources("100m", "100Mi")
+		p.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1"}
+	})
+	st.PrepareForCreate(t.Context(), p)
+	if want := (corev1.PodStatus{Phase: corev1.PodPending, QOSClass: corev1.PodQOSGuaranteed}); !reflect.DeepEqual(p.Status, want) {
+		t.Errorf("status on create = %+v, want %+v", p.Status, want)
+	}
+
+	status := statusStrategy{st}
+	old := makePod("foo")
+	updated := makePod("foo", func(p *corev1.Pod) {
+		p.Spec.NodeName = "elsewhere"
+		p.Status.Phase = corev1.PodRunning
+	})
+	status.PrepareForUpdate(t.Context(), updated, old)
+	if updated.Spec.NodeName != "" || updated.Status.Phase != corev1.PodRunning {
+		t.Errorf("status update changed spec or lost status: node %q, phase %q", updated.Spec.NodeName, updated.Status.Phase)
+	}
+	errorsContain(t, status.ValidateUpdate(t.Context(), updated, old), "")
+	updated.Status.Phase = "Sleeping"
+	errorsContain(t, status.ValidateUpdate(t.Context(), updated, old), "status.phase: Unsupported value")
+}
+
+// Pods are indexed by spec.nodeName in the watch cache, so that a node
+// agent's watch of its own pods does not scan every pod.
+func TestPodNodeNameIndex(t *testing.T) {
+	opts := podDef().storeOptions(nil)
+	if opts.TriggerFunc == nil || opts.Indexers == nil {
+		t.Fatal("pods have no spec.nodeName index")
+	}
+	p := makePod("foo", func(p *corev1.Pod) { p.Spec.NodeName = "node1" })
+	if got := opts.TriggerFunc["spec.nodeName"](p); got != "node1" {
+		t.Errorf("trigger value = %q, want node1", got)
+	}
+	for name, index := range *opts.Indexers {
+		values, err := index(p)
+		if err != nil || !reflect.DeepEqual(values, []string{"node1"}) {
+			t.Errorf("index %s = %v, %v", name, values, err)
+		}
+		if _, err := index("not an object"); err == nil {
+			t.Errorf("index %s accepted a string", name)
+		}
+	}
+	if pred := podDef().predicate(nil, nil); !reflect.DeepEqual(pred.IndexFields, []string{"spec.nodeName"}) {
+		t.Errorf("predicate index fields = %v", pred.IndexFields)
+	}
+	if opts := configMapDef().storeOptions(nil); opts.TriggerFunc != nil || opts.Indexers != nil {
+		t.Error("config maps have an index")
+	}
 }

@@ -143,7 +143,7 @@ func (s *Storage) Install(gs *genericapiserver.GenericAPIServer) error {
 			m[d.gvr.Resource] = s.namespaces
 			m[d.gvr.Resource+"/finalize"] = &subresourceREST{store: s.finalize}
 		default:
-			m[d.gvr.Resource] = &REST{Store: store, def: d}
+			m[d.gvr.Resource] = &resourceREST{Store: store, def: d}
 		}
 		if d.status != nil {
 			m[d.gvr.Resource+"/status"] = &subresourceREST{store: subresourceStore(store, statusStrategy{newStrategy(scheme, d)})}
@@ -180,32 +180,32 @@ func subresourceStore(main *genericregistry.Store, st subresourceStrategy) *gene
 	return &s
 }
 
-// REST is the storage of one resource: the upstream store plus the short
+// resourceREST is the storage of one resource: the upstream store plus the short
 // names and categories kubectl reads from discovery.
-type REST struct {
+type resourceREST struct {
 	*genericregistry.Store
 	def *resourceDef
 }
 
 var (
-	_ rest.ShortNamesProvider = (*REST)(nil)
-	_ rest.CategoriesProvider = (*REST)(nil)
+	_ rest.ShortNamesProvider = (*resourceREST)(nil)
+	_ rest.CategoriesProvider = (*resourceREST)(nil)
 )
 
-func (r *REST) ShortNames() []string { return r.def.shortNames }
+func (r *resourceREST) ShortNames() []string { return r.def.shortNames }
 
-func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
+func (r *resourceREST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
 	if err := checkCreate(obj); err != nil {
 		return nil, err
 	}
 	return r.Store.Create(ctx, obj, createValidation, options)
 }
 
-func (r *REST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc,
+func (r *resourceREST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc,
 	updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
 	return r.Store.Update(ctx, name, checkedUpdate{objInfo}, createValidation, updateValidation, forceAllowCreate, options)
 }
-func (r *REST) Categories() []string { return r.def.categories }
+func (r *resourceREST) Categories() []string { return r.def.categories }
 
 // subresourceREST serves a subresource ("status", "finalize") with a store
 // whose update strategy touches only that part of the object.

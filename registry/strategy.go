@@ -2,11 +2,14 @@ package registry
 
 import (
 	"context"
+	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage/names"
@@ -75,6 +78,7 @@ func (s strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorLis
 		return field.ErrorList{field.InternalError(nil, err)}
 	}
 	errs := validation.ValidateObjectMetaAccessor(m, s.def.namespaced, s.nameFunc(), field.NewPath("metadata"))
+	errs = append(errs, validateKubeFinalizers(m.GetFinalizers())...)
 	if s.def.validate != nil {
 		errs = append(errs, s.def.validate(obj)...)
 	}
@@ -101,7 +105,30 @@ func validateMetaUpdate(obj, old runtime.Object) field.ErrorList {
 	if err != nil {
 		return field.ErrorList{field.InternalError(nil, err)}
 	}
-	return validation.ValidateObjectMetaAccessorUpdate(m, om, field.NewPath("metadata"))
+	errs := validation.ValidateObjectMetaAccessorUpdate(m, om, field.NewPath("metadata"))
+	return append(errs, validateKubeFinalizers(m.GetFinalizers())...)
+}
+
+// standardFinalizers may be named without a domain.
+var standardFinalizers = sets.New(string(corev1.FinalizerKubernetes), metav1.FinalizerOrphanDependents, metav1.FinalizerDeleteDependents)
+
+// validateKubeFinalizers is the check kube-apiserver adds to the generic
+// metadata validation of every built-in kind (ValidateObjectMeta in
+// pkg/apis/core/validation): a finalizer without a domain is a standard
+// one.
+func validateKubeFinalizers(finalizers []string) field.ErrorList {
+	var errs field.ErrorList
+	for i, f := range finalizers {
+		errs = append(errs, validateKubeFinalizerName(field.NewPath("metadata", "finalizers").Index(i), f)...)
+	}
+	return errs
+}
+
+func validateKubeFinalizerName(path *field.Path, name string) field.ErrorList {
+	if !strings.Contains(name, "/") && !standardFinalizers.Has(name) {
+		return field.ErrorList{field.Invalid(path, name, "name is neither a standard finalizer name nor is it fully qualified")}
+	}
+	return nil
 }
 
 func (strategy) WarningsOnCreate(context.Context, runtime.Object) []string { return nil }
