@@ -1,7 +1,8 @@
 // Package etcdembed is kubestore's one home for etcd: it runs the
 // single-member etcd server inside the process, in <data-dir>/etcd, reachable
-// only on a unix socket in that 0700 directory (no TCP port), tuned for
-// small memory and few flash writes; it owns the member's identity (Start and
+// only on unix sockets in that 0700 directory (no TCP port): etcd.sock for
+// gRPC clients, http.sock for etcd's HTTP endpoints. It is tuned for small
+// memory and few flash writes; it owns the member's identity (Start and
 // Restore give it the same) and the configuration of every client, to the
 // embedded member or to an external cluster (--etcd-servers).
 //

@@ -2,8 +2,11 @@ package etcdembed_test
 
 import (
 	"bufio"
+	"context"
 	"errors"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -194,6 +197,23 @@ func TestStart(t *testing.T) {
 		put(t, c, "/registry/test/a", "1")
 		if got := get(t, c, "/registry/test/a"); got != "1" {
 			t.Errorf("Get = %q, want 1", got)
+		}
+	})
+	t.Run("HTTP endpoints on their own socket", func(t *testing.T) {
+		sock := filepath.Join(dir, "etcd", "http.sock")
+		hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+			},
+		}}
+		resp, err := hc.Get("http://etcd/health")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"health":"true"`) {
+			t.Errorf("GET /health on %s: %d %s", sock, resp.StatusCode, body)
 		}
 	})
 	t.Run("no TCP listener", func(t *testing.T) {
