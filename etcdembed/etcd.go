@@ -137,6 +137,10 @@ func embedConfig(dir datadir.Dir, cfg config.Etcd) *embed.Config {
 	ec.WatchProgressNotifyInterval = cfg.WatchProgressNotifyInterval.Duration
 	// The HTTP/JSON gateway is for curl users; kubestore's clients speak gRPC.
 	ec.EnableGRPCGateway = false
+	// No auth token provider: kubestore never enables etcd authentication
+	// (the socket's directory is the access control), and the default
+	// "simple" one warns at every start that its tokens are unsigned.
+	ec.AuthToken = ""
 	return ec
 }
 
