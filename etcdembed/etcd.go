@@ -82,12 +82,13 @@ func Start(ctx context.Context, dir datadir.Dir, cfg config.Etcd, log config.Log
 	if err != nil {
 		return nil, err
 	}
-	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg)
+	closing := make(chan struct{})
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg.WithOptions(zap.WrapCore(logFilter{closing: closing}.wrap)))
 	e, err := embed.StartEtcd(ec)
 	if err != nil {
 		return nil, fmt.Errorf("starting embedded etcd: %w", err)
 	}
-	s := &Server{etcd: e, endpoint: "unix://" + sock, closing: make(chan struct{}), failed: make(chan struct{})}
+	s := &Server{etcd: e, endpoint: "unix://" + sock, closing: closing, failed: make(chan struct{})}
 
 	timer := time.NewTimer(cfg.StartTimeout.Duration)
 	defer timer.Stop()
@@ -165,7 +166,7 @@ func Logger(cfg config.Log) (*zap.Logger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building etcd logger: %w", err)
 	}
-	return lg.Named("etcd"), nil
+	return lg.Named(loggerName), nil
 }
 
 // Endpoints are the client URLs of the server.

@@ -1,0 +1,101 @@
+package etcdembed
+
+import (
+	"errors"
+	"net"
+	"net/http"
+
+	"go.uber.org/zap/zapcore"
+)
+
+// loggerName names etcd's logger, and only its own lines: etcd's
+// components log under sub-names (etcd.raft, etcd.client).
+const loggerName = "etcd"
+
+// logFilter drops the lines the embedded etcd logs at warning or error
+// level during a normal start and stop of one member although nothing is
+// wrong, so that operators can alert on etcd's warnings and errors. It
+// matches the message and the error of each, never a level: the same
+// message with another error, or at another time, is logged.
+type logFilter struct {
+	// closing is the Server's: closed when Close begins.
+	closing <-chan struct{}
+}
+
+// wrap is a zap.WrapCore option.
+func (f logFilter) wrap(c zapcore.Core) zapcore.Core { return &filterCore{Core: c, filter: f} }
+
+func (f logFilter) stopping() bool {
+	select {
+	case <-f.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+// drop reports whether an entry is known noise.
+func (f logFilter) drop(e zapcore.Entry, fields []zapcore.Field) bool {
+	if e.LoggerName != loggerName {
+		return false
+	}
+	err := fieldError(fields)
+	if err == nil {
+		return false
+	}
+	switch e.Message {
+	case "Failed to detect schema version", "failed to update storage version":
+		// On a new member the storage version monitor runs as soon as the
+		// cluster version is set, before the backend's first commit has
+		// written the raft term the schema is detected from
+		// (server/storage/schema/schema.go, UnsafeDetectSchemaVersion), so
+		// the term can only be missing until that commit; the monitor
+		// runs again every few seconds and then succeeds. etcd's own
+		// TestNoErrorLogsDuringNormalOperations ignores this error as
+		// harmless (etcd-io/etcd#18978, #19040).
+		msg := err.Error()
+		return msg == "missing term information" || msg == "cannot detect storage schema version: missing term information"
+	case "setting up serving from embedded etcd failed.":
+		// Close shuts the client servers down, and errHandler
+		// (server/embed/etcd.go) logs what each Serve returns, also the
+		// errors that only say the server or its listener was closed
+		// (etcd-io/etcd#17424).
+		return f.stopping() && (errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed))
+	}
+	return false
+}
+
+// fieldError is the error of an entry's fields (zap.Error), if any.
+func fieldError(fields []zapcore.Field) error {
+	for _, fl := range fields {
+		if fl.Type == zapcore.ErrorType && fl.Key == "error" {
+			err, _ := fl.Interface.(error)
+			return err
+		}
+	}
+	return nil
+}
+
+// filterCore is a zapcore.Core that drops what its filter calls noise.
+type filterCore struct {
+	zapcore.Core
+	filter logFilter
+}
+
+func (c *filterCore) With(fields []zapcore.Field) zapcore.Core {
+	return &filterCore{Core: c.Core.With(fields), filter: c.filter}
+}
+
+func (c *filterCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if c.Enabled(e.Level) {
+		return ce.AddCore(e, c)
+	}
+	return ce
+}
+
+func (c *filterCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
+	if c.filter.drop(e, fields) {
+		return nil
+	}
+	return c.Core.Write(e, fields)
+}

@@ -1,0 +1,74 @@
+package etcdembed
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// The filter drops exactly the lines etcd logs during a normal start and
+// stop (messages and errors as etcd v3.7 logs them), and keeps the same
+// messages with another error, before the stop, or from another logger.
+func TestLogFilter(t *testing.T) {
+	// What net.Listener.Accept returns once the listener is closed.
+	closedListener := &net.OpError{Op: "accept", Net: "unix", Addr: &net.UnixAddr{Name: "/data/etcd/http.sock", Net: "unix"}, Err: net.ErrClosed}
+	cases := []struct {
+		name     string
+		logger   string
+		stopping bool
+		level    zapcore.Level
+		msg      string
+		err      error
+		dropped  bool
+	}{
+		{"schema version before the first commit", "etcd", false, zapcore.WarnLevel, "Failed to detect schema version",
+			errors.New("missing term information"), true},
+		{"storage version before the first commit", "etcd", false, zapcore.ErrorLevel, "failed to update storage version",
+			fmt.Errorf("cannot detect storage schema version: %w", errors.New("missing term information")), true},
+		{"storage version migration failing", "etcd", false, zapcore.ErrorLevel, "failed to update storage version",
+			fmt.Errorf("cannot create migration plan: %w", errors.New(`version "3.8.0" is not supported`)), false},
+		{"http server closed by Close", "etcd", true, zapcore.ErrorLevel, "setting up serving from embedded etcd failed.",
+			http.ErrServerClosed, true},
+		{"listener closed by Close", "etcd", true, zapcore.ErrorLevel, "setting up serving from embedded etcd failed.",
+			closedListener, true},
+		{"http server closed while serving", "etcd", false, zapcore.ErrorLevel, "setting up serving from embedded etcd failed.",
+			http.ErrServerClosed, false},
+		{"serving failing during Close", "etcd", true, zapcore.ErrorLevel, "setting up serving from embedded etcd failed.",
+			errors.New("listen unix /data/etcd/etcd.sock: bind: address already in use"), false},
+		{"same message from another logger", "etcd.client", false, zapcore.WarnLevel, "Failed to detect schema version",
+			errors.New("missing term information"), false},
+		{"same message without an error", "etcd", true, zapcore.ErrorLevel, "setting up serving from embedded etcd failed.",
+			nil, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			core := zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(&out), zapcore.DebugLevel)
+			closing := make(chan struct{})
+			if tc.stopping {
+				close(closing)
+			}
+			lg := zap.New(core).WithOptions(zap.WrapCore(logFilter{closing: closing}.wrap))
+			for _, name := range strings.Split(tc.logger, ".") {
+				lg = lg.Named(name)
+			}
+			// With is how etcd's components derive their loggers.
+			lg = lg.With(zap.String("local-member-id", "8e9e05c52164694d"))
+			var fields []zap.Field
+			if tc.err != nil {
+				fields = append(fields, zap.Error(tc.err))
+			}
+			lg.Log(tc.level, tc.msg, fields...)
+			if dropped := out.Len() == 0; dropped != tc.dropped {
+				t.Errorf("dropped = %v, want %v; logged %q", dropped, tc.dropped, out.String())
+			}
+		})
+	}
+}
