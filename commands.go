@@ -12,9 +12,6 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
-	"go.uber.org/zap/zapcore"
-	logsapi "k8s.io/component-base/logs/api/v1"
-	logsjson "k8s.io/component-base/logs/json"
 	"k8s.io/klog/v2"
 
 	"github.com/kubestore/kubestore/cacher"
@@ -35,7 +32,7 @@ func serve(c *cli.Context) error {
 		return err
 	}
 	cfg := cc.Config()
-	if err := setupLogging(cfg.Log); err != nil {
+	if err := setupLogging(cfg.Log, c.Context.Done()); err != nil {
 		return err
 	}
 	setMemoryLimit(cfg.Memory)
@@ -120,17 +117,16 @@ func setMemoryLimit(m config.Memory) {
 }
 
 // setupLogging sends klog to stderr at the configured verbosity, as text or
-// as JSON lines.
-func setupLogging(cfg config.Log) error {
+// as JSON lines, without the noise of a normal start and stop (logging.go);
+// stopping is closed when a graceful stop begins.
+func setupLogging(cfg config.Log, stopping <-chan struct{}) error {
 	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(fs)
 	if err := fs.Set("v", strconv.Itoa(cfg.Verbosity)); err != nil {
 		return err
 	}
-	if cfg.Format == config.LogFormatJSON {
-		logger, _ := logsjson.NewJSONLogger(logsapi.VerbosityLevel(cfg.Verbosity), zapcore.Lock(os.Stderr), nil, nil)
-		klog.SetLogger(logger)
-	}
+	logger, opts := klogBackend(cfg, os.Stderr, stopping)
+	klog.SetLoggerWithOptions(logger, opts...)
 	return nil
 }
 
