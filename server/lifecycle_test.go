@@ -41,6 +41,33 @@ func lifecycleConfig(t *testing.T) config.Completed {
 	return cc
 }
 
+// openLifecycleBackend is the storage of lifecycleConfig, closed when the
+// test ends.
+func openLifecycleBackend(t *testing.T) (config.Completed, *cacher.Backend) {
+	t.Helper()
+	cc := lifecycleConfig(t)
+	backend, err := cacher.Open(t.Context(), cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(backend.Close)
+	return cc, backend
+}
+
+// build opens the listeners and builds a server on storage.
+func build(t *testing.T, cc config.Completed, storage Storage) *Server {
+	t.Helper()
+	ln, err := Listen(cc.Config().Server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(cc, storage, ln)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
 // goroutines are the stacks of every goroutine, keyed by where each was
 // created (the "created by" line, without the creating goroutine's number).
 func goroutines() map[string][]string {
@@ -155,14 +182,7 @@ func ready(srv *Server) bool {
 // the goroutines it returns are the floor the test's servers must leave.
 func warmUp(t *testing.T, cc config.Completed, backend Storage) map[string][]string {
 	t.Helper()
-	ln, err := Listen(cc.Config().Server)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := New(cc, backend, ln)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := build(t, cc, backend)
 	if err := runUntilReady(t, srv, func(cancel context.CancelFunc) { cancel() }); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -175,13 +195,7 @@ func warmUp(t *testing.T, cc config.Completed, backend Storage) map[string][]str
 // listeners closed (the port can be bound again, the socket file is
 // removed), and the storage can serve the next server.
 func TestNewFailsCleanlyAtEachStep(t *testing.T) {
-	cc := lifecycleConfig(t)
-	backend, err := cacher.Open(t.Context(), cc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer backend.Close()
-
+	cc, backend := openLifecycleBackend(t)
 	before := warmUp(t, cc, backend)
 
 	steps := []string{"feature-gates", "pki", "access", "storage", "custom-resources", "generic-server", "install", "hooks"}
@@ -190,16 +204,10 @@ func TestNewFailsCleanlyAtEachStep(t *testing.T) {
 		seen[step] = true
 		return nil
 	}
-	ln, err := Listen(cc.Config().Server)
-	if err != nil {
-		t.Fatal(err)
+	if err := runUntilReady(t, build(t, cc, backend), func(cancel context.CancelFunc) { cancel() }); err != nil {
+		t.Fatalf("Run: %v", err)
 	}
-	srv, err := New(cc, backend, ln)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.generic.Destroy()
-	ln.Close()
+	failAt = nil
 	for _, s := range steps {
 		if !seen[s] {
 			t.Fatalf("New has no step %q: the list here is out of date", s)
@@ -262,23 +270,11 @@ func (f *failingStorage) Failure() error {
 // A storage failure while serving ends Run with that failure after the
 // whole stop: every goroutine the server started is gone.
 func TestRunEndsOnStorageFailure(t *testing.T) {
-	cc := lifecycleConfig(t)
-	backend, err := cacher.Open(t.Context(), cc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer backend.Close()
+	cc, backend := openLifecycleBackend(t)
 	before := warmUp(t, cc, backend)
 	storage := &failingStorage{Backend: backend, failed: make(chan struct{}), failure: errors.New("embedded etcd failed: injected")}
-	ln, err := Listen(cc.Config().Server)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := New(cc, storage, ln)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = runUntilReady(t, srv, func(context.CancelFunc) { close(storage.failed) })
+	srv := build(t, cc, storage)
+	err := runUntilReady(t, srv, func(context.CancelFunc) { close(storage.failed) })
 	if err == nil || err.Error() != storage.failure.Error() {
 		t.Fatalf("Run = %v, want the storage's failure", err)
 	}
