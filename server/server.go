@@ -10,9 +10,11 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"time"
 
@@ -380,31 +382,96 @@ func (s *Server) Kubeconfig() string { return s.kubeconfig }
 // and database) and releases the data directory's lock; its own watchdog
 // exits the process if all of it takes longer than --shutdown-timeout.
 func (s *Server) Run(ctx context.Context) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
+	prepared := s.generic.PrepareRun()
+	hooks := slices.Collect(maps.Keys(s.generic.PostStartHooks()))
+	runCtx, stop := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer stop(nil)
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
 		select {
+		case <-runCtx.Done():
+			return // Run ended on its own
 		case <-ctx.Done():
+			s.waitStarted(runCtx, hooks)
+			stop(context.Canceled)
 		case <-s.storage.Failed():
 			klog.ErrorS(s.storage.Failure(), "Stopping: the storage failed")
-			cancel(s.storage.Failure())
+			s.waitStarted(runCtx, hooks)
+			stop(s.storage.Failure())
 		}
 	}()
-	err := s.generic.PrepareRun().RunWithContext(ctx)
-	cancel(nil)
+	err := prepared.RunWithContext(runCtx)
+	stop(nil)
 	<-watched
 	// Already stopped by the pre-shutdown hook, unless the server failed
 	// before it ran.
 	s.workers.stop()
-	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+	if cause := context.Cause(runCtx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return cause
 	}
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}
 	return err
+}
+
+// startGrace bounds how long a stop asked for during the start waits for
+// the post-start hooks.
+const startGrace = 30 * time.Second
+
+// waitStarted returns once every post-start hook (hooks, by name) has
+// returned (at most
+// startGrace, or when ctx ends): a stop begins only then. Upstream ends the
+// process when a post-start hook fails, and the apiextensions server's
+// hooks fail when the stop cancels their context while they wait for an
+// informer (k8s.io/apiserver pkg/server/hooks.go runPostStartHook), so a
+// SIGTERM in the first second would exit with 255 and a fatal line. Each
+// hook's health check tells whether it has returned.
+func (s *Server) waitStarted(ctx context.Context, hooks []string) {
+	ctx, cancel := context.WithTimeout(ctx, startGrace)
+	defer cancel()
+	done := func() bool {
+		for _, name := range hooks {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "/healthz/poststarthook/"+name, nil)
+			if err != nil {
+				return true
+			}
+			req.Header.Set("Authorization", "Bearer "+s.generic.LoopbackClientConfig.BearerToken)
+			w := &statusWriter{header: http.Header{}}
+			s.generic.Handler.ServeHTTP(w, req)
+			if w.status != http.StatusOK {
+				return false
+			}
+		}
+		return true
+	}
+	for !done() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// statusWriter keeps only the status of an in-process request.
+type statusWriter struct {
+	header http.Header
+	status int
+}
+
+func (w *statusWriter) Header() http.Header { return w.header }
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return len(b), nil
+}
+func (w *statusWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
 }
 
 // clientAddress is the address local clients dial: the bind address, or

@@ -298,3 +298,36 @@ func TestPID1StartsAgainAfterAFailure(t *testing.T) {
 		t.Fatalf("exit after SIGTERM: %v\n%s", err, p.logs())
 	}
 }
+
+// A SIGTERM while the server is still starting (its kubeconfig written,
+// its post-start hooks not all done) is a graceful stop like any other:
+// status 0, no fatal line, and the data dir serves again. Upstream's
+// post-start hooks end the process when a stop cancels them, so the stop
+// waits for them first.
+func TestStopDuringStart(t *testing.T) {
+	for _, delay := range []time.Duration{0, 300 * time.Millisecond} {
+		t.Run(delay.String(), func(t *testing.T) {
+			dir := shortTempDir(t)
+			p := launch(t, binary(t), nil, dir)
+			if !eventually(60*time.Second, func() bool {
+				_, err := os.Stat(p.kubeconfig)
+				return err == nil || p.hasExited()
+			}) {
+				t.Fatalf("no kubeconfig within 60s:\n%s", p.logs())
+			}
+			time.Sleep(delay)
+			if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.wait(60 * time.Second); err != nil {
+				t.Fatalf("exit after a SIGTERM during the start: %v\n%s", err, p.logs())
+			}
+			for _, line := range strings.Split(p.logs(), "\n") {
+				if strings.HasPrefix(line, "F") || strings.Contains(line, "PostStartHook") {
+					t.Errorf("fatal line: %s", line)
+				}
+			}
+			start(t, dir).mustKubectl("get", "namespaces")
+		})
+	}
+}
