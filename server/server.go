@@ -366,6 +366,8 @@ func (s *Server) Kubeconfig() string { return s.kubeconfig }
 // Run serves until ctx is cancelled or the embedded etcd fails, then stops.
 // This is the one place the stop's order is written down:
 //
+//  0. A stop asked for during the start first waits for the post-start
+//     hooks (waitStarted).
 //  1. /readyz fails and kubestore's workers stop and are waited for: the
 //     namespace controller, the manifests applier, the certificate renewal,
 //     the unix socket (its connections, watches included, are closed within
