@@ -16,11 +16,13 @@ import (
 	"runtime/debug"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/endpoints/discovery/aggregated"
 	genericapifilters "k8s.io/apiserver/pkg/endpoints/filters"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
@@ -106,13 +108,6 @@ func (l *Listeners) Close() {
 // that each step's undoing can be checked.
 var failAt func(step string) error
 
-func step(name string) error {
-	if failAt != nil {
-		return failAt(name)
-	}
-	return nil
-}
-
 // New builds the server on storage and the listeners, which it owns from
 // now on: it writes admin.kubeconfig with the listener's address, loads or
 // creates the PKI, builds every resource's store and installs the API
@@ -120,69 +115,118 @@ func step(name string) error {
 // and the listeners are closed.
 func New(cc config.Completed, storage Storage, ln *Listeners) (_ *Server, err error) {
 	cfg := cc.Config()
-	var cleanup []func()
-	undo := func(f func()) { cleanup = append(cleanup, f) }
+	b := &builder{cc: cc, cfg: cfg, storage: storage, ln: ln, dir: datadir.Dir(cfg.DataDir)}
 	defer func() {
 		if err != nil {
-			for i := len(cleanup) - 1; i >= 0; i-- {
-				cleanup[i]()
+			for i := len(b.cleanup) - 1; i >= 0; i-- {
+				b.cleanup[i]()
 			}
 		}
 	}()
-	undo(ln.Close)
+	b.undo(ln.Close)
+	for _, st := range []struct {
+		name string
+		run  func() error
+	}{
+		{"feature-gates", b.featureGates},
+		{"pki", b.pki},
+		{"access", b.genericConfig},
+		{"storage", b.stores},
+		{"custom-resources", b.customResources},
+		{"generic-server", b.genericServer},
+		{"install", b.install},
+		{"hooks", b.workers},
+	} {
+		if err := st.run(); err != nil {
+			return nil, err
+		}
+		if failAt != nil {
+			if err := failAt(st.name); err != nil {
+				return nil, err
+			}
+		}
+	}
+	klog.InfoS("kubestore API server", "url", b.url, "kubeconfig", b.dir.Kubeconfig(), "dataDir", cfg.DataDir, "etcd", storage.Endpoints())
+	return b.server, nil
+}
 
-	if err := applyFeatureGates(cc.FeatureGates(), cfg.Server.FeatureGates); err != nil {
-		return nil, err
-	}
-	if err := step("feature-gates"); err != nil {
-		return nil, err
-	}
-	kinds, err := registry.New()
-	if err != nil {
-		return nil, err
-	}
-	scheme, codecs := kinds.Scheme(), kinds.Codecs()
-	dir := datadir.Dir(cfg.DataDir)
+// builder holds what New's steps build, in their order, and how to undo it.
+type builder struct {
+	cc      config.Completed
+	cfg     config.Config
+	storage Storage
+	ln      *Listeners
+	dir     datadir.Dir
+	cleanup []func()
 
-	port := ln.tcp.Addr().(*net.TCPAddr).Port
-	clientHost := clientAddress(cfg.Server.BindAddress)
-	url := "https://" + net.JoinHostPort(clientHost, strconv.Itoa(port))
-	pki, err := access.LoadPKI(dir, access.ServingHosts(cfg.Server))
-	if err != nil {
-		return nil, err
-	}
-	if err := pki.WriteKubeconfig(dir.Kubeconfig(), url); err != nil {
-		return nil, fmt.Errorf("writing %s: %w", dir.Kubeconfig(), err)
-	}
-	if err := step("pki"); err != nil {
-		return nil, err
-	}
+	kinds        *registry.API
+	url          string
+	pkiFiles     *access.PKI
+	access       *access.Access
+	c            *genericapiserver.Config
+	transformers func(schema.GroupResource) value.Transformer
+	api          *registry.Storage
+	nsLifecycle  admission.ValidationInterface
+	crds         *customResources
+	gs           *genericapiserver.GenericAPIServer
+	server       *Server
+}
 
+// undo registers f to run if a later step fails.
+func (b *builder) undo(f func()) { b.cleanup = append(b.cleanup, f) }
+
+func (b *builder) featureGates() error {
+	if err := applyFeatureGates(b.cc.FeatureGates(), b.cfg.Server.FeatureGates); err != nil {
+		return err
+	}
+	var err error
+	b.kinds, err = registry.New()
+	return err
+}
+
+// pki loads or creates the PKI and writes the admin kubeconfig for the
+// listener's address.
+func (b *builder) pki() error {
+	port := b.ln.tcp.Addr().(*net.TCPAddr).Port
+	b.url = "https://" + net.JoinHostPort(clientAddress(b.cfg.Server.BindAddress), strconv.Itoa(port))
+	var err error
+	if b.pkiFiles, err = access.LoadPKI(b.dir, access.ServingHosts(b.cfg.Server)); err != nil {
+		return err
+	}
+	if err := b.pkiFiles.WriteKubeconfig(b.dir.Kubeconfig(), b.url); err != nil {
+		return fmt.Errorf("writing %s: %w", b.dir.Kubeconfig(), err)
+	}
+	return nil
+}
+
+// genericConfig is the generic server's configuration: serving, access
+// control, limits, OpenAPI, health, and the encryption of stored values.
+func (b *builder) genericConfig() error {
+	cfg, pki := b.cfg, b.pkiFiles
 	build := BuildInfo()
 	ev, err := newEffectiveVersion(build)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	c := genericapiserver.NewConfig(codecs)
+	c := genericapiserver.NewConfig(b.kinds.Codecs())
 	c.EffectiveVersion = ev
 	c.SecureServing = &genericapiserver.SecureServingInfo{
-		Listener:      ln.tcp,
+		Listener:      b.ln.tcp,
 		Cert:          pki.Serving(),
 		ClientCA:      pki.ClientCA(),
 		MinTLSVersion: tls.VersionTLS12,
 	}
-	c.ExternalAddress = net.JoinHostPort(clientHost, strconv.Itoa(port))
+	c.ExternalAddress = strings.TrimPrefix(b.url, "https://")
 	c.LoopbackClientConfig = &restclient.Config{
-		Host:            url,
+		Host:            b.url,
 		BearerToken:     uuid.NewString(),
 		TLSClientConfig: restclient.TLSClientConfig{CAData: pki.CAPEM()},
 	}
-	acc, err := access.Load(cfg.Server)
-	if err != nil {
-		return nil, err
+	if b.access, err = access.Load(cfg.Server); err != nil {
+		return err
 	}
-	c.Authentication.Authenticator = acc.Authenticator(pki.ClientCA())
-	c.Authorization.Authorizer = acc.Authorizer()
+	c.Authentication.Authenticator = b.access.Authenticator(pki.ClientCA())
+	c.Authorization.Authorizer = b.access.Authorizer()
 	genericapiserver.AuthorizeClientBearerToken(c.LoopbackClientConfig, &c.Authentication, &c.Authorization)
 	c.RequestTimeout = cfg.Server.RequestTimeout.Duration
 	c.MinRequestTimeout = int(cfg.Server.MinRequestTimeout.Seconds())
@@ -195,90 +239,101 @@ func New(cc config.Completed, storage Storage, ln *Listeners) (_ *Server, err er
 	// handlers see the shutdown signal); the server then waits this long
 	// for them, and as long again for the HTTP server to close.
 	c.ShutdownWatchTerminationGracePeriod = cfg.Server.ShutdownTimeout.Duration / 4
-	c.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(openapi.GetOpenAPIDefinitions, openapinamer.NewDefinitionNamer(scheme))
+	c.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(openapi.GetOpenAPIDefinitions, openapinamer.NewDefinitionNamer(b.kinds.Scheme()))
 	c.OpenAPIV3Config.Info.Title = "Kubernetes"
 	c.OpenAPIV3Config.Info.Version = build.Kubernetes
-	c.AddHealthChecks(healthz.NamedCheck("etcd", func(r *http.Request) error { return storage.Check(r.Context()) }))
-
-	transformers, err := access.EncryptionTransformers(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if err := step("access"); err != nil {
-		return nil, err
-	}
-	getter := storage.RESTOptionsGetter(cacher.Resources{Scheme: scheme, Serializer: codecs, KeyPrefixes: kinds.KeyPrefixes(), Transformer: transformers})
-	c.RESTOptionsGetter = getter
-
-	api, err := kinds.NewStorage(getter)
-	if err != nil {
-		return nil, err
-	}
-	undo(api.Destroy)
-	if err := step("storage"); err != nil {
-		return nil, err
-	}
-	nsLifecycle := api.NamespaceLifecycle()
-	c.AdmissionControl = nsLifecycle
-
-	// The chain of kube-apiserver: kubestore's server, then the
-	// apiextensions server, then the NotFound handler.
-	var delegate genericapiserver.DelegationTarget = genericapiserver.NewEmptyDelegateWithCustomHandler(notFound{
-		upstream: notfoundhandler.New(c.Serializer, genericapifilters.NoMuxAndDiscoveryIncompleteKey),
-		complete: genericapifilters.NoMuxAndDiscoveryIncompleteKey, serializer: c.Serializer})
+	c.AddHealthChecks(healthz.NamedCheck("etcd", func(r *http.Request) error { return b.storage.Check(r.Context()) }))
 	// Malformed query parameters are refused before any handler runs.
 	c.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
 		return genericapiserver.DefaultBuildHandlerChain(checkQuery(h, c.Serializer), c)
 	}
-	var crds *customResources
-	if cfg.Server.CustomResources {
-		c.AggregatedDiscoveryGroupManager = aggregated.NewResourceManager("apis")
-		crds, err = newCustomResourcesServer(*c, storage, transformers, nsLifecycle, delegate)
-		if err != nil {
-			return nil, err
-		}
-		undo(crds.GenericAPIServer.Destroy)
-		delegate = crds.GenericAPIServer
+	b.c = c
+	b.transformers, err = access.EncryptionTransformers(cfg)
+	return err
+}
+
+// stores builds every built-in resource's store and watch cache.
+func (b *builder) stores() error {
+	getter := b.storage.RESTOptionsGetter(cacher.Resources{Scheme: b.kinds.Scheme(), Serializer: b.kinds.Codecs(),
+		KeyPrefixes: b.kinds.KeyPrefixes(), Transformer: b.transformers})
+	b.c.RESTOptionsGetter = getter
+	var err error
+	if b.api, err = b.kinds.NewStorage(getter); err != nil {
+		return err
 	}
-	if err := step("custom-resources"); err != nil {
-		return nil, err
+	b.undo(b.api.Destroy)
+	// One namespace lifecycle for built-in and custom resources: it
+	// remembers the namespaces whose deletion it admitted.
+	b.nsLifecycle = b.api.NamespaceLifecycle()
+	b.c.AdmissionControl = b.nsLifecycle
+	return nil
+}
+
+// customResources builds the apiextensions server, when enabled, as the
+// delegate of kubestore's own: the chain of kube-apiserver.
+func (b *builder) customResources() error {
+	if !b.cfg.Server.CustomResources {
+		return nil
 	}
-	gs, err := c.Complete(nil).New("kubestore", delegate)
+	b.c.AggregatedDiscoveryGroupManager = aggregated.NewResourceManager("apis")
+	var err error
+	if b.crds, err = newCustomResourcesServer(*b.c, b.storage, b.transformers, b.nsLifecycle, b.notFound()); err != nil {
+		return err
+	}
+	b.undo(b.crds.GenericAPIServer.Destroy)
+	return nil
+}
+
+// notFound ends the chain: the NotFound handler.
+func (b *builder) notFound() genericapiserver.DelegationTarget {
+	return genericapiserver.NewEmptyDelegateWithCustomHandler(notFound{
+		upstream: notfoundhandler.New(b.c.Serializer, genericapifilters.NoMuxAndDiscoveryIncompleteKey),
+		complete: genericapifilters.NoMuxAndDiscoveryIncompleteKey, serializer: b.c.Serializer})
+}
+
+func (b *builder) genericServer() error {
+	var delegate genericapiserver.DelegationTarget
+	if b.crds != nil {
+		delegate = b.crds.GenericAPIServer
+	} else {
+		delegate = b.notFound()
+	}
+	gs, err := b.c.Complete(nil).New("kubestore", delegate)
 	if err != nil {
-		return nil, fmt.Errorf("building API server: %w", err)
+		return fmt.Errorf("building API server: %w", err)
 	}
 	// Destroys the stores the server installs and the delegates (every
 	// destroy function is idempotent, upstream's contract).
-	undo(gs.Destroy)
-	gs.ShutdownTimeout = cfg.Server.ShutdownTimeout.Duration / 4
-	if crds != nil {
+	b.undo(gs.Destroy)
+	gs.ShutdownTimeout = b.cfg.Server.ShutdownTimeout.Duration / 4
+	b.gs = gs
+	if b.crds != nil {
 		gs.DiscoveryGroupManager.AddGroup(apiextensionsGroup())
-		informer := crds.Informers.Apiextensions().V1().CustomResourceDefinitions()
+		informer := b.crds.Informers.Apiextensions().V1().CustomResourceDefinitions()
 		disc := &legacyCRDDiscovery{groups: gs.DiscoveryGroupManager, crds: informer.Lister()}
 		if _, err := informer.Informer().AddEventHandler(disc.handler()); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if err := step("generic-server"); err != nil {
-		return nil, err
-	}
-	if err := api.Install(gs); err != nil {
-		return nil, err
-	}
-	if err := step("install"); err != nil {
-		return nil, err
-	}
+	return nil
+}
 
-	s := &Server{generic: gs, storage: storage, url: url, kubeconfig: dir.Kubeconfig(), access: acc, workers: newWorkers()}
+func (b *builder) install() error { return b.api.Install(b.gs) }
+
+// workers adds the post-start hooks and kubestore's workers, which run
+// from the start of serving until the stop.
+func (b *builder) workers() error {
+	gs, api, cfg, dir, url := b.gs, b.api, b.cfg, b.dir, b.url
+	s := &Server{generic: gs, storage: b.storage, url: url, kubeconfig: dir.Kubeconfig(), access: b.access, workers: newWorkers()}
 	gs.AddPostStartHookOrDie("storage-readiness", gs.StorageReadinessHook.Hook)
 	gs.AddPostStartHookOrDie("kubestore-system-namespaces", func(ctx genericapiserver.PostStartHookContext) error {
 		return api.EnsureSystemNamespaces(ctx)
 	})
 	var deleteCustom func(ctx context.Context, namespace string) (int, error)
-	if crds != nil {
+	if crds := b.crds; crds != nil {
 		custom, err := newCustomContents(crds)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		deleteCustom = custom.deleteIn
 		gs.AddPostStartHookOrDie("kubestore-custom-resources-openapi", func(ctx genericapiserver.PostStartHookContext) error {
@@ -286,6 +341,7 @@ func New(cc config.Completed, storage Storage, ln *Listeners) (_ *Server, err er
 		})
 	}
 	s.addWorker("kubestore-namespace-controller", api.NamespaceController(deleteCustom).Run)
+	pki := b.pkiFiles
 	s.addWorker("kubestore-certificate-renewal", func(ctx context.Context) {
 		wait.UntilWithContext(ctx, func(context.Context) {
 			if err := pki.Renew(); err != nil {
@@ -296,14 +352,14 @@ func New(cc config.Completed, storage Storage, ln *Listeners) (_ *Server, err er
 			}
 		}, certRenewalPeriod)
 	})
-	if sock := ln.unix; sock != nil {
+	if sock := b.ln.unix; sock != nil {
 		grace := cfg.Server.ShutdownTimeout.Duration / 4
 		s.addWorker("kubestore-unix-socket", func(ctx context.Context) { sock.serve(ctx, gs.Handler, grace) })
 	}
 	if cfg.Server.ManifestsDir != "" {
 		applier, err := manifests.New(cfg.Server.ManifestsDir, dir.Kubeconfig())
 		if err != nil {
-			return nil, err
+			return err
 		}
 		s.addWorker("kubestore-manifests", applier.Run)
 	}
@@ -314,12 +370,8 @@ func New(cc config.Completed, storage Storage, ln *Listeners) (_ *Server, err er
 		s.workers.stop()
 		return nil
 	})
-	if err := step("hooks"); err != nil {
-		return nil, err
-	}
-
-	klog.InfoS("kubestore API server", "url", url, "kubeconfig", dir.Kubeconfig(), "dataDir", cfg.DataDir, "etcd", storage.Endpoints())
-	return s, nil
+	b.server = s
+	return nil
 }
 
 // addWorker runs fn in a worker from the start of serving until the stop.
