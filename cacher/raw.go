@@ -91,10 +91,27 @@ func (b *Backend) PutState(ctx context.Context, name string, value []byte) error
 	return nil
 }
 
-// DeleteStatePrefix deletes every record whose name starts with prefix.
-func (b *Backend) DeleteStatePrefix(ctx context.Context, prefix string) error {
-	if _, err := b.client.Client.Delete(ctx, b.stateKey(prefix), clientv3.WithPrefix()); err != nil {
-		return fmt.Errorf("deleting %s: %w", prefix, err)
+// ListState reads the records whose names start with prefix, by name.
+func (b *Backend) ListState(ctx context.Context, prefix string) (map[string][]byte, error) {
+	resp, err := b.client.Client.Get(ctx, b.stateKey(prefix), clientv3.WithPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", prefix, err)
+	}
+	out := make(map[string][]byte, len(resp.Kvs))
+	root := b.stateKey("") + "/"
+	for _, kv := range resp.Kvs {
+		out[strings.TrimPrefix(string(kv.Key), root)] = kv.Value
+	}
+	return out, nil
+}
+
+// DeleteState deletes a record and those whose names start with name/.
+func (b *Backend) DeleteState(ctx context.Context, name string) error {
+	if _, err := b.client.Client.Delete(ctx, b.stateKey(name)); err != nil {
+		return fmt.Errorf("deleting %s: %w", name, err)
+	}
+	if _, err := b.client.Client.Delete(ctx, b.stateKey(name)+"/", clientv3.WithPrefix()); err != nil {
+		return fmt.Errorf("deleting %s: %w", name, err)
 	}
 	return nil
 }

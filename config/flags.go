@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -296,6 +297,17 @@ func (c *Config) overlayYAML(name string, data []byte) error {
 	js, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
 		return fail(err)
+	}
+	// A list in the file replaces the default one. Decoding into the
+	// default list instead would reuse its elements, and a rule would keep
+	// the fields its file entry does not set.
+	var lists struct {
+		Mirror struct {
+			Rules *[]MirrorRule `json:"rules"`
+		} `json:"mirror"`
+	}
+	if json.Unmarshal(js, &lists) == nil && lists.Mirror.Rules != nil {
+		c.Mirror.Rules = nil
 	}
 	strict, err := kjson.UnmarshalStrict(js, c)
 	if err != nil {

@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -78,5 +79,25 @@ func TestMirrorSelectorsNodeName(t *testing.T) {
 	}
 	if got := (config.MirrorRule{Resource: "endpointslices.discovery.k8s.io"}).RuleName(); got != "endpointslices.discovery.k8s.io" {
 		t.Errorf("RuleName = %q", got)
+	}
+}
+
+// A rules list in the file replaces the default rules whole: no rule
+// inherits a field of the default rule at its index.
+func TestConfigFileReplacesMirrorRules(t *testing.T) {
+	cfg, err := config.ReadFile(writeFile(t, "k.yaml", "mirror:\n  rules:\n  - {name: a, resource: configmaps}\n  - {name: w, resource: widgets.example.com, namespaces: [apps]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []config.MirrorRule{{Name: "a", Resource: "configmaps"}, {Name: "w", Resource: "widgets.example.com", Namespaces: []string{"apps"}}}
+	if !reflect.DeepEqual(cfg.Mirror.Rules, want) {
+		t.Errorf("rules = %+v, want %+v", cfg.Mirror.Rules, want)
+	}
+	other, err := config.ReadFile(writeFile(t, "o.yaml", "mirror:\n  nodeName: edge-3\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(other.Mirror.Rules, config.DefaultMirrorRules()) {
+		t.Errorf("a file without rules: rules = %+v, want the default ones", other.Mirror.Rules)
 	}
 }

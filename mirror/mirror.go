@@ -28,7 +28,9 @@ package mirror
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"sort"
@@ -86,6 +88,8 @@ type Stores interface {
 type State interface {
 	GetState(ctx context.Context, name string) ([]byte, error)
 	PutState(ctx context.Context, name string, value []byte) error
+	ListState(ctx context.Context, prefix string) (map[string][]byte, error)
+	DeleteState(ctx context.Context, name string) error
 }
 
 // Mirror mirrors the rules' objects and forwards writes to them.
@@ -212,6 +216,9 @@ func (m *Mirror) rule(name string) *rule {
 // Run mirrors until ctx ends, then persists where each stream stopped.
 func (m *Mirror) Run(ctx context.Context) {
 	klog.InfoS("Mirroring the upstream", "upstream", m.host, "node", m.node, "rules", len(m.rules))
+	if err := m.forgetRemovedRules(ctx); err != nil {
+		klog.ErrorS(err, "Mirror: deleting the copies of rules no longer configured")
+	}
 	// The references of the pods already mirrored first: a referenced
 	// object no pod needs any more is deleted before anything is synced.
 	if err := m.refs.seed(ctx); err != nil {
@@ -322,4 +329,81 @@ func (m *Mirror) Report() []string {
 		out = append(out, line)
 	}
 	return slices.Clip(out)
+}
+
+// ruleRecord is what the local etcd keeps of each rule the mirror runs: a
+// rule later removed from the config left copies, and only this says in
+// which resource.
+type ruleRecord struct {
+	Resource string `json:"resource"`
+}
+
+const rulesState = "mirror-rules/"
+
+// forgetRemovedRules deletes the copies of rules that are no longer
+// configured (or now name another resource), with their records, and
+// records the configured ones.
+func (m *Mirror) forgetRemovedRules(ctx context.Context) error {
+	records, err := m.state.ListState(ctx, rulesState)
+	if err != nil {
+		return err
+	}
+	// Custom resources first: their definitions may be among the removed.
+	names := slices.Collect(maps.Keys(records))
+	sort.Slice(names, func(i, j int) bool {
+		return !m.stores.Builtin(recordResource(records[names[i]])) && m.stores.Builtin(recordResource(records[names[j]]))
+	})
+	for _, name := range names {
+		ruleName := strings.TrimPrefix(name, rulesState)
+		gr := recordResource(records[name])
+		if r := m.rule(ruleName); r != nil && r.gr == gr {
+			continue
+		}
+		old := &rule{name: ruleName, gr: gr}
+		// A custom resource's store needs its definition, which the
+		// local server reads within moments of the start.
+		var store *Store
+		err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
+			var err error
+			store, err = m.stores.Store(ctx, gr)
+			return err == nil, nil
+		})
+		if err != nil {
+			// Kept, to be tried at the next start.
+			klog.InfoS("Mirror: cannot delete the copies of a rule no longer configured yet", "rule", ruleName, "resource", gr)
+			continue
+		}
+		local, err := m.localObjects(ctx, old, store, "", "")
+		if err != nil {
+			return err
+		}
+		for _, ref := range local {
+			if _, err := m.remove(ctx, old, store, ref.namespace, ref.name, "", false); err != nil {
+				return err
+			}
+		}
+		klog.InfoS("Mirror: deleted the copies of a rule no longer configured", "rule", ruleName, "resource", gr, "objects", len(local))
+		if err := m.state.DeleteState(ctx, "mirror/"+ruleName); err != nil {
+			return err
+		}
+		if err := m.state.DeleteState(ctx, name); err != nil {
+			return err
+		}
+	}
+	for _, r := range m.rules {
+		data, _ := json.Marshal(ruleRecord{Resource: r.gr.String()})
+		if string(records[rulesState+r.name]) == string(data) {
+			continue
+		}
+		if err := m.state.PutState(ctx, rulesState+r.name, data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func recordResource(data []byte) schema.GroupResource {
+	var rec ruleRecord
+	json.Unmarshal(data, &rec) //nolint:errcheck // an unreadable record names no resource
+	return schema.ParseGroupResource(rec.Resource)
 }

@@ -258,13 +258,16 @@ func (s *stream) fieldSelector() string {
 // then goes on watching, returning as watch does.
 func (s *stream) relist(ctx context.Context, store *Store) (string, error) {
 	s.update(func(st *streamStatus) { st.synced = false })
+	// A WatchList the upstream refuses as a bad request is tried again as
+	// a list: if that works, the upstream does not serve WatchList (too
+	// old, or the feature is off) and every relist lists from then on.
+	var watchListErr error
 	if !s.m.noWatchList.Load() {
 		rv, err := s.watchList(ctx, store)
 		if err == nil || !(apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)) {
 			return rv, err
 		}
-		klog.InfoS("Mirror: the upstream does not serve WatchList; listing instead", "upstream", s.m.host, "err", err)
-		s.m.noWatchList.Store(true)
+		watchListErr = err
 	}
 	seen := sets.New[string]()
 	applied := 0
@@ -279,6 +282,11 @@ func (s *stream) relist(ctx context.Context, store *Store) (string, error) {
 			return "", err
 		}
 		s.connected()
+		if watchListErr != nil {
+			klog.InfoS("Mirror: the upstream does not serve WatchList; listing instead", "upstream", s.m.host, "err", watchListErr)
+			s.m.noWatchList.Store(true)
+			watchListErr = nil
+		}
 		for i := range list.Items {
 			u := &list.Items[i]
 			seen.Insert(u.GetNamespace() + "/" + u.GetName())

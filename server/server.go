@@ -55,10 +55,9 @@ const certRenewalPeriod = 12 * time.Hour
 type Storage interface {
 	RESTOptionsGetter(r cacher.Resources) generic.RESTOptionsGetter
 	CustomResourcesRESTOptionsGetter(transformer func(schema.GroupResource) value.Transformer) generic.RESTOptionsGetter
-	// RawStore, GetState and PutState are the mirror's.
+	// RawStore and the state records are the mirror's.
 	RawStore(getter generic.RESTOptionsGetter, gr schema.GroupResource, newFunc, newListFunc func() runtime.Object) (*cacher.RawStore, error)
-	GetState(ctx context.Context, name string) ([]byte, error)
-	PutState(ctx context.Context, name string, value []byte) error
+	mirror.State
 	Check(ctx context.Context) error
 	Endpoints() []string
 	Failed() <-chan struct{}
