@@ -29,6 +29,7 @@ package mirror
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/url"
@@ -74,8 +75,12 @@ type Store struct {
 	Convert func(u map[string]any) (runtime.Object, error)
 }
 
+// ErrStopping is Stores' error once the server stops.
+var ErrStopping = errors.New("the server is stopping")
+
 // Stores gives the mirror the local store of a resource. It fails while a
-// custom resource's definition is not yet stored.
+// custom resource's definition is not yet stored, and with ErrStopping
+// once the server stops.
 type Stores interface {
 	Store(ctx context.Context, gr schema.GroupResource) (*Store, error)
 	// Builtin reports whether gr is served without a

@@ -440,7 +440,9 @@ func (s *stream) watch(ctx context.Context, store *Store, rv string, ws *watchSt
 			if err != nil {
 				return rv, err
 			}
-			if op == opCreated {
+			if ev.Type == watch.Added && initial == nil {
+				// Upstream's view: the object began to match (a write
+				// through the edge may have stored it already).
 				s.update(func(st *streamStatus) { st.objects++ })
 			}
 			if initial != nil {
@@ -458,8 +460,8 @@ func (s *stream) watch(ctx context.Context, store *Store, rv string, ws *watchSt
 			}
 			if deleted {
 				catchUp++
-				s.update(func(st *streamStatus) { st.objects-- })
 			}
+			s.update(func(st *streamStatus) { st.objects = max(st.objects-1, 0) })
 		case watch.Bookmark:
 			if initial != nil && u.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
 				if err := initial.done(u.GetResourceVersion()); err != nil {
