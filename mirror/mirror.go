@@ -93,6 +93,7 @@ type Stores interface {
 type State interface {
 	GetState(ctx context.Context, name string) ([]byte, error)
 	PutState(ctx context.Context, name string, value []byte) error
+	UpdateState(ctx context.Context, name string, update func(old []byte) ([]byte, bool)) error
 	ListState(ctx context.Context, prefix string) (map[string][]byte, error)
 	DeleteState(ctx context.Context, name string) error
 }
@@ -291,7 +292,7 @@ func (m *Mirror) Connected() bool { return m.linkUp.Load() }
 // reached records whether the upstream answered a request; err is the
 // request's outcome. Errors with an HTTP answer (403, 410) mean it did.
 func (m *Mirror) reached(err error) {
-	up := err == nil || !isNetworkError(err)
+	up := err == nil || errors.Is(err, errExpired) || !isNetworkError(err)
 	if m.linkUp.Swap(up) != up {
 		if up {
 			klog.InfoS("Upstream link up", "upstream", m.host)

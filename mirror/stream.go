@@ -35,8 +35,10 @@ type stream struct {
 	st streamStatus
 	// persisted is the resourceVersion last written to the state, and
 	// when.
-	persisted     string
-	persistedAt   time.Time
+	persisted   string
+	persistedAt time.Time
+	// forbiddenOnce is set once the upstream's refusal of the rule has
+	// been logged. Only the stream's goroutine uses these three.
 	forbiddenOnce bool
 }
 
@@ -67,6 +69,8 @@ func (s *stream) connected() {
 	now := time.Now()
 	s.update(func(st *streamStatus) { st.connected, st.err, st.lastSeen = true, nil, now })
 	s.m.reached(nil)
+	// A refusal after this one is reported again.
+	s.forbiddenOnce = false
 }
 
 func (s *stream) status() streamStatus {
@@ -98,6 +102,13 @@ const (
 )
 
 var errExpired = errors.New("the upstream's history no longer holds the resourceVersion")
+
+// expired reports whether the upstream cannot resume from a
+// resourceVersion: too old (410), or newer than it has (its data was
+// restored from an older backup), which no wait would cure.
+func expired(err error) bool {
+	return apierrors.IsResourceExpired(err) || apierrors.IsGone(err) || storage.IsTooLargeResourceVersion(err)
+}
 
 // run syncs until ctx ends.
 func (s *stream) run(ctx context.Context) {
@@ -221,8 +232,32 @@ func (s *stream) selectors() string { return s.rule.label + "|" + s.rule.field }
 
 // checkpoint persists rv as the stream's record; unless now, at most
 // every checkpointEvery. Streams of one object keep theirs in the object.
+// A record only moves forward: another kubestore mirroring into the same
+// etcd may be behind this one.
 func (s *stream) checkpoint(ctx context.Context, rv string, now bool) {
 	if s.name != "" || rv == s.persisted || (!now && time.Since(s.persistedAt) < checkpointEvery) {
+		return
+	}
+	data, _ := json.Marshal(checkpoint{Selectors: s.selectors(), ResourceVersion: rv})
+	err := s.m.state.UpdateState(ctx, s.stateName(), func(old []byte) ([]byte, bool) {
+		var c checkpoint
+		if json.Unmarshal(old, &c) == nil && c.Selectors == s.selectors() && !newer(rv, c.ResourceVersion) {
+			return nil, false
+		}
+		return data, true
+	})
+	if err != nil {
+		klog.V(2).InfoS("Mirror: recording the resourceVersion", "stream", s.id(), "err", err)
+		return
+	}
+	s.persisted, s.persistedAt = rv, time.Now()
+}
+
+// record persists the resourceVersion of a relist whatever the record
+// says: after a relist that record may be from an upstream restored from
+// an older backup.
+func (s *stream) record(ctx context.Context, rv string) {
+	if s.name != "" {
 		return
 	}
 	data, _ := json.Marshal(checkpoint{Selectors: s.selectors(), ResourceVersion: rv})
@@ -276,7 +311,7 @@ func (s *stream) relist(ctx context.Context, store *Store) (string, error) {
 	for {
 		list, err := s.client(store).List(ctx, opts)
 		if err != nil {
-			if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+			if expired(err) {
 				return "", errExpired
 			}
 			return "", err
@@ -366,7 +401,7 @@ func (s *stream) synced(ctx context.Context, store *Store, seen sets.Set[string]
 	s.update(func(st *streamStatus) {
 		st.synced, st.lastSync, st.lastSeen, st.objects, st.lagEvents = true, now, now, len(seen), applied
 	})
-	s.checkpoint(ctx, rv, true)
+	s.record(ctx, rv)
 	return nil
 }
 
@@ -388,7 +423,7 @@ func (s *stream) watch(ctx context.Context, store *Store, rv string, ws *watchSt
 			TimeoutSeconds:      ptr.To(watchTimeoutSeconds()),
 		})
 		if err != nil {
-			if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+			if expired(err) {
 				return rv, errExpired
 			}
 			return rv, err
@@ -424,7 +459,7 @@ func (s *stream) watch(ctx context.Context, store *Store, rv string, ws *watchSt
 		quiet.Reset(time.Second)
 		if ev.Type == watch.Error {
 			err := apierrors.FromObject(ev.Object)
-			if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+			if expired(err) {
 				return rv, errExpired
 			}
 			return rv, err
