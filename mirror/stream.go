@@ -37,8 +37,10 @@ type stream struct {
 	// when.
 	persisted   string
 	persistedAt time.Time
+	// applied is set when events were applied since the last record.
+	applied bool
 	// forbiddenOnce is set once the upstream's refusal of the rule has
-	// been logged. Only the stream's goroutine uses these three.
+	// been logged. Only the stream's goroutine uses these four.
 	forbiddenOnce bool
 }
 
@@ -96,6 +98,9 @@ const (
 	// resourceVersion to etcd: a restart replays at most that much, and
 	// the replay writes nothing (the objects' resourceVersions say so).
 	checkpointEvery = 5 * time.Second
+	// idleCheckpointEvery is how often a stream that only gets bookmarks
+	// records their resourceVersion; a graceful stop records the last.
+	idleCheckpointEvery = 10 * time.Minute
 	// watchTimeout is the upstream watch's timeout, randomised up to
 	// twice it as the reflector does, so streams do not reconnect at once.
 	watchTimeout = 5 * time.Minute
@@ -250,7 +255,7 @@ func (s *stream) checkpoint(ctx context.Context, rv string, now bool) {
 		klog.V(2).InfoS("Mirror: recording the resourceVersion", "stream", s.id(), "err", err)
 		return
 	}
-	s.persisted, s.persistedAt = rv, time.Now()
+	s.persisted, s.persistedAt, s.applied = rv, time.Now(), false
 }
 
 // record persists the resourceVersion of a relist whatever the record
@@ -265,7 +270,7 @@ func (s *stream) record(ctx context.Context, rv string) {
 		klog.V(2).InfoS("Mirror: recording the resourceVersion", "stream", s.id(), "err", err)
 		return
 	}
-	s.persisted, s.persistedAt = rv, time.Now()
+	s.persisted, s.persistedAt, s.applied = rv, time.Now(), false
 }
 
 // client is the upstream client of the stream's resource.
@@ -449,7 +454,9 @@ func (s *stream) watch(ctx context.Context, store *Store, rv string, ws *watchSt
 				now := time.Now()
 				s.update(func(st *streamStatus) { st.synced, st.lastSync, st.lagEvents = true, now, catchUp })
 			}
-			s.checkpoint(ctx, rv, false)
+			if s.applied {
+				s.checkpoint(ctx, rv, false)
+			}
 			continue
 		case ev, ok = <-w.ResultChan():
 		}
@@ -509,6 +516,16 @@ func (s *stream) watch(ctx context.Context, store *Store, rv string, ws *watchSt
 		}
 		if initial == nil {
 			rv = u.GetResourceVersion()
+			switch {
+			case ev.Type != watch.Bookmark:
+				s.applied = true
+			case time.Since(s.persistedAt) > idleCheckpointEvery:
+				// A quiet stream's record follows the bookmarks
+				// rarely: each record is a write to flash, and a
+				// restart from an older one costs at most a relist
+				// that writes nothing.
+				s.checkpoint(ctx, rv, true)
+			}
 			s.update(func(st *streamStatus) { st.lastSeen = now })
 			if ev.Type == watch.Deleted {
 				// A delete is recorded at once: replaying the create
