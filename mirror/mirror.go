@@ -292,6 +292,9 @@ func (m *Mirror) Connected() bool { return m.linkUp.Load() }
 // reached records whether the upstream answered a request; err is the
 // request's outcome. Errors with an HTTP answer (403, 410) mean it did.
 func (m *Mirror) reached(err error) {
+	if errors.As(err, new(localError)) {
+		return
+	}
 	up := err == nil || errors.Is(err, errExpired) || !isNetworkError(err)
 	if m.linkUp.Swap(up) != up {
 		if up {

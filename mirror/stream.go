@@ -39,9 +39,10 @@ type stream struct {
 	persistedAt time.Time
 	// applied is set when events were applied since the last record.
 	applied bool
-	// forbiddenOnce is set once the upstream's refusal of the rule has
-	// been logged. Only the stream's goroutine uses these four.
-	forbiddenOnce bool
+	// reported says which refusal of the rule, by the upstream (403) or
+	// the local store, was logged last: each is logged once until the
+	// rule works again. Only the stream's goroutine uses these four.
+	reported string
 }
 
 type streamStatus struct {
@@ -71,8 +72,10 @@ func (s *stream) connected() {
 	now := time.Now()
 	s.update(func(st *streamStatus) { st.connected, st.err, st.lastSeen = true, nil, now })
 	s.m.reached(nil)
-	// A refusal after this one is reported again.
-	s.forbiddenOnce = false
+	// A refusal by the upstream after this is reported again.
+	if s.reported == reportedForbidden {
+		s.reported = ""
+	}
 }
 
 func (s *stream) status() streamStatus {
@@ -104,6 +107,11 @@ const (
 	// watchTimeout is the upstream watch's timeout, randomised up to
 	// twice it as the reflector does, so streams do not reconnect at once.
 	watchTimeout = 5 * time.Minute
+)
+
+const (
+	reportedForbidden = "forbidden"
+	reportedLocal     = "local"
 )
 
 var errExpired = errors.New("the upstream's history no longer holds the resourceVersion")
@@ -143,8 +151,10 @@ func (s *stream) run(ctx context.Context) {
 		s.update(func(st *streamStatus) { st.objects = len(local) })
 	}
 	rv := s.resumeFrom(ctx, store)
+loop:
 	for ctx.Err() == nil {
 		var err error
+		began := time.Now()
 		if rv == "" {
 			relists.WithLabelValues(s.rule.name).Inc()
 			rv, err = s.relist(ctx, store)
@@ -158,6 +168,11 @@ func (s *stream) run(ctx context.Context) {
 		switch {
 		case err == nil:
 			backoff = minBackoff
+			// A watch the upstream ends at once, again and again (a
+			// proxy's timeout), is not resumed in a hot loop.
+			if time.Since(began) < time.Second && !sleep(minBackoff) {
+				break loop
+			}
 			continue
 		case errors.Is(err, errExpired):
 			klog.V(2).InfoS("Mirror: resourceVersion expired upstream, relisting", "stream", s.id(), "resourceVersion", rv)
@@ -166,14 +181,21 @@ func (s *stream) run(ctx context.Context) {
 		}
 		s.update(func(st *streamStatus) { st.connected, st.err = false, err })
 		wait := backoff
-		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+		switch {
+		case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
 			wait = forbiddenBackoff
-			if !s.forbiddenOnce {
-				s.forbiddenOnce = true
+			if s.reported != reportedForbidden {
+				s.reported = reportedForbidden
 				klog.ErrorS(err, "Mirror: the upstream refuses this rule; retrying every few minutes", "rule", s.rule.name,
 					"resource", s.rule.gr, "namespace", s.namespace, "upstream", s.m.host)
 			}
-		} else {
+		case errors.As(err, new(localError)):
+			if s.reported != reportedLocal {
+				s.reported = reportedLocal
+				klog.ErrorS(err, "Mirror: the local store refuses the upstream's objects; retrying", "stream", s.id())
+			}
+			backoff = min(2*backoff, maxBackoff)
+		default:
 			klog.V(2).InfoS("Mirror: upstream unreachable", "stream", s.id(), "err", err, "retryIn", backoff)
 			backoff = min(2*backoff, maxBackoff)
 		}
@@ -481,6 +503,9 @@ func (s *stream) watch(ctx context.Context, store *Store, rv string, ws *watchSt
 			op, err := s.m.apply(ctx, s.rule, store, u)
 			if err != nil {
 				return rv, err
+			}
+			if s.reported == reportedLocal {
+				s.reported = ""
 			}
 			if ev.Type == watch.Added && initial == nil {
 				// Upstream's view: the object began to match (a write
