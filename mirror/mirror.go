@@ -113,6 +113,9 @@ type Mirror struct {
 	// old or has the feature off, and every relist lists.
 	noWatchList atomic.Bool
 	linkUp      atomic.Bool
+	// upNow is closed when the link comes up: streams waiting to retry
+	// go at once.
+	upNow chan struct{}
 
 	mu      sync.Mutex
 	streams map[string]*stream
@@ -169,7 +172,7 @@ func New(cfg config.Mirror, stores Stores, state State) (*Mirror, error) {
 		host = u.Host
 	}
 	m := &Mirror{upstream: upstream, host: host, dyn: dyn, raw: raw, stores: stores, state: state,
-		node: cfg.EffectiveNodeName(), streams: map[string]*stream{}}
+		node: cfg.EffectiveNodeName(), streams: map[string]*stream{}, upNow: make(chan struct{})}
 	for _, r := range cfg.Rules {
 		label, field := r.Selectors(m.node)
 		ls, err := labels.Parse(label)
@@ -257,10 +260,14 @@ func (m *Mirror) Run(ctx context.Context) {
 			}()
 		}
 	}
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		wait.UntilWithContext(ctx, m.updateMetrics, time.Second)
+	}()
+	go func() {
+		defer wg.Done()
+		wait.UntilWithContext(ctx, m.probe, probeEvery)
 	}()
 	<-ctx.Done()
 	wg.Wait()
@@ -294,6 +301,32 @@ func (m *Mirror) allStreams() []*stream {
 	return out
 }
 
+// linkComesUp is closed when the link next comes up.
+func (m *Mirror) linkComesUp() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.upNow
+}
+
+// probeEvery is how often the link is tried while it is down: one cheap
+// request, where every stream retrying on its own back-off would reconnect
+// seconds late, or make many.
+const probeEvery = 2 * time.Second
+
+// probe asks the upstream for /version while the link is down; any HTTP
+// answer, even a refusal, means it is up again, and the streams go.
+func (m *Mirror) probe(ctx context.Context) {
+	if m.linkUp.Load() {
+		return
+	}
+	pctx, cancel := context.WithTimeout(ctx, probeEvery)
+	defer cancel()
+	err := m.raw.Get().AbsPath("/version").Do(pctx).Error()
+	if ctx.Err() == nil {
+		m.reached(err)
+	}
+}
+
 // Connected reports whether the link is up: the upstream answered the
 // last request a stream or a forwarded write made.
 func (m *Mirror) Connected() bool { return m.linkUp.Load() }
@@ -308,6 +341,10 @@ func (m *Mirror) reached(err error) {
 	if m.linkUp.Swap(up) != up {
 		if up {
 			klog.InfoS("Upstream link up", "upstream", m.host)
+			m.mu.Lock()
+			close(m.upNow)
+			m.upNow = make(chan struct{})
+			m.mu.Unlock()
 		} else {
 			klog.InfoS("Upstream link down; serving local data, refusing writes to mirrored objects", "upstream", m.host, "err", err)
 		}

@@ -128,10 +128,17 @@ func (s *stream) run(ctx context.Context) {
 	defer s.update(func(st *streamStatus) { st.connected = false })
 	var store *Store
 	backoff := minBackoff
+	// sleep waits d, or until the link comes back up if it is down.
 	sleep := func(d time.Duration) bool {
+		var up <-chan struct{}
+		if !s.m.Connected() {
+			up = s.m.linkComesUp()
+		}
 		select {
 		case <-ctx.Done():
 			return false
+		case <-up:
+			return true
 		case <-time.After(d + rand.N(d/4+1)):
 			return true
 		}
@@ -179,7 +186,8 @@ loop:
 			rv = ""
 			continue
 		}
-		s.update(func(st *streamStatus) { st.connected, st.err = false, err })
+		// In sync again only once caught up after the reconnection.
+		s.update(func(st *streamStatus) { st.connected, st.synced, st.err = false, false, err })
 		wait := backoff
 		switch {
 		case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
