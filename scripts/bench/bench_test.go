@@ -5,10 +5,38 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 )
+
+func TestOnly(t *testing.T) {
+	for _, tc := range []struct {
+		only    string
+		want    []string
+		wantErr bool
+	}{
+		{only: "", want: []string{sectionStore, sectionMirror}},
+		{only: "mirror", want: []string{sectionMirror}},
+		{only: "store", want: []string{sectionStore}},
+		{only: "mirrors", wantErr: true},
+	} {
+		t.Run("only="+tc.only, func(t *testing.T) {
+			o := options{Scale: 1, Clients: 1, ListRuns: 1, WriteRate: 1, WatchRate: 1, MirrorOutage: time.Second, Only: tc.only}
+			err := o.complete()
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("complete() = %v, want error %t", err, tc.wantErr)
+			}
+			if err == nil && !slices.Equal(o.sections(), tc.want) {
+				t.Errorf("sections() = %q, want %q", o.sections(), tc.want)
+			}
+			if err == nil && (o.MirrorObjects != 10000 || o.MirrorChanges != 100) {
+				t.Errorf("mirror counts at scale 1 = %d, %d; want 10000, 100", o.MirrorObjects, o.MirrorChanges)
+			}
+		})
+	}
+}
 
 // TestSmoke runs the whole benchmark at a tiny scale against the binary
 // make test built, and checks that every figure was measured.
@@ -21,7 +49,7 @@ func TestSmoke(t *testing.T) {
 	var log bytes.Buffer
 	o := options{
 		Bin: bin, Out: out, Scale: 0.01, Clients: 4, ListRuns: 3, WriteRate: 200, WatchRate: 200,
-		Idle: time.Second, CPUWindow: time.Second, DataRoot: t.TempDir(), Log: &log,
+		Idle: time.Second, CPUWindow: time.Second, DataRoot: t.TempDir(), Log: &log, MirrorOutage: 2 * time.Second,
 	}
 	res, err := run(t.Context(), o)
 	if res != nil {
@@ -94,9 +122,25 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("LIST %+v: 100 items in pages of 500 take one page", l)
 		}
 	}
+	if m := got.Mirror; m == nil {
+		t.Error("no mirror figures")
+	} else {
+		if m.Objects != 100 || m.Changes != 1 || m.Events != 1 || m.ChangedSeen != 1 {
+			t.Errorf("mirror %d objects, %d changes: the edge's watcher got %d events (%v), %d of the changes; want 100, 1, exactly 1", m.Objects, m.Changes, m.Events, m.EventTypes, m.ChangedSeen)
+		}
+		for name, v := range map[string]float64{
+			"mirror initial sync": m.InitialSyncMs, "mirror resync": m.ResyncMs, "mirror synced RSS": float64(m.MemSynced.VmRSS),
+			"mirror empty RSS": float64(m.MemEmpty.VmRSS), "mirror resync writes": float64(m.ResyncWriteBytes),
+			"mirror resumes": m.mirrorDelta("kubestore_mirror_resumes_total"),
+		} {
+			if v <= 0 {
+				t.Errorf("%s = %v, want > 0", name, v)
+			}
+		}
+	}
 	var table bytes.Buffer
 	printTable(&table, &got)
-	for _, want := range []string{"binary size", "creates/s", "LIST 100 cm protobuf rv=0 uncached", "informer cold sync"} {
+	for _, want := range []string{"binary size", "creates/s", "LIST 100 cm protobuf rv=0 uncached", "informer cold sync", "mirror: resync after 2 s outage"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q", want)
 		}

@@ -1,10 +1,12 @@
 // Command bench measures a built kubestore binary as a separate process:
 // size, start-up, memory, LIST, write throughput, watch fan-out, flash
-// writes and informer start, all in one run. It builds nothing; make bench
+// writes and informer start, then an edge mirroring a second kubestore
+// (initial sync, memory, and the resync after an outage), all in one run
+// (-only runs one of the two sections). It builds nothing; make bench
 // builds the binary and runs it. It prints one table and writes the
 // figures as JSON (-out).
 //
-//	go run ./scripts/bench -bin bin/kubestore [-serve-arg=--memory-limit=128Mi]
+//	go run ./scripts/bench -bin bin/kubestore [-serve-arg=--memory-limit=128Mi] [-only=mirror]
 package main
 
 import (
@@ -16,6 +18,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -48,6 +51,29 @@ type options struct {
 	Keep         bool
 	ProfileDir   string
 	Log          io.Writer
+	// Only is the one section to run; empty runs all.
+	Only string
+	// The mirror section: objects mirrored, how many change upstream
+	// during the outage, and how long the link is cut.
+	MirrorObjects int
+	MirrorChanges int
+	MirrorOutage  time.Duration
+}
+
+// The benchmark's sections, in the order they run.
+const (
+	sectionStore  = "store"
+	sectionMirror = "mirror"
+)
+
+var allSections = []string{sectionStore, sectionMirror}
+
+// sections are the sections this run measures.
+func (o *options) sections() []string {
+	if o.Only == "" {
+		return allSections
+	}
+	return []string{o.Only}
 }
 
 func scaled(n int, full int, scale float64) int {
@@ -67,6 +93,17 @@ func (o *options) complete() error {
 	o.Nodes = scaled(o.Nodes, 100, o.Scale)
 	o.Watchers = scaled(o.Watchers, 100, o.Scale)
 	o.WriteUpdates = scaled(o.WriteUpdates, 10000, o.Scale)
+	o.MirrorObjects = scaled(o.MirrorObjects, 10000, o.Scale)
+	o.MirrorChanges = scaled(o.MirrorChanges, 100, o.Scale)
+	if o.Only != "" && !slices.Contains(allSections, o.Only) {
+		return fmt.Errorf("invalid -only %q: must be one of %s, or empty for all", o.Only, strings.Join(allSections, ", "))
+	}
+	if o.MirrorChanges > o.MirrorObjects {
+		return fmt.Errorf("invalid -mirror-changes %d: more than the %d mirrored objects", o.MirrorChanges, o.MirrorObjects)
+	}
+	if o.MirrorOutage <= 0 {
+		return fmt.Errorf("invalid -mirror-outage %v: must be > 0", o.MirrorOutage)
+	}
 	if o.Clients <= 0 {
 		return fmt.Errorf("invalid -clients %d: must be > 0", o.Clients)
 	}
@@ -94,7 +131,7 @@ func main() {
 	flag.StringVar(&o.Bin, "bin", "bin/kubestore", "kubestore binary to measure (not built by this program)")
 	flag.StringVar(&o.Out, "out", "bench.json", "file the figures are written to as JSON; empty writes none")
 	flag.Var(&serveArgs, "serve-arg", "extra argument for every kubestore process (repeatable), e.g. -serve-arg=--memory-limit=128Mi")
-	flag.Float64Var(&o.Scale, "scale", 1, "multiplies every count below that is left at 0 (1 = 10,000 ConfigMaps, 1,000 Pods, 100 nodes, 100 watchers, 10,000 flash-write updates)")
+	flag.Float64Var(&o.Scale, "scale", 1, "multiplies every count below that is left at 0 (1 = 10,000 ConfigMaps, 1,000 Pods, 100 nodes, 100 watchers, 10,000 flash-write updates, 10,000 mirrored ConfigMaps of which 100 change)")
 	flag.IntVar(&o.ConfigMaps, "configmaps", 0, "ConfigMaps of 1 KiB to create (0: 10000 x scale)")
 	flag.IntVar(&o.Pods, "pods", 0, "Pods to create (0: 1000 x scale)")
 	flag.IntVar(&o.Nodes, "nodes", 0, "Nodes the pods are spread over (0: 100 x scale)")
@@ -109,6 +146,10 @@ func main() {
 	flag.StringVar(&o.DataRoot, "data-root", "", "directory for the temporary data dir (default: the system temp dir; must be on the disk whose writes are measured)")
 	flag.BoolVar(&o.Keep, "keep", false, "keep the data dir and server logs")
 	flag.StringVar(&o.ProfileDir, "profile-dir", "", "if set, serve with --profiling and save heap profiles (idle, loaded, after the lists) and a CPU profile of the first cached LISTs there")
+	flag.StringVar(&o.Only, "only", "", "run one section only: store (one process: start-up, memory, LISTs, writes, watches, flash, informer) or mirror (an edge mirroring a second kubestore); empty runs both")
+	flag.IntVar(&o.MirrorObjects, "mirror-objects", 0, "mirror: ConfigMaps of 1 KiB the edge mirrors (0: 10000 x scale)")
+	flag.IntVar(&o.MirrorChanges, "mirror-changes", 0, "mirror: ConfigMaps updated upstream during the outage (0: 100 x scale, 1 % of the mirrored ones)")
+	flag.DurationVar(&o.MirrorOutage, "mirror-outage", 60*time.Second, "mirror: how long the link between edge and upstream is cut")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "bench: unexpected arguments %q\n", flag.Args())

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,6 +21,8 @@ type Result struct {
 	Binary    Binary   `json:"binary"`
 	ServeArgs []string `json:"serveArgs"`
 	Counts    Counts   `json:"counts"`
+	// Sections are the parts of the benchmark this run measured (-only).
+	Sections []string `json:"sections"`
 
 	ReadyFreshMs float64 `json:"readyFreshMs"` // first start: generates the PKI
 	ReadyEmptyMs float64 `json:"readyEmptyMs"` // restart on the empty data dir
@@ -50,7 +53,12 @@ type Result struct {
 	WatchPaced WatchResult    `json:"watchPaced"` // updates at -watch-rate
 	Writes     WriteResult    `json:"writes"`
 	Informer   InformerResult `json:"informer"`
+
+	Mirror *MirrorResult `json:"mirror,omitempty"`
 }
+
+// ran reports whether the run measured section.
+func (r *Result) ran(section string) bool { return slices.Contains(r.Sections, section) }
 
 // Counts are the sizes the run used.
 type Counts struct {
@@ -79,6 +87,7 @@ func run(ctx context.Context, o options) (*Result, error) {
 		Counts: Counts{ConfigMaps: o.ConfigMaps, Pods: o.Pods, Nodes: o.Nodes, Watchers: o.Watchers, Clients: o.Clients,
 			ListRuns: o.ListRuns, WriteUpdates: o.WriteUpdates, WriteRate: o.WriteRate, WatchRate: o.WatchRate,
 			IdleSec: o.Idle.Seconds(), CPUWindowSec: o.CPUWindow.Seconds()},
+		Sections: o.sections(),
 	}
 	started := time.Now()
 	defer func() {
@@ -126,24 +135,42 @@ func (b *bench) logf(format string, args ...any) {
 // start runs a new kubestore process on the data dir with the -serve-arg
 // arguments plus extra.
 func (b *bench) start(ctx context.Context, extra ...string) (time.Duration, error) {
-	b.starts++
-	logPath := filepath.Join(b.root, fmt.Sprintf("server-%d.log", b.starts))
-	args := append(append([]string{}, b.o.ServeArgs...), extra...)
-	if b.o.ProfileDir != "" {
-		args = append(args, "--profiling")
-	}
-	srv, ready, err := startServer(ctx, b.o.Bin, b.dataDir, logPath, args)
+	srv, ready, err := b.startOn(ctx, b.dataDir, "server", extra...)
 	if err != nil {
 		return 0, err
 	}
 	b.srv = srv
-	b.logf("kubestore %s ready in %v (pid %d)", strings.Join(args, " "), ready.Round(time.Millisecond), srv.pid())
 	return ready, nil
+}
+
+// startOn runs a new kubestore process on dataDir with the -serve-arg
+// arguments plus extra; its log is <name>-<n>.log in the root.
+func (b *bench) startOn(ctx context.Context, dataDir, name string, extra ...string) (*server, time.Duration, error) {
+	b.starts++
+	logPath := filepath.Join(b.root, fmt.Sprintf("%s-%d.log", name, b.starts))
+	args := append(append([]string{}, b.o.ServeArgs...), extra...)
+	if b.o.ProfileDir != "" {
+		args = append(args, "--profiling")
+	}
+	srv, ready, err := startServer(ctx, b.o.Bin, dataDir, logPath, args)
+	if err != nil {
+		return nil, 0, err
+	}
+	who := "kubestore"
+	if name != "server" {
+		who = name + ": kubestore"
+	}
+	b.logf("%s %s ready in %v (pid %d)", who, strings.Join(args, " "), ready.Round(time.Millisecond), srv.pid())
+	return srv, ready, nil
 }
 
 func (b *bench) stop() error {
 	srv := b.srv
 	b.srv = nil
+	return stopServer(srv)
+}
+
+func stopServer(srv *server) error {
 	if err := srv.stop(); err != nil {
 		return fmt.Errorf("%w\n%s", err, tail(srv.logPath))
 	}
@@ -154,7 +181,11 @@ func (b *bench) stop() error {
 // transport (and so one HTTP/2 connection) between configs that are equal,
 // unless the config has its own dialer.
 func (b *bench) client(protobuf bool) *kubernetes.Clientset {
-	cfg := rest.CopyConfig(b.srv.cfg)
+	return clientFor(b.srv, protobuf)
+}
+
+func clientFor(srv *server, protobuf bool) *kubernetes.Clientset {
+	cfg := rest.CopyConfig(srv.cfg)
 	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	cfg.Dial = d.DialContext
 	if protobuf {
@@ -165,7 +196,11 @@ func (b *bench) client(protobuf bool) *kubernetes.Clientset {
 }
 
 func (b *bench) mem(what string) (Mem, error) {
-	m, err := readMem(b.srv.pid())
+	return b.memOf(b.srv, what)
+}
+
+func (b *bench) memOf(srv *server, what string) (Mem, error) {
+	m, err := readMem(srv.pid())
 	if err == nil {
 		b.logf("memory %s: RSS %s, anonymous %s, HWM %s", what, mib(m.VmRSS), mib(m.RssAnon), mib(m.VmHWM))
 	}
@@ -233,7 +268,24 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// run measures the sections -only selects, in order.
 func (b *bench) run(ctx context.Context) error {
+	if b.res.ran(sectionStore) {
+		if err := b.store(ctx); err != nil {
+			return err
+		}
+	}
+	if b.res.ran(sectionMirror) {
+		if err := b.mirror(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// store measures one kubestore process on its own: start-up, memory,
+// LISTs, writes, watches, flash and informers.
+func (b *bench) store(ctx context.Context) error {
 	res := b.res
 	var err error
 

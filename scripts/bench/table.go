@@ -3,6 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -41,8 +44,15 @@ func printTable(w io.Writer, r *Result) {
 		m.CPUs, m.CPUModel, m.MemTotal, m.Kernel, m.GoVersion, m.LoadStart, m.LoadEnd, m.StartedUTC, m.DurationSec)
 	c := r.Counts
 	fmt.Fprintf(w, "CPU is user+system time of the server process (LIST: per request; the bench's own watchers share the machine)\n")
-	fmt.Fprintf(w, "load: %d ConfigMaps of 1 KiB, %d Pods on %d Nodes; %d clients; %d runs per LIST; serve args: %q\n\n",
-		c.ConfigMaps, c.Pods, c.Nodes, c.Clients, c.ListRuns, r.ServeArgs)
+	if r.ran(sectionStore) {
+		fmt.Fprintf(w, "load: %d ConfigMaps of 1 KiB, %d Pods on %d Nodes; %d clients; %d runs per LIST; serve args: %q\n",
+			c.ConfigMaps, c.Pods, c.Nodes, c.Clients, c.ListRuns, r.ServeArgs)
+	}
+	if m := r.Mirror; m != nil {
+		fmt.Fprintf(w, "mirror: an edge kubestore mirrors %d ConfigMaps of 1 KiB from an upstream kubestore through a TCP proxy; %d change upstream during a %.0f s outage; serve args: %q\n",
+			m.Objects, m.Changes, m.OutageSec, r.ServeArgs)
+	}
+	fmt.Fprintln(w)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(figure, value string, t target) {
@@ -55,6 +65,18 @@ func printTable(w io.Writer, r *Result) {
 		strip = "NOT stripped"
 	}
 	row("binary size", fmt.Sprintf("%.1f MB (%s)", float64(r.Binary.Bytes)/1e6, strip), target{"<= 50 MB", r.Binary.Bytes <= 50e6})
+	if r.ran(sectionStore) {
+		storeRows(row, r)
+	}
+	if r.Mirror != nil {
+		mirrorRows(row, r)
+	}
+	tw.Flush()
+}
+
+// storeRows are the figures of the store section.
+func storeRows(row func(figure, value string, t target), r *Result) {
+	c := r.Counts
 	row("exec to /readyz, first start (creates PKI)", fmt.Sprintf("%.0f ms", r.ReadyFreshMs), target{})
 	row("exec to /readyz, empty", fmt.Sprintf("%.0f ms", r.ReadyEmptyMs), target{})
 	row("exec to /readyz, with the data", fmt.Sprintf("%.0f ms", r.ReadyDataMs), target{"<= 1 s", r.ReadyDataMs > 0 && r.ReadyDataMs <= 1000})
@@ -111,5 +133,38 @@ func printTable(w io.Writer, r *Result) {
 		how = fmt.Sprintf("LIST+watch (%d lists)", r.Informer.Lists)
 	}
 	row(fmt.Sprintf("informer cold sync, %d cm", r.Informer.Objects), fmt.Sprintf("%.0f ms (%s)", r.Informer.SyncMs, how), target{})
-	tw.Flush()
+}
+
+// mirrorRows are the figures of the mirror section: the edge's.
+func mirrorRows(row func(figure, value string, t target), r *Result) {
+	m := r.Mirror
+	idle := fmt.Sprintf("%.0f s after", r.Counts.IdleSec)
+	row("mirror: edge RSS / anonymous, mirroring nothing ("+idle+")", fmt.Sprintf("%s / %s", mib(m.MemEmpty.VmRSS), mib(m.MemEmpty.RssAnon)), target{})
+	row(fmt.Sprintf("mirror: edge RSS / anonymous, %d mirrored (%s)", m.Objects, idle), fmt.Sprintf("%s / %s", mib(m.MemSynced.VmRSS), mib(m.MemSynced.RssAnon)), target{})
+	row("mirror: edge RSS / anonymous per 1,000 mirrored", fmt.Sprintf("%s / %s", mib(m.RSSPer1000), mib(m.AnonPer1000)), target{})
+	row(fmt.Sprintf("mirror: initial sync, exec to /mirrorz ok with all %d", m.Objects), fmt.Sprintf("%.0f ms (/readyz %.0f ms; nothing to mirror: %.0f ms)", m.InitialSyncMs, m.ReadyMs, m.EmptyMirrorzMs), target{})
+	row("mirror: edge CPU of the initial sync per 1,000 mirrored", fmt.Sprintf("%.0f ms (exec to synced %.0f ms, with nothing %.0f ms)", m.SyncCPUPer1000Ms, m.SyncCPUMs, m.EmptyStartCPUMs), target{})
+	row(fmt.Sprintf("mirror: edge CPU idle, %d mirrored, in sync", m.Objects), fmt.Sprintf("%.2f %% of a core", m.IdleCPUPercent), target{})
+	row("mirror: link cut to /mirrorz not ok", fmt.Sprintf("%.0f ms", m.LinkDownMs), target{})
+	row(fmt.Sprintf("mirror: resync after %.0f s outage, %d changed", m.OutageSec, m.Changes), fmt.Sprintf("%.0f ms (/mirrorz ok %.0f ms, all changes on the edge %.0f ms)", m.ResyncMs, m.MirrorzOkMs, m.ChangesMs), target{})
+	row("mirror: events to an edge watcher, outage + resync", fmt.Sprintf("got %d, target %d (%d of the changes; %s)", m.Events, m.Changes, m.ChangedSeen, eventTypes(m.EventTypes)),
+		target{fmt.Sprintf("exactly %d", m.Changes), m.Events == m.Changes && m.ChangedSeen == m.Changes})
+	row("mirror: edge disk writes during the resync", fmt.Sprintf("%d bytes (%.0f per change)", m.ResyncWriteBytes, float64(m.ResyncWriteBytes)/float64(max(m.Changes, 1))), target{})
+	row("mirror: edge CPU during the resync", fmt.Sprintf("%.0f ms", m.ResyncCPUMs), target{})
+	row("mirror: edge counters during the resync", fmt.Sprintf("relists +%.0f, resumes +%.0f, applied updated +%.0f created +%.0f deleted +%.0f unchanged +%.0f",
+		m.mirrorDelta("kubestore_mirror_relists_total"), m.mirrorDelta("kubestore_mirror_resumes_total"),
+		m.mirrorDelta("kubestore_mirror_applied_total", `op="updated"`), m.mirrorDelta("kubestore_mirror_applied_total", `op="created"`),
+		m.mirrorDelta("kubestore_mirror_applied_total", `op="deleted"`), m.mirrorDelta("kubestore_mirror_applied_total", `op="unchanged"`)), target{})
+}
+
+// eventTypes prints event counts by type, sorted.
+func eventTypes(types map[string]int) string {
+	if len(types) == 0 {
+		return "no events"
+	}
+	var parts []string
+	for _, t := range slices.Sorted(maps.Keys(types)) {
+		parts = append(parts, fmt.Sprintf("%d %s", types[t], t))
+	}
+	return strings.Join(parts, ", ")
 }
