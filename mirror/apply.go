@@ -42,6 +42,13 @@ func newer(a, b string) bool {
 // resourceVersion), in which case nothing is written and no local event
 // happens. It reports what it did: opCreated, opUpdated or opUnchanged.
 func (m *Mirror) apply(ctx context.Context, r *rule, store *Store, u *unstructured.Unstructured) (string, error) {
+	return m.applyHinted(ctx, r, store, u, false)
+}
+
+// applyHinted is apply; absent says a relist found no local copy, so the
+// object is created without reading it first (a concurrent write of it
+// makes that fail, and apply's read-compare-write then runs).
+func (m *Mirror) applyHinted(ctx context.Context, r *rule, store *Store, u *unstructured.Unstructured, absent bool) (string, error) {
 	upstreamRV := u.GetResourceVersion()
 	obj, err := store.Convert(u.Object)
 	if err != nil {
@@ -66,6 +73,17 @@ func (m *Mirror) apply(ctx context.Context, r *rule, store *Store, u *unstructur
 		return "", localError{err}
 	}
 	key := store.Key(a.GetNamespace(), a.GetName())
+	if absent {
+		err := store.Create(ctx, key, obj.DeepCopyObject(), store.New(), 0)
+		if err == nil {
+			applied.WithLabelValues(r.name, opCreated).Inc()
+			m.refs.changed(r, obj)
+			return opCreated, nil
+		}
+		if !storage.IsExist(err) {
+			return "", localError{fmt.Errorf("storing %s %s: %w", r.gr, key, err)}
+		}
+	}
 	var op string
 	err = store.GuaranteedUpdate(ctx, key, store.New(), true, nil, func(input runtime.Object, res storage.ResponseMeta) (runtime.Object, *uint64, error) {
 		if res.ResourceVersion == 0 {
@@ -149,8 +167,12 @@ func (m *Mirror) remove(ctx context.Context, r *rule, store *Store, namespace, n
 // deletedObject marks an object refs should forget.
 type deletedObject struct{ runtime.Object }
 
-// localRef is a local copy's name.
-type localRef struct{ namespace, name string }
+// localRef is a local copy: its name, uid and upstream resourceVersion.
+type localRef struct{ namespace, name, uid, upstreamRV string }
+
+func refOf(a metav1.Object) localRef {
+	return localRef{a.GetNamespace(), a.GetName(), string(a.GetUID()), a.GetAnnotations()[AnnotationUpstreamResourceVersion]}
+}
 
 // localObjects are the local copies rule r mirrored in namespace (all when
 // ""), or the one named name, by "namespace/name".
@@ -166,7 +188,7 @@ func (m *Mirror) localObjects(ctx context.Context, r *rule, store *Store, namesp
 			return nil, localError{err}
 		}
 		if a, err := meta.Accessor(obj); err == nil && a.GetAnnotations()[AnnotationRule] == r.name {
-			out[a.GetNamespace()+"/"+a.GetName()] = localRef{a.GetNamespace(), a.GetName()}
+			out[a.GetNamespace()+"/"+a.GetName()] = refOf(a)
 		}
 		return out, nil
 	}
@@ -184,7 +206,7 @@ func (m *Mirror) localObjects(ctx context.Context, r *rule, store *Store, namesp
 			return err
 		}
 		if a.GetAnnotations()[AnnotationRule] == r.name {
-			out[a.GetNamespace()+"/"+a.GetName()] = localRef{a.GetNamespace(), a.GetName()}
+			out[a.GetNamespace()+"/"+a.GetName()] = refOf(a)
 		}
 		return nil
 	})

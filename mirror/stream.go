@@ -339,8 +339,10 @@ func (s *stream) relist(ctx context.Context, store *Store) (string, error) {
 		}
 		watchListErr = err
 	}
-	seen := sets.New[string]()
-	applied := 0
+	rl, err := s.newRelisting(ctx, store)
+	if err != nil {
+		return "", err
+	}
 	opts := metav1.ListOptions{LabelSelector: s.rule.label, FieldSelector: s.fieldSelector(), Limit: 500}
 	var rv string
 	for {
@@ -358,12 +360,8 @@ func (s *stream) relist(ctx context.Context, store *Store) (string, error) {
 			watchListErr = nil
 		}
 		for i := range list.Items {
-			u := &list.Items[i]
-			seen.Insert(u.GetNamespace() + "/" + u.GetName())
-			if op, err := s.m.apply(ctx, s.rule, store, u); err != nil {
+			if err := rl.apply(ctx, s, store, &list.Items[i]); err != nil {
 				return "", err
-			} else if op != opUnchanged {
-				applied++
 			}
 		}
 		rv = list.GetResourceVersion()
@@ -372,7 +370,7 @@ func (s *stream) relist(ctx context.Context, store *Store) (string, error) {
 		}
 		opts.Continue = list.GetContinue()
 	}
-	if err := s.synced(ctx, store, seen, applied, rv); err != nil {
+	if err := s.synced(ctx, store, rl, rv); err != nil {
 		return "", err
 	}
 	return s.watch(ctx, store, rv, nil)
@@ -393,22 +391,53 @@ func (s *stream) watchList(ctx context.Context, store *Store) (string, error) {
 		return "", err
 	}
 	s.connected()
-	seen := sets.New[string]()
-	applied := 0
-	initial := &initialEvents{seen: seen, done: func(rv string) error { return s.synced(ctx, store, seen, applied, rv) }, applied: &applied}
-	return s.watch(ctx, store, "", &watchStream{w: w, initial: initial})
+	rl, err := s.newRelisting(ctx, store)
+	if err != nil {
+		w.Stop()
+		return "", err
+	}
+	return s.watch(ctx, store, "", &watchStream{w: w, initial: rl})
 }
 
-// initialEvents tracks a WatchList's initial events until its bookmark.
-type initialEvents struct {
+// relisting is a relist in progress: the local copies before it, and the
+// upstream objects seen and written so far.
+type relisting struct {
+	local   map[string]localRef
 	seen    sets.Set[string]
-	applied *int
-	done    func(rv string) error
+	applied int
+}
+
+func (s *stream) newRelisting(ctx context.Context, store *Store) (*relisting, error) {
+	local, err := s.m.localObjects(ctx, s.rule, store, s.namespace, s.name)
+	if err != nil {
+		return nil, err
+	}
+	return &relisting{local: local, seen: sets.New[string]()}, nil
+}
+
+// apply writes u unless the local copy listed before the relist already
+// has its content: an unchanged object costs no read and no write.
+func (rl *relisting) apply(ctx context.Context, s *stream, store *Store, u *unstructured.Unstructured) error {
+	key := u.GetNamespace() + "/" + u.GetName()
+	rl.seen.Insert(key)
+	c, ok := rl.local[key]
+	if ok && c.uid == string(u.GetUID()) && c.upstreamRV != "" && !newer(u.GetResourceVersion(), c.upstreamRV) {
+		applied.WithLabelValues(s.rule.name, opUnchanged).Inc()
+		return nil
+	}
+	op, err := s.m.applyHinted(ctx, s.rule, store, u, !ok)
+	if err != nil {
+		return err
+	}
+	if op != opUnchanged {
+		rl.applied++
+	}
+	return nil
 }
 
 type watchStream struct {
 	w       watch.Interface
-	initial *initialEvents
+	initial *relisting
 }
 
 func watchTimeoutSeconds() int64 {
@@ -417,24 +446,20 @@ func watchTimeoutSeconds() int64 {
 
 // synced ends a relist: the local copies no upstream object was seen for
 // are deleted.
-func (s *stream) synced(ctx context.Context, store *Store, seen sets.Set[string], applied int, rv string) error {
-	local, err := s.m.localObjects(ctx, s.rule, store, s.namespace, s.name)
-	if err != nil {
-		return err
-	}
-	for key, ref := range local {
-		if seen.Has(key) {
+func (s *stream) synced(ctx context.Context, store *Store, rl *relisting, rv string) error {
+	for key, ref := range rl.local {
+		if rl.seen.Has(key) {
 			continue
 		}
 		if deleted, err := s.m.remove(ctx, s.rule, store, ref.namespace, ref.name, "", false); err != nil {
 			return err
 		} else if deleted {
-			applied++
+			rl.applied++
 		}
 	}
 	now := time.Now()
 	s.update(func(st *streamStatus) {
-		st.synced, st.lastSync, st.lastSeen, st.objects, st.lagEvents = true, now, now, len(seen), applied
+		st.synced, st.lastSync, st.lastSeen, st.objects, st.lagEvents = true, now, now, rl.seen.Len(), rl.applied
 	})
 	s.record(ctx, rv)
 	return nil
@@ -444,7 +469,7 @@ func (s *stream) synced(ctx context.Context, store *Store, seen sets.Set[string]
 // open) until the watch ends, and returns the last resourceVersion
 // applied. A watch the upstream ends is not an error: the caller resumes.
 func (s *stream) watch(ctx context.Context, store *Store, rv string, ws *watchStream) (string, error) {
-	var initial *initialEvents
+	var initial *relisting
 	var w watch.Interface
 	if ws != nil {
 		w, initial = ws.w, ws.initial
@@ -508,6 +533,12 @@ func (s *stream) watch(ctx context.Context, store *Store, rv string, ws *watchSt
 		now := time.Now()
 		switch ev.Type {
 		case watch.Added, watch.Modified:
+			if initial != nil {
+				if err := initial.apply(ctx, s, store, u); err != nil {
+					return rv, err
+				}
+				break
+			}
 			op, err := s.m.apply(ctx, s.rule, store, u)
 			if err != nil {
 				return rv, err
@@ -515,17 +546,12 @@ func (s *stream) watch(ctx context.Context, store *Store, rv string, ws *watchSt
 			if s.reported == reportedLocal {
 				s.reported = ""
 			}
-			if ev.Type == watch.Added && initial == nil {
+			if ev.Type == watch.Added {
 				// Upstream's view: the object began to match (a write
 				// through the edge may have stored it already).
 				s.update(func(st *streamStatus) { st.objects++ })
 			}
-			if initial != nil {
-				initial.seen.Insert(u.GetNamespace() + "/" + u.GetName())
-				if op != opUnchanged {
-					*initial.applied++
-				}
-			} else if op != opUnchanged {
+			if op != opUnchanged {
 				catchUp++
 			}
 		case watch.Deleted:
@@ -539,7 +565,7 @@ func (s *stream) watch(ctx context.Context, store *Store, rv string, ws *watchSt
 			s.update(func(st *streamStatus) { st.objects = max(st.objects-1, 0) })
 		case watch.Bookmark:
 			if initial != nil && u.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
-				if err := initial.done(u.GetResourceVersion()); err != nil {
+				if err := s.synced(ctx, store, initial, u.GetResourceVersion()); err != nil {
 					return rv, err
 				}
 				initial, caughtUp = nil, true

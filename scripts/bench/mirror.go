@@ -145,11 +145,7 @@ func (b *bench) mirror(ctx context.Context) error {
 	}
 	edgeArgs := func(namespace string) ([]string, error) {
 		path := filepath.Join(b.root, "mirror-"+namespace+".yaml")
-		// The selectors are set empty on purpose: a rule of the file
-		// otherwise keeps the fieldSelector of the default rule at its
-		// index (metadata.name=$(NODE_NAME)), as `kubestore config
-		// defaults --config FILE` shows, and would mirror nothing.
-		rules := fmt.Sprintf("mirror:\n  rules:\n  - name: %s\n    resource: configmaps\n    namespaces: [%s]\n    labelSelector: \"\"\n    fieldSelector: \"\"\n", mirrorRule, namespace)
+		rules := fmt.Sprintf("mirror:\n  rules:\n  - name: %s\n    resource: configmaps\n    namespaces: [%s]\n", mirrorRule, namespace)
 		if err := os.WriteFile(path, []byte(rules), 0o644); err != nil {
 			return nil, err
 		}
