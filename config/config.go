@@ -87,6 +87,7 @@ type Config struct {
 	Cache   Cache  `json:"cache"`
 	Memory  Memory `json:"memory"`
 	Log     Log    `json:"log"`
+	Mirror  Mirror `json:"mirror"`
 }
 
 // Server configures the HTTPS API server.
@@ -235,7 +236,8 @@ func Default() Config {
 			DefaultSize:   DefaultWatchCacheSize,
 			HistoryWindow: Duration{DefaultHistoryWindow},
 		},
-		Log: Log{Format: DefaultLogFormat},
+		Log:    Log{Format: DefaultLogFormat},
+		Mirror: Mirror{Rules: DefaultMirrorRules()},
 	}
 }
 
@@ -277,6 +279,7 @@ func (c Config) complete() (*completed, error) {
 	errs = append(errs, c.Etcd.validate()...)
 	errs = append(errs, c.Cache.validate(cc)...)
 	errs = append(errs, c.Memory.validate(cc)...)
+	errs = append(errs, c.Mirror.validate()...)
 	if c.Log.Format != LogFormatText && c.Log.Format != LogFormatJSON {
 		errs = append(errs, invalid(FlagLogFormat, c.Log.Format, "must be text or json"))
 	}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -58,6 +59,8 @@ const (
 	FlagProfiling                       = "profiling"
 	FlagVerbosity                       = "v"
 	FlagLogFormat                       = "log-format"
+	FlagUpstreamKubeconfig              = "upstream-kubeconfig"
+	FlagNodeName                        = "node-name"
 )
 
 // EnvVar is the environment variable that sets a flag: KUBESTORE_ and the
@@ -214,6 +217,10 @@ var bindings = []binding{
 		func(c *Config) *int { return &c.Log.Verbosity }),
 	bind(FlagLogFormat, "log format on stderr: text or json",
 		func(c *Config) *string { return &c.Log.Format }),
+	bind(FlagUpstreamKubeconfig, "kubeconfig of an upstream cluster: mirror the objects of the config file's mirror.rules (by default this node's Node, pods, the ConfigMaps and Secrets they reference, Services and EndpointSlices) and forward writes to them there; empty mirrors nothing",
+		func(c *Config) *string { return &c.Mirror.UpstreamKubeconfig }),
+	bind(FlagNodeName, "node name that replaces $(NODE_NAME) in mirror.rules; empty is the host name",
+		func(c *Config) *string { return &c.Mirror.NodeName }),
 }
 
 // Flags returns the command-line flags of every setting plus --config, with
@@ -290,6 +297,17 @@ func (c *Config) overlayYAML(name string, data []byte) error {
 	js, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
 		return fail(err)
+	}
+	// A list in the file replaces the default one. Decoding into the
+	// default list instead would reuse its elements, and a rule would keep
+	// the fields its file entry does not set.
+	var lists struct {
+		Mirror struct {
+			Rules *[]MirrorRule `json:"rules"`
+		} `json:"mirror"`
+	}
+	if json.Unmarshal(js, &lists) == nil && lists.Mirror.Rules != nil {
+		c.Mirror.Rules = nil
 	}
 	strict, err := kjson.UnmarshalStrict(js, c)
 	if err != nil {

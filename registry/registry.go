@@ -72,3 +72,22 @@ func catalog() []*resourceDef {
 		endpointSliceDef(),
 	}
 }
+
+// Kind describes one built-in resource to code that stores it below the
+// REST layer (the mirror).
+type Kind struct {
+	GVR        schema.GroupVersionResource
+	Namespaced bool
+	// New and NewList make the stored types.
+	New, NewList func() runtime.Object
+}
+
+// Kind is the built-in resource gr, if kubestore serves it.
+func (a *API) Kind(gr schema.GroupResource) (Kind, bool) {
+	for _, d := range a.defs {
+		if d.gvr.GroupResource() == gr {
+			return Kind{GVR: d.gvr, Namespaced: d.namespaced, New: d.newFunc, NewList: d.newListFunc}, true
+		}
+	}
+	return Kind{}, false
+}

@@ -24,6 +24,7 @@ import (
 	utilversion "k8s.io/apimachinery/pkg/version"
 	"k8s.io/apiserver/pkg/admission"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
+	"k8s.io/apiserver/pkg/registry/generic"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/storage/value"
 	"k8s.io/client-go/dynamic"
@@ -56,11 +57,12 @@ func newCustomResourcesServer(base genericapiserver.Config, backend Storage, tra
 	c.PostStartHooks = map[string]genericapiserver.PostStartHookConfigEntry{}
 	c.HealthzChecks, c.LivezChecks, c.ReadyzChecks = nil, nil, nil
 	c.EquivalentResourceRegistry = nil
-	c.RESTOptionsGetter = backend.RESTOptionsGetter(cacher.Resources{
+	definitions := backend.RESTOptionsGetter(cacher.Resources{
 		Scheme:      apiextensionsapiserver.Scheme,
 		Serializer:  apiextensionsapiserver.Codecs,
 		Transformer: transformers,
 	})
+	c.RESTOptionsGetter = definitions
 	c.MergedResourceConfig = apiextensionsapiserver.DefaultAPIResourceConfigSource()
 	c.AdmissionControl = admission.NewChainHandler(nsLifecycle, conversionCheck{})
 	// Server-side apply of CRDs needs the apiextensions types' schemas,
@@ -70,10 +72,11 @@ func newCustomResourcesServer(base genericapiserver.Config, backend Storage, tra
 	c.OpenAPIV3Config.Info.Title = base.OpenAPIV3Config.Info.Title
 	c.OpenAPIV3Config.Info.Version = base.OpenAPIV3Config.Info.Version
 
+	objects := backend.CustomResourcesRESTOptionsGetter(transformers)
 	ec := &apiextensionsapiserver.Config{
 		GenericConfig: &genericapiserver.RecommendedConfig{Config: c},
 		ExtraConfig: apiextensionsapiserver.ExtraConfig{
-			CRDRESTOptionsGetter: backend.CustomResourcesRESTOptionsGetter(transformers),
+			CRDRESTOptionsGetter: objects,
 			// One server: a new CRD is established at once, not after
 			// the 5 s an HA control plane waits.
 			MasterCount: 1,
@@ -84,13 +87,16 @@ func newCustomResourcesServer(base genericapiserver.Config, backend Storage, tra
 		return nil, fmt.Errorf("building the apiextensions API server: %w", err)
 	}
 	s.GenericAPIServer.AddPostStartHookOrDie("apiextensions-storage-readiness", s.GenericAPIServer.StorageReadinessHook.Hook)
-	return &customResources{CustomResourceDefinitions: s, openAPIV3: c.OpenAPIV3Config}, nil
+	return &customResources{CustomResourceDefinitions: s, openAPIV3: c.OpenAPIV3Config, restOptions: definitions, customResourceOptions: objects}, nil
 }
 
 // customResources is the apiextensions server of the chain.
 type customResources struct {
 	*apiextensionsapiserver.CustomResourceDefinitions
 	openAPIV3 *common.OpenAPIV3Config
+	// restOptions are the definitions' storage options,
+	// customResourceOptions the custom objects'.
+	restOptions, customResourceOptions generic.RESTOptionsGetter
 }
 
 // serveOpenAPIV3 adds apiextensions.k8s.io/v1 and the schemas of the

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/admission"
@@ -39,6 +40,7 @@ import (
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/datadir"
 	"github.com/kubestore/kubestore/manifests"
+	"github.com/kubestore/kubestore/mirror"
 	"github.com/kubestore/kubestore/registry"
 	"github.com/kubestore/kubestore/server/openapi"
 )
@@ -53,6 +55,9 @@ const certRenewalPeriod = 12 * time.Hour
 type Storage interface {
 	RESTOptionsGetter(r cacher.Resources) generic.RESTOptionsGetter
 	CustomResourcesRESTOptionsGetter(transformer func(schema.GroupResource) value.Transformer) generic.RESTOptionsGetter
+	// RawStore and the state records are the mirror's.
+	RawStore(getter generic.RESTOptionsGetter, gr schema.GroupResource, newFunc, newListFunc func() runtime.Object) (*cacher.RawStore, error)
+	mirror.State
 	Check(ctx context.Context) error
 	Endpoints() []string
 	Failed() <-chan struct{}
@@ -69,6 +74,8 @@ type Server struct {
 	kubeconfig string
 	access     *access.Access
 	workers    *workers
+	// afterStop runs once the server has stopped serving.
+	afterStop []func()
 }
 
 // Listeners are the server's sockets: HTTPS on --bind-address and
@@ -133,6 +140,7 @@ func New(cc config.Completed, storage Storage, ln *Listeners) (_ *Server, err er
 		{"access", b.genericConfig},
 		{"storage", b.stores},
 		{"custom-resources", b.customResources},
+		{"mirror", b.mirror},
 		{"generic-server", b.genericServer},
 		{"install", b.install},
 		{"hooks", b.workers},
@@ -168,6 +176,8 @@ type builder struct {
 	api          *registry.Storage
 	nsLifecycle  admission.ValidationInterface
 	crds         *customResources
+	mirrorStores *mirrorStores
+	mirrorer     *mirror.Mirror
 	gs           *genericapiserver.GenericAPIServer
 	server       *Server
 }
@@ -244,7 +254,11 @@ func (b *builder) genericConfig() error {
 	c.OpenAPIV3Config.Info.Version = build.Kubernetes
 	c.AddHealthChecks(healthz.NamedCheck("etcd", func(r *http.Request) error { return b.storage.Check(r.Context()) }))
 	// Malformed query parameters are refused before any handler runs.
+	// Writes to mirrored objects go to the upstream, once authorized.
 	c.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
+		if b.mirrorer != nil {
+			h = b.mirrorer.WithWriteThrough(h, c.Serializer, b.kinds.Codecs().UniversalDeserializer())
+		}
 		return genericapiserver.DefaultBuildHandlerChain(checkQuery(h, c.Serializer), c)
 	}
 	b.c = c
@@ -363,6 +377,11 @@ func (b *builder) workers() error {
 		}
 		s.addWorker("kubestore-manifests", applier.Run)
 	}
+	if m := b.mirrorer; m != nil {
+		gs.Handler.NonGoRestfulMux.Handle("/mirrorz", mirrorz(m))
+		s.addWorker("kubestore-mirror", m.Run)
+		s.afterStop = append(s.afterStop, b.mirrorStores.close)
+	}
 	s.addWorker("kubestore-release-startup-memory", releaseStartupMemory)
 	// The workers stop first when the server stops, while requests are
 	// still served: a controller's last write is not refused.
@@ -461,6 +480,9 @@ func (s *Server) Run(ctx context.Context) error {
 	// Already stopped by the pre-shutdown hook, unless the server failed
 	// before it ran.
 	s.workers.stop()
+	for _, f := range s.afterStop {
+		f()
+	}
 	if cause := context.Cause(runCtx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return cause
 	}

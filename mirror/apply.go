@@ -1,0 +1,230 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/klog/v2"
+)
+
+// errUnchanged aborts a write that would change nothing.
+var errUnchanged = errors.New("unchanged")
+
+// newer reports whether upstream resourceVersion a is newer than b. Both
+// come from one upstream resource; when they are not the integers etcd
+// gives (the comparison KEP-5504 allows), any difference counts.
+func newer(a, b string) bool {
+	c, err := resourceversion.CompareResourceVersion(a, b)
+	if err != nil {
+		return a != b
+	}
+	return c > 0
+}
+
+// apply writes the upstream object u into the local store unless the local
+// copy already has its content (the same or a newer upstream
+// resourceVersion), in which case nothing is written and no local event
+// happens. It reports what it did: opCreated, opUpdated or opUnchanged.
+func (m *Mirror) apply(ctx context.Context, r *rule, store *Store, u *unstructured.Unstructured) (string, error) {
+	upstreamRV := u.GetResourceVersion()
+	obj, err := store.Convert(u.Object)
+	if err != nil {
+		return "", fmt.Errorf("converting %s %s/%s: %w", r.gr, u.GetNamespace(), u.GetName(), err)
+	}
+	a, err := meta.Accessor(obj)
+	if err != nil {
+		return "", err
+	}
+	ann := maps.Clone(a.GetAnnotations())
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[AnnotationRule] = r.name
+	ann[AnnotationUpstreamResourceVersion] = upstreamRV
+	a.SetAnnotations(ann)
+	a.SetResourceVersion("")
+	if !store.Namespaced {
+		a.SetNamespace("")
+	}
+	if err := m.ensureNamespace(ctx, a.GetNamespace()); err != nil {
+		return "", err
+	}
+	key := store.Key(a.GetNamespace(), a.GetName())
+	var op string
+	err = store.GuaranteedUpdate(ctx, key, store.New(), true, nil, func(input runtime.Object, res storage.ResponseMeta) (runtime.Object, *uint64, error) {
+		if res.ResourceVersion == 0 {
+			op = opCreated
+			return obj.DeepCopyObject(), nil, nil
+		}
+		cur, err := meta.Accessor(input)
+		if err != nil {
+			return nil, nil, err
+		}
+		if cur.GetUID() != a.GetUID() {
+			// Deleted and created again upstream while the link was
+			// down: the local copy goes the same way.
+			op = opRecreated
+			return nil, nil, errRecreated
+		}
+		if have := cur.GetAnnotations()[AnnotationUpstreamResourceVersion]; have != "" && cur.GetAnnotations()[AnnotationRule] == r.name && !newer(upstreamRV, have) {
+			op = opUnchanged
+			return nil, nil, errUnchanged
+		}
+		op = opUpdated
+		return obj.DeepCopyObject(), nil, nil
+	}, nil)
+	switch {
+	case errors.Is(err, errUnchanged):
+		applied.WithLabelValues(r.name, opUnchanged).Inc()
+		return opUnchanged, nil
+	case errors.Is(err, errRecreated):
+		if _, err := m.remove(ctx, r, store, a.GetNamespace(), a.GetName(), "", true); err != nil {
+			return "", err
+		}
+		return m.apply(ctx, r, store, u)
+	case err != nil:
+		return "", fmt.Errorf("storing %s %s: %w", r.gr, key, err)
+	}
+	applied.WithLabelValues(r.name, op).Inc()
+	m.refs.changed(r, obj)
+	return op, nil
+}
+
+var errRecreated = errors.New("recreated upstream")
+
+const (
+	opCreated   = "created"
+	opUpdated   = "updated"
+	opDeleted   = "deleted"
+	opUnchanged = "unchanged"
+	opRecreated = "recreated"
+)
+
+// remove deletes the local copy of namespace/name if rule r mirrored it
+// (or any rule, when anyRule) and, when upstreamRV is set, it is not newer
+// than that deletion. It reports whether it deleted.
+func (m *Mirror) remove(ctx context.Context, r *rule, store *Store, namespace, name, upstreamRV string, anyRule bool) (bool, error) {
+	out := store.New()
+	err := store.Delete(ctx, store.Key(namespace, name), out, nil, func(_ context.Context, obj runtime.Object) error {
+		a, err := meta.Accessor(obj)
+		if err != nil {
+			return err
+		}
+		ann := a.GetAnnotations()
+		if ann[AnnotationRule] != r.name && !anyRule {
+			return errUnchanged
+		}
+		if have := ann[AnnotationUpstreamResourceVersion]; upstreamRV != "" && have != "" && newer(have, upstreamRV) {
+			return errUnchanged
+		}
+		return nil
+	}, nil, storage.DeleteOptions{})
+	switch {
+	case storage.IsNotFound(err) || errors.Is(err, errUnchanged):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("deleting %s %s/%s: %w", r.gr, namespace, name, err)
+	}
+	applied.WithLabelValues(r.name, opDeleted).Inc()
+	m.refs.changed(r, deletedObject{out})
+	return true, nil
+}
+
+// deletedObject marks an object refs should forget.
+type deletedObject struct{ runtime.Object }
+
+// localRef is a local copy's name.
+type localRef struct{ namespace, name string }
+
+// localObjects are the local copies rule r mirrored in namespace (all when
+// ""), or the one named name, by "namespace/name".
+func (m *Mirror) localObjects(ctx context.Context, r *rule, store *Store, namespace, name string) (map[string]localRef, error) {
+	out := map[string]localRef{}
+	if name != "" {
+		obj := store.New()
+		err := store.Get(ctx, store.Key(namespace, name), storage.GetOptions{}, obj)
+		if storage.IsNotFound(err) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if a, err := meta.Accessor(obj); err == nil && a.GetAnnotations()[AnnotationRule] == r.name {
+			out[a.GetNamespace()+"/"+a.GetName()] = localRef{a.GetNamespace(), a.GetName()}
+		}
+		return out, nil
+	}
+	prefix := store.Prefix + "/"
+	if namespace != "" && store.Namespaced {
+		prefix += namespace + "/"
+	}
+	list := store.NewList()
+	if err := store.GetList(ctx, prefix, storage.ListOptions{Recursive: true, Predicate: storage.Everything}, list); err != nil {
+		return nil, fmt.Errorf("listing local %s: %w", r.gr, err)
+	}
+	err := meta.EachListItem(list, func(obj runtime.Object) error {
+		a, err := meta.Accessor(obj)
+		if err != nil {
+			return err
+		}
+		if a.GetAnnotations()[AnnotationRule] == r.name {
+			out[a.GetNamespace()+"/"+a.GetName()] = localRef{a.GetNamespace(), a.GetName()}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// mirroredBy is the rule that mirrored obj, or nil when obj is local.
+func (m *Mirror) mirroredBy(obj metav1.Object) *rule {
+	name, ok := obj.GetAnnotations()[AnnotationRule]
+	if !ok {
+		return nil
+	}
+	return m.rule(name)
+}
+
+var namespaces = schema.GroupResource{Resource: "namespaces"}
+
+// ensureNamespace creates namespace ns locally, as a local object, unless
+// it exists: local agents write their own objects (Events, Leases) next
+// to the mirrored ones, and the namespace lifecycle refuses writes in a
+// namespace that does not exist.
+func (m *Mirror) ensureNamespace(ctx context.Context, ns string) error {
+	if ns == "" {
+		return nil
+	}
+	if _, ok := m.namespaces.Load(ns); ok {
+		return nil
+	}
+	store, err := m.stores.Store(ctx, namespaces)
+	if err != nil {
+		return err
+	}
+	obj := &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{Name: ns, UID: uuid.NewUUID(), CreationTimestamp: metav1.Now(),
+			Labels: map[string]string{corev1.LabelMetadataName: ns}},
+		Spec:   corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes}},
+		Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive},
+	}
+	err = store.Create(ctx, store.Key("", ns), obj, nil, 0)
+	if err != nil && !storage.IsExist(err) {
+		return fmt.Errorf("creating namespace %s: %w", ns, err)
+	}
+	if err == nil {
+		klog.InfoS("Mirror: created the namespace of mirrored objects", "namespace", ns)
+	}
+	m.namespaces.Store(ns, struct{}{})
+	return nil
+}

@@ -1,0 +1,115 @@
+package mirror
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+var (
+	connected = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace: "kubestore", Subsystem: "mirror", Name: "connected",
+		Help:           "1 while the upstream answers the mirror, else 0.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	lastSync = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace: "kubestore", Subsystem: "mirror", Name: "last_sync_timestamp_seconds",
+		Help:           "When each rule was last known to be in sync with the upstream (the oldest of its streams).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"rule"})
+	lagSeconds = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace: "kubestore", Subsystem: "mirror", Name: "lag_seconds",
+		Help:           "Seconds since each rule last heard from the upstream, while one of its streams is not watching it; 0 while all are.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"rule"})
+	lagEvents = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace: "kubestore", Subsystem: "mirror", Name: "lag_events",
+		Help:           "Objects each rule's last resume or relist had to write (or delete) to catch up with the upstream.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"rule"})
+	objects = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace: "kubestore", Subsystem: "mirror", Name: "objects",
+		Help:           "Objects each rule mirrored at its last relist.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"rule"})
+	relists = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "kubestore", Subsystem: "mirror", Name: "relists_total",
+		Help:           "Full reads of the upstream, diffed against the local copies: the first sync of a stream and each 410.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"rule"})
+	resumes = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "kubestore", Subsystem: "mirror", Name: "resumes_total",
+		Help:           "Upstream watches resumed from a known resourceVersion: after a restart, an outage or a watch's timeout.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"rule"})
+	applied = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "kubestore", Subsystem: "mirror", Name: "applied_total",
+		Help:           "Upstream objects applied to the local store, by outcome: created, updated, deleted, or unchanged (not written).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"rule", "op"})
+	writeThroughs = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "kubestore", Subsystem: "mirror", Name: "write_through_total",
+		Help:           "Local writes to mirrored objects forwarded to the upstream, by the upstream's HTTP code.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"code"})
+	writeRefused = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace: "kubestore", Subsystem: "mirror", Name: "write_refused_total",
+		Help:           "Local writes to mirrored objects refused with 503 because the upstream was not reachable.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	registerOnce sync.Once
+)
+
+func registerMetrics() {
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(connected, lastSync, lagSeconds, lagEvents, objects, relists, resumes, applied, writeThroughs, writeRefused)
+	})
+}
+
+// updateMetrics sets the gauges from the streams' state.
+func (m *Mirror) updateMetrics(context.Context) {
+	if m.Connected() {
+		connected.Set(1)
+	} else {
+		connected.Set(0)
+	}
+	type agg struct {
+		lastSync, lastSeen time.Time
+		lagging            bool
+		objects, lag       int
+	}
+	byRule := map[string]*agg{}
+	for _, r := range m.rules {
+		byRule[r.name] = &agg{}
+	}
+	now := time.Now()
+	for _, s := range m.allStreams() {
+		st, a := s.status(), byRule[s.rule.name]
+		if a.lastSync.IsZero() || st.lastSync.Before(a.lastSync) {
+			a.lastSync = st.lastSync
+		}
+		if !st.connected {
+			a.lagging = true
+			if a.lastSeen.IsZero() || st.lastSeen.Before(a.lastSeen) {
+				a.lastSeen = st.lastSeen
+			}
+		}
+		a.objects += st.objects
+		a.lag += st.lagEvents
+	}
+	for name, a := range byRule {
+		if !a.lastSync.IsZero() {
+			lastSync.WithLabelValues(name).Set(float64(a.lastSync.Unix()))
+		}
+		lag := 0.0
+		if a.lagging && !a.lastSeen.IsZero() {
+			lag = now.Sub(a.lastSeen).Seconds()
+		}
+		lagSeconds.WithLabelValues(name).Set(lag)
+		lagEvents.WithLabelValues(name).Set(float64(a.lag))
+		objects.WithLabelValues(name).Set(float64(a.objects))
+	}
+}

@@ -1,0 +1,409 @@
+// Package mirror copies objects of an upstream cluster into the local store
+// and keeps them there, online or not: the job of KubeEdge's MetaServer,
+// OpenYurt's YurtHub and SuperEdge's lite-apiserver, done with real
+// revisions. The config's rules say what is mirrored; for each, a stream
+// lists and watches the upstream with client-go (WatchList when the
+// upstream serves it, bookmarks on) and writes what changed into the local
+// etcd through the resource's storage, below the REST layer, so an object
+// keeps the upstream's uid and metadata and gets a local resourceVersion.
+//
+// Each mirrored object records the rule and the upstream resourceVersion
+// it came from in two annotations; each stream persists the last upstream
+// resourceVersion it applied, so a restart or an outage resumes the
+// upstream watch where it stopped. A resync after a 410 is a diff against
+// what is stored: an object whose upstream resourceVersion did not change
+// is not written, so local watchers get exactly one event per upstream
+// change and none for the rest.
+//
+// A mirrored object belongs to the upstream: WithWriteThrough forwards
+// local writes to it while the link is up and refuses them with 503 while
+// it is down. Objects no rule matches are local.
+//
+// Use:
+//
+//	m, err := mirror.New(cc.Config().Mirror, stores, state)
+//	handler = m.WithWriteThrough(handler, serializer)
+//	go m.Run(ctx) // until ctx ends
+package mirror
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/kubestore/kubestore/cacher"
+	"github.com/kubestore/kubestore/config"
+)
+
+const (
+	// AnnotationRule names the rule that mirrored an object.
+	AnnotationRule = "mirror.kubestore.io/rule"
+	// AnnotationUpstreamResourceVersion is the upstream's resourceVersion
+	// of the object's content.
+	AnnotationUpstreamResourceVersion = "mirror.kubestore.io/upstream-resource-version"
+)
+
+// Store is the local storage of one resource, as the mirror writes it.
+type Store struct {
+	*cacher.RawStore
+	// GVR is the resource and the version it is stored in, the version
+	// the mirror reads from the upstream.
+	GVR        schema.GroupVersionResource
+	Namespaced bool
+	// New makes the stored type; Convert turns an upstream object into it.
+	New     func() runtime.Object
+	NewList func() runtime.Object
+	Convert func(u map[string]any) (runtime.Object, error)
+}
+
+// Stores gives the mirror the local store of a resource. It fails while a
+// custom resource's definition is not yet stored.
+type Stores interface {
+	Store(ctx context.Context, gr schema.GroupResource) (*Store, error)
+	// Builtin reports whether gr is served without a
+	// CustomResourceDefinition.
+	Builtin(gr schema.GroupResource) bool
+}
+
+// State keeps the mirror's records (each stream's last upstream
+// resourceVersion) in the local etcd.
+type State interface {
+	GetState(ctx context.Context, name string) ([]byte, error)
+	PutState(ctx context.Context, name string, value []byte) error
+	ListState(ctx context.Context, prefix string) (map[string][]byte, error)
+	DeleteState(ctx context.Context, name string) error
+}
+
+// Mirror mirrors the rules' objects and forwards writes to them.
+type Mirror struct {
+	upstream *rest.Config
+	host     string
+	dyn      dynamic.Interface
+	raw      rest.Interface
+	stores   Stores
+	state    State
+	node     string
+	rules    []*rule
+
+	// noWatchList is set once the upstream refused a WatchList: it is too
+	// old or has the feature off, and every relist lists.
+	noWatchList atomic.Bool
+	linkUp      atomic.Bool
+
+	mu      sync.Mutex
+	streams map[string]*stream
+	refs    *references
+	// namespaces are the local namespaces known to exist.
+	namespaces sync.Map
+}
+
+// rule is a config rule with its selectors resolved.
+type rule struct {
+	name   string
+	gr     schema.GroupResource
+	cfg    config.MirrorRule
+	label  string
+	field  string
+	labels labels.Selector
+	fields fields.Selector
+	// referencedBy is the pods rule whose pods say which objects of this
+	// rule are mirrored.
+	referencedBy string
+	// object, when set, is the one object the rule mirrors: the
+	// CustomResourceDefinition of a custom resource's rule.
+	object string
+}
+
+// crdResource is where custom resources are defined.
+var crdResource = schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}
+
+// userAgent identifies the mirror at the upstream.
+const userAgent = "kubestore-mirror"
+
+// New builds the mirror of cfg, which Complete validated; nothing runs
+// until Run.
+func New(cfg config.Mirror, stores Stores, state State) (*Mirror, error) {
+	upstream, err := clientcmd.BuildConfigFromFlags("", cfg.UpstreamKubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("invalid --%s %q: %w", config.FlagUpstreamKubeconfig, cfg.UpstreamKubeconfig, err)
+	}
+	upstream = rest.CopyConfig(upstream)
+	upstream.UserAgent = userAgent
+	// Starting the streams of a node's references opens a watch each, as
+	// the kubelet's configmap and secret managers do.
+	upstream.QPS, upstream.Burst = 50, 100
+	dyn, err := dynamic.NewForConfig(upstream)
+	if err != nil {
+		return nil, fmt.Errorf("upstream client: %w", err)
+	}
+	rawCfg := dynamic.ConfigFor(upstream)
+	raw, err := rest.UnversionedRESTClientFor(rawCfg)
+	if err != nil {
+		return nil, fmt.Errorf("upstream client: %w", err)
+	}
+	host := upstream.Host
+	if u, err := url.Parse(host); err == nil && u.Host != "" {
+		host = u.Host
+	}
+	m := &Mirror{upstream: upstream, host: host, dyn: dyn, raw: raw, stores: stores, state: state,
+		node: cfg.EffectiveNodeName(), streams: map[string]*stream{}}
+	for _, r := range cfg.Rules {
+		label, field := r.Selectors(m.node)
+		ls, err := labels.Parse(label)
+		if err != nil {
+			return nil, err
+		}
+		fs, err := fields.ParseSelector(field)
+		if err != nil {
+			return nil, err
+		}
+		m.rules = append(m.rules, &rule{name: r.RuleName(), gr: r.GroupResource(), cfg: r, label: label, field: field,
+			labels: ls, fields: fs, referencedBy: r.ReferencedBy})
+	}
+	// A custom resource's definition is mirrored with it.
+	for _, r := range slices.Clone(m.rules) {
+		if !stores.Builtin(r.gr) {
+			m.rules = append(m.rules, &rule{name: r.name + "-definition", gr: crdResource, object: r.gr.String(),
+				labels: labels.Everything(), fields: fields.Everything()})
+		}
+	}
+	m.refs = newReferences(m)
+	registerMetrics()
+	return m, nil
+}
+
+// Upstream names the upstream in messages: its host and port.
+func (m *Mirror) Upstream() string { return m.host }
+
+// rulesFor are the rules of gr.
+func (m *Mirror) rulesFor(gr schema.GroupResource) []*rule {
+	var out []*rule
+	for _, r := range m.rules {
+		if r.gr == gr {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (m *Mirror) rule(name string) *rule {
+	for _, r := range m.rules {
+		if r.name == name {
+			return r
+		}
+	}
+	return nil
+}
+
+// Run mirrors until ctx ends, then persists where each stream stopped.
+func (m *Mirror) Run(ctx context.Context) {
+	klog.InfoS("Mirroring the upstream", "upstream", m.host, "node", m.node, "rules", len(m.rules))
+	if err := m.forgetRemovedRules(ctx); err != nil {
+		klog.ErrorS(err, "Mirror: deleting the copies of rules no longer configured")
+	}
+	// The references of the pods already mirrored first: a referenced
+	// object no pod needs any more is deleted before anything is synced.
+	if err := m.refs.seed(ctx); err != nil {
+		klog.ErrorS(err, "Mirror: reading the mirrored pods' references")
+	}
+	var wg sync.WaitGroup
+	for _, r := range m.rules {
+		if r.referencedBy != "" {
+			continue
+		}
+		namespaces := r.cfg.Namespaces
+		if len(namespaces) == 0 {
+			namespaces = []string{""}
+		}
+		for _, ns := range namespaces {
+			s := m.newStream(r, ns, r.object)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s.run(ctx)
+			}()
+		}
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		wait.UntilWithContext(ctx, m.updateMetrics, time.Second)
+	}()
+	<-ctx.Done()
+	wg.Wait()
+	m.refs.wait()
+}
+
+// newStream registers the stream of rule r in namespace ns, or of the one
+// object ns/name.
+func (m *Mirror) newStream(r *rule, ns, name string) *stream {
+	s := &stream{m: m, rule: r, namespace: ns, name: name}
+	m.mu.Lock()
+	m.streams[s.id()] = s
+	m.mu.Unlock()
+	return s
+}
+
+func (m *Mirror) dropStream(s *stream) {
+	m.mu.Lock()
+	delete(m.streams, s.id())
+	m.mu.Unlock()
+}
+
+func (m *Mirror) allStreams() []*stream {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*stream, 0, len(m.streams))
+	for _, s := range m.streams {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id() < out[j].id() })
+	return out
+}
+
+// Connected reports whether the link is up: the upstream answered the
+// last request a stream or a forwarded write made.
+func (m *Mirror) Connected() bool { return m.linkUp.Load() }
+
+// reached records whether the upstream answered a request; err is the
+// request's outcome. Errors with an HTTP answer (403, 410) mean it did.
+func (m *Mirror) reached(err error) {
+	up := err == nil || !isNetworkError(err)
+	if m.linkUp.Swap(up) != up {
+		if up {
+			klog.InfoS("Upstream link up", "upstream", m.host)
+		} else {
+			klog.InfoS("Upstream link down; serving local data, refusing writes to mirrored objects", "upstream", m.host, "err", err)
+		}
+	}
+}
+
+// Problems are the streams that are not connected and synced, each with
+// why; none means the mirror is in sync with the upstream.
+func (m *Mirror) Problems() []string {
+	var out []string
+	for _, s := range m.allStreams() {
+		st := s.status()
+		switch {
+		case st.err != nil:
+			out = append(out, fmt.Sprintf("%s: %v", s.id(), st.err))
+		case !st.connected:
+			out = append(out, s.id()+": not connected to "+m.host)
+		case !st.synced:
+			out = append(out, s.id()+": syncing")
+		}
+	}
+	return out
+}
+
+// Report is the per-stream state, one line each, for /mirrorz?verbose.
+func (m *Mirror) Report() []string {
+	var out []string
+	for _, s := range m.allStreams() {
+		st := s.status()
+		line := fmt.Sprintf("%s connected=%t synced=%t objects=%d", s.id(), st.connected, st.synced, st.objects)
+		if !st.lastSync.IsZero() {
+			line += " lastSync=" + st.lastSync.UTC().Format(time.RFC3339)
+		}
+		if st.err != nil {
+			line += " error=" + strings.ReplaceAll(st.err.Error(), "\n", " ")
+		}
+		out = append(out, line)
+	}
+	return slices.Clip(out)
+}
+
+// ruleRecord is what the local etcd keeps of each rule the mirror runs: a
+// rule later removed from the config left copies, and only this says in
+// which resource.
+type ruleRecord struct {
+	Resource string `json:"resource"`
+}
+
+const rulesState = "mirror-rules/"
+
+// forgetRemovedRules deletes the copies of rules that are no longer
+// configured (or now name another resource), with their records, and
+// records the configured ones.
+func (m *Mirror) forgetRemovedRules(ctx context.Context) error {
+	records, err := m.state.ListState(ctx, rulesState)
+	if err != nil {
+		return err
+	}
+	// Custom resources first: their definitions may be among the removed.
+	names := slices.Collect(maps.Keys(records))
+	sort.Slice(names, func(i, j int) bool {
+		return !m.stores.Builtin(recordResource(records[names[i]])) && m.stores.Builtin(recordResource(records[names[j]]))
+	})
+	for _, name := range names {
+		ruleName := strings.TrimPrefix(name, rulesState)
+		gr := recordResource(records[name])
+		if r := m.rule(ruleName); r != nil && r.gr == gr {
+			continue
+		}
+		old := &rule{name: ruleName, gr: gr}
+		// A custom resource's store needs its definition, which the
+		// local server reads within moments of the start.
+		var store *Store
+		err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
+			var err error
+			store, err = m.stores.Store(ctx, gr)
+			return err == nil, nil
+		})
+		if err != nil {
+			// Kept, to be tried at the next start.
+			klog.InfoS("Mirror: cannot delete the copies of a rule no longer configured yet", "rule", ruleName, "resource", gr)
+			continue
+		}
+		local, err := m.localObjects(ctx, old, store, "", "")
+		if err != nil {
+			return err
+		}
+		for _, ref := range local {
+			if _, err := m.remove(ctx, old, store, ref.namespace, ref.name, "", false); err != nil {
+				return err
+			}
+		}
+		klog.InfoS("Mirror: deleted the copies of a rule no longer configured", "rule", ruleName, "resource", gr, "objects", len(local))
+		if err := m.state.DeleteState(ctx, "mirror/"+ruleName); err != nil {
+			return err
+		}
+		if err := m.state.DeleteState(ctx, name); err != nil {
+			return err
+		}
+	}
+	for _, r := range m.rules {
+		data, _ := json.Marshal(ruleRecord{Resource: r.gr.String()})
+		if string(records[rulesState+r.name]) == string(data) {
+			continue
+		}
+		if err := m.state.PutState(ctx, rulesState+r.name, data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func recordResource(data []byte) schema.GroupResource {
+	var rec ruleRecord
+	json.Unmarshal(data, &rec) //nolint:errcheck // an unreadable record names no resource
+	return schema.ParseGroupResource(rec.Resource)
+}

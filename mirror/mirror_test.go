@@ -1,0 +1,228 @@
+package mirror
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kubestore/kubestore/config"
+)
+
+// noStores serves no resource: these tests exercise the rules, not
+// storage (the end-to-end tests in test/e2e/mirror_test.go do).
+type noStores struct{}
+
+func (noStores) Store(context.Context, schema.GroupResource) (*Store, error) {
+	return nil, errors.New("no stores in unit tests")
+}
+func (noStores) Builtin(gr schema.GroupResource) bool { return !strings.Contains(gr.Group, "example.com") }
+
+func newTestMirror(t *testing.T, rules ...config.MirrorRule) *Mirror {
+	t.Helper()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["up"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1"}
+	kc.AuthInfos["me"] = &clientcmdapi.AuthInfo{Token: "t"}
+	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "up", AuthInfo: "me"}
+	kc.CurrentContext = "c"
+	path := filepath.Join(t.TempDir(), "upstream.kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Mirror{UpstreamKubeconfig: path, NodeName: "edge-1", Rules: rules}
+	if len(rules) == 0 {
+		cfg.Rules = config.DefaultMirrorRules()
+	}
+	m, err := New(cfg, noStores{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func obj(t *testing.T, js string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON([]byte(js)); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func TestMatching(t *testing.T) {
+	m := newTestMirror(t,
+		config.MirrorRule{Name: "pods", Resource: "pods", FieldSelector: "spec.nodeName=$(NODE_NAME)"},
+		config.MirrorRule{Name: "apps-cm", Resource: "configmaps", Namespaces: []string{"apps"}, LabelSelector: "mirror in (yes),!local"},
+		config.MirrorRule{Name: "refs", Resource: "secrets", ReferencedBy: "pods"},
+		config.MirrorRule{Name: "widgets", Resource: "widgets.example.com"},
+	)
+	pods, cms, secrets := schema.GroupResource{Resource: "pods"}, schema.GroupResource{Resource: "configmaps"}, schema.GroupResource{Resource: "secrets"}
+	cases := []struct {
+		name      string
+		gr        schema.GroupResource
+		namespace string
+		obj       string
+		want      string // the rule, "" when local
+	}{
+		{"pod of this node", pods, "default", `{"kind":"Pod","metadata":{"name":"a"},"spec":{"nodeName":"edge-1"}}`, "pods"},
+		{"pod of another node", pods, "default", `{"kind":"Pod","metadata":{"name":"a"},"spec":{"nodeName":"edge-2"}}`, ""},
+		{"pod of no node", pods, "default", `{"kind":"Pod","metadata":{"name":"a"},"spec":{}}`, ""},
+		{"configmap selected", cms, "apps", `{"kind":"ConfigMap","metadata":{"name":"a","labels":{"mirror":"yes"}}}`, "apps-cm"},
+		{"configmap namespace in the body", cms, "", `{"kind":"ConfigMap","metadata":{"name":"a","namespace":"apps","labels":{"mirror":"yes"}}}`, "apps-cm"},
+		{"configmap excluded by label", cms, "apps", `{"kind":"ConfigMap","metadata":{"name":"a","labels":{"mirror":"yes","local":""}}}`, ""},
+		{"configmap in another namespace", cms, "other", `{"kind":"ConfigMap","metadata":{"name":"a","labels":{"mirror":"yes"}}}`, ""},
+		{"secret no mirrored pod references", secrets, "apps", `{"kind":"Secret","metadata":{"name":"s"}}`, ""},
+		{"custom resource", schema.GroupResource{Group: "example.com", Resource: "widgets"}, "apps", `{"kind":"Widget","metadata":{"name":"w"}}`, "widgets"},
+		{"custom resource's definition, another one", crdResource, "", `{"kind":"CustomResourceDefinition","metadata":{"name":"gadgets.example.com"}}`, ""},
+		{"custom resource's definition", crdResource, "", `{"kind":"CustomResourceDefinition","metadata":{"name":"widgets.example.com"}}`, "widgets-definition"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ""
+			if r := m.matching(tc.gr, tc.namespace, obj(t, tc.obj)); r != nil {
+				got = r.name
+			}
+			if got != tc.want {
+				t.Errorf("matching = %q, want %q", got, tc.want)
+			}
+		})
+	}
+	// Once a mirrored pod references the secret, it is the mirror's.
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "apps"},
+		Spec: corev1.PodSpec{ImagePullSecrets: []corev1.LocalObjectReference{{Name: "s"}}}}
+	m.refs.changed(m.rule("pods"), pod)
+	if r := m.matching(secrets, "apps", obj(t, `{"kind":"Secret","metadata":{"name":"s"}}`)); r == nil || r.name != "refs" {
+		t.Errorf("referenced secret: matching = %v, want refs", r)
+	}
+	m.refs.changed(m.rule("pods"), deletedObject{pod})
+	if r := m.matching(secrets, "apps", obj(t, `{"kind":"Secret","metadata":{"name":"s"}}`)); r != nil {
+		t.Errorf("secret no longer referenced: matching = %v, want none", r.name)
+	}
+}
+
+func TestPodReferences(t *testing.T) {
+	cmRule := &rule{name: "cm", gr: configMaps}
+	secretRule := &rule{name: "sec", gr: secrets}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"},
+		Spec: corev1.PodSpec{
+			Volumes: []corev1.Volume{
+				{Name: "a", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "vol-cm"}}}},
+				{Name: "b", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "vol-secret"}}},
+				{Name: "c", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+					{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "proj-cm"}}},
+					{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "proj-secret"}}},
+				}}}},
+				{Name: "d", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+			},
+			InitContainers: []corev1.Container{{Name: "init", EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "init-cm"}}}}}},
+			Containers: []corev1.Container{{Name: "c", Env: []corev1.EnvVar{
+				{Name: "A", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "env-secret"}, Key: "k"}}},
+				{Name: "B", Value: "plain"},
+			}, EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "envfrom-secret"}}}}}},
+			EphemeralContainers: []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug",
+				Env: []corev1.EnvVar{{Name: "C", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "debug-cm"}, Key: "k"}}}}}}},
+			ImagePullSecrets: []corev1.LocalObjectReference{{Name: "pull"}},
+		},
+	}
+	got := podReferences(pod, []*rule{cmRule, secretRule})
+	want := sets.New[refKey]()
+	for _, n := range []string{"vol-cm", "proj-cm", "init-cm", "debug-cm"} {
+		want.Insert(refKey{cmRule, "ns", n})
+	}
+	for _, n := range []string{"vol-secret", "proj-secret", "env-secret", "envfrom-secret", "pull"} {
+		want.Insert(refKey{secretRule, "ns", n})
+	}
+	if !got.Equal(want) {
+		t.Errorf("missing %v, extra %v", want.Difference(got).UnsortedList(), got.Difference(want).UnsortedList())
+	}
+	if only := podReferences(pod, []*rule{secretRule}); only.Len() != 5 {
+		t.Errorf("with a secrets rule only: %d references, want the 5 secrets", only.Len())
+	}
+}
+
+func TestNewer(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{
+		{"10", "9", true}, {"9", "10", false}, {"10", "10", false}, {"100", "99", true},
+		// Not etcd revisions: any difference counts.
+		{"a", "b", true}, {"x", "x", false},
+	} {
+		if got := newer(tc.a, tc.b); got != tc.want {
+			t.Errorf("newer(%q, %q) = %t, want %t", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+// TestUpstreamBody: the local resourceVersion a client sends becomes the
+// upstream's, and the mirror's annotations never reach the upstream.
+func TestUpstreamBody(t *testing.T) {
+	m := newTestMirror(t)
+	local := &metav1.ObjectMeta{Name: "p", Namespace: "ns", ResourceVersion: "42",
+		Annotations: map[string]string{AnnotationRule: "pods", AnnotationUpstreamResourceVersion: "9001"}}
+	cases := []struct {
+		name, verb, contentType, body string
+		want                          string // JSON; "" for a conflict
+	}{
+		{"update", "update", "application/json",
+			`{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","resourceVersion":"42","annotations":{"a":"b","mirror.kubestore.io/rule":"pods","mirror.kubestore.io/upstream-resource-version":"9001"}}}`,
+			`{"apiVersion":"v1","kind":"Pod","metadata":{"annotations":{"a":"b"},"name":"p","resourceVersion":"9001"}}`},
+		{"update without resourceVersion", "update", "application/json",
+			`{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p"}}`, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`},
+		{"update of a stale copy", "update", "application/json", `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","resourceVersion":"41"}}`, ""},
+		{"update in YAML", "update", "application/yaml", "kind: Pod\napiVersion: v1\nmetadata:\n  name: p\n  resourceVersion: \"42\"\n",
+			`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","resourceVersion":"9001"}}`},
+		{"merge patch", "patch", "application/merge-patch+json", `{"metadata":{"resourceVersion":"42","labels":{"x":"y"}}}`,
+			`{"metadata":{"labels":{"x":"y"},"resourceVersion":"9001"}}`},
+		{"strategic merge patch without resourceVersion", "patch", "application/strategic-merge-patch+json", `{"status":{"phase":"Running"}}`,
+			`{"status":{"phase":"Running"}}`},
+		{"JSON patch", "patch", "application/json-patch+json", `[{"op":"test","path":"/metadata/resourceVersion","value":"42"},{"op":"add","path":"/metadata/labels/x","value":"y"}]`,
+			`[{"op":"test","path":"/metadata/resourceVersion","value":"9001"},{"op":"add","path":"/metadata/labels/x","value":"y"}]`},
+		{"JSON patch of a stale copy", "patch", "application/json-patch+json", `[{"op":"test","path":"/metadata/resourceVersion","value":"7"}]`, ""},
+		{"delete with preconditions", "delete", "application/json", `{"kind":"DeleteOptions","apiVersion":"v1","preconditions":{"resourceVersion":"42","uid":"u"}}`,
+			`{"apiVersion":"v1","kind":"DeleteOptions","preconditions":{"resourceVersion":"9001","uid":"u"}}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodPut, "/api/v1/namespaces/ns/pods/p", nil)
+			r.Header.Set("Content-Type", tc.contentType)
+			wt := &writeThrough{m: m, r: r, info: &request.RequestInfo{Verb: tc.verb, Name: "p", Namespace: "ns"},
+				gr: schema.GroupResource{Resource: "pods"}, body: []byte(tc.body), local: local}
+			got, _, err := wt.upstreamBody()
+			if tc.want == "" {
+				if !apierrors.IsConflict(err) {
+					t.Fatalf("err = %v, want a conflict", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var g, w any
+			if err := json.Unmarshal(got, &g); err != nil {
+				t.Fatalf("%s: %v", got, err)
+			}
+			json.Unmarshal([]byte(tc.want), &w) //nolint:errcheck // a test constant
+			if !reflect.DeepEqual(g, w) {
+				t.Errorf("body = %s\nwant   %s", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,276 @@
+package mirror
+
+import (
+	"context"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/klog/v2"
+)
+
+// references runs a stream per object that the mirrored pods reference
+// (rules with referencedBy), as the kubelet watches each ConfigMap and
+// Secret its pods use; an object no pod references any more is deleted.
+type references struct {
+	m       *Mirror
+	mu      sync.Mutex
+	byPod   map[string]sets.Set[refKey]
+	count   map[refKey]int
+	running map[refKey]*refStream
+	ctx     context.Context
+}
+
+// refKey is one referenced object of one rule.
+type refKey struct {
+	rule            *rule
+	namespace, name string
+}
+
+type refStream struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func newReferences(m *Mirror) *references {
+	return &references{m: m, byPod: map[string]sets.Set[refKey]{}, count: map[refKey]int{}, running: map[refKey]*refStream{}}
+}
+
+// dependents are the rules whose objects the pods of rule r reference.
+func (x *references) dependents(r *rule) []*rule {
+	var out []*rule
+	for _, d := range x.m.rules {
+		if d.referencedBy == r.name {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// seed registers the references of the pods already mirrored, deletes the
+// referenced objects no pod references any more, and from then on starts
+// a stream per reference while ctx lasts.
+func (x *references) seed(ctx context.Context) error {
+	x.mu.Lock()
+	x.ctx = ctx
+	x.mu.Unlock()
+	for _, r := range x.m.rules {
+		deps := x.dependents(r)
+		if len(deps) == 0 {
+			continue
+		}
+		store, err := x.m.stores.Store(ctx, r.gr)
+		if err != nil {
+			return err
+		}
+		list := store.NewList()
+		if err := store.GetList(ctx, store.Prefix+"/", storage.ListOptions{Recursive: true, Predicate: storage.Everything}, list); err != nil {
+			return err
+		}
+		if err := meta.EachListItem(list, func(obj runtime.Object) error {
+			if a, err := meta.Accessor(obj); err == nil && a.GetAnnotations()[AnnotationRule] == r.name {
+				x.changed(r, obj)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, d := range deps {
+			ds, err := x.m.stores.Store(ctx, d.gr)
+			if err != nil {
+				return err
+			}
+			local, err := x.m.localObjects(ctx, d, ds, "", "")
+			if err != nil {
+				return err
+			}
+			x.mu.Lock()
+			for _, ref := range local {
+				if x.count[refKey{d, ref.namespace, ref.name}] == 0 {
+					if _, err := x.m.remove(ctx, d, ds, ref.namespace, ref.name, "", false); err != nil {
+						klog.V(2).InfoS("Mirror: deleting an object no pod references", "rule", d.name, "object", ref, "err", err)
+					}
+				}
+			}
+			x.mu.Unlock()
+		}
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for k := range x.count {
+		x.startLocked(k)
+	}
+	return nil
+}
+
+// changed records the references of pod obj of rule r (none when it was
+// deleted) and starts or stops the streams of what changed.
+func (x *references) changed(r *rule, obj runtime.Object) {
+	deps := x.dependents(r)
+	if len(deps) == 0 {
+		return
+	}
+	var refs sets.Set[refKey]
+	key := ""
+	if d, ok := obj.(deletedObject); ok {
+		obj = d.Object
+	} else if pod, ok := obj.(*corev1.Pod); ok {
+		refs = podReferences(pod, deps)
+	}
+	if a, err := meta.Accessor(obj); err == nil {
+		key = a.GetNamespace() + "/" + a.GetName()
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	old := x.byPod[key]
+	if refs.Len() == 0 {
+		delete(x.byPod, key)
+	} else {
+		x.byPod[key] = refs
+	}
+	for k := range refs.Difference(old) {
+		x.count[k]++
+		if x.count[k] == 1 && x.ctx != nil {
+			x.startLocked(k)
+		}
+	}
+	for k := range old.Difference(refs) {
+		x.count[k]--
+		if x.count[k] == 0 {
+			delete(x.count, k)
+			x.stopLocked(k)
+		}
+	}
+}
+
+func (x *references) startLocked(k refKey) {
+	if _, ok := x.running[k]; ok || x.ctx == nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(x.ctx)
+	rs := &refStream{cancel: cancel, done: make(chan struct{})}
+	x.running[k] = rs
+	s := x.m.newStream(k.rule, k.namespace, k.name)
+	go func() {
+		defer close(rs.done)
+		s.run(ctx)
+	}()
+}
+
+// stopLocked ends the stream of k and deletes its object: no mirrored pod
+// references it any more.
+func (x *references) stopLocked(k refKey) {
+	rs, ok := x.running[k]
+	if !ok {
+		return
+	}
+	delete(x.running, k)
+	rs.cancel()
+	<-rs.done
+	x.m.dropStream(&stream{rule: k.rule, namespace: k.namespace, name: k.name})
+	if x.ctx == nil || x.ctx.Err() != nil {
+		return
+	}
+	store, err := x.m.stores.Store(x.ctx, k.rule.gr)
+	if err == nil {
+		_, err = x.m.remove(x.ctx, k.rule, store, k.namespace, k.name, "", false)
+	}
+	if err != nil {
+		klog.V(2).InfoS("Mirror: deleting an object no pod references", "rule", k.rule.name, "namespace", k.namespace, "name", k.name, "err", err)
+	}
+}
+
+// wait returns once every stream of a reference has ended (their context
+// is Run's).
+func (x *references) wait() {
+	x.mu.Lock()
+	running := x.running
+	x.running = map[refKey]*refStream{}
+	x.mu.Unlock()
+	for _, rs := range running {
+		rs.cancel()
+		<-rs.done
+	}
+}
+
+var (
+	configMaps = schema.GroupResource{Resource: "configmaps"}
+	secrets    = schema.GroupResource{Resource: "secrets"}
+)
+
+// podReferences are the ConfigMaps and Secrets pod uses, as the kubelet
+// reads them: volumes (projected ones too), env and envFrom of every
+// container, and image pull secrets; each under the dependent rule of its
+// resource.
+func podReferences(pod *corev1.Pod, deps []*rule) sets.Set[refKey] {
+	out := sets.New[refKey]()
+	add := func(gr schema.GroupResource, name string) {
+		if name == "" {
+			return
+		}
+		for _, d := range deps {
+			if d.gr == gr {
+				out.Insert(refKey{d, pod.Namespace, name})
+			}
+		}
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.ConfigMap != nil {
+			add(configMaps, v.ConfigMap.Name)
+		}
+		if v.Secret != nil {
+			add(secrets, v.Secret.SecretName)
+		}
+		if v.Projected != nil {
+			for _, src := range v.Projected.Sources {
+				if src.ConfigMap != nil {
+					add(configMaps, src.ConfigMap.Name)
+				}
+				if src.Secret != nil {
+					add(secrets, src.Secret.Name)
+				}
+			}
+		}
+	}
+	containers := append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...)
+	for _, c := range pod.Spec.EphemeralContainers {
+		containers = append(containers, corev1.Container(c.EphemeralContainerCommon))
+	}
+	for _, c := range containers {
+		for _, e := range c.EnvFrom {
+			if e.ConfigMapRef != nil {
+				add(configMaps, e.ConfigMapRef.Name)
+			}
+			if e.SecretRef != nil {
+				add(secrets, e.SecretRef.Name)
+			}
+		}
+		for _, e := range c.Env {
+			if e.ValueFrom == nil {
+				continue
+			}
+			if e.ValueFrom.ConfigMapKeyRef != nil {
+				add(configMaps, e.ValueFrom.ConfigMapKeyRef.Name)
+			}
+			if e.ValueFrom.SecretKeyRef != nil {
+				add(secrets, e.ValueFrom.SecretKeyRef.Name)
+			}
+		}
+	}
+	for _, s := range pod.Spec.ImagePullSecrets {
+		add(secrets, s.Name)
+	}
+	return out
+}
+
+// referenced reports whether a mirrored pod references namespace/name
+// under rule r.
+func (x *references) referenced(r *rule, namespace, name string) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.count[refKey{r, namespace, name}] > 0
+}

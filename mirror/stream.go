@@ -1,0 +1,497 @@
+package mirror
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+)
+
+// stream keeps the objects of one rule in one namespace (all when ""), or
+// one object (name), in sync with the upstream.
+type stream struct {
+	m         *Mirror
+	rule      *rule
+	namespace string
+	name      string
+
+	mu sync.Mutex
+	st streamStatus
+	// persisted is the resourceVersion last written to the state, and
+	// when.
+	persisted     string
+	persistedAt   time.Time
+	forbiddenOnce bool
+}
+
+type streamStatus struct {
+	connected bool
+	synced    bool
+	lastSync  time.Time
+	lastSeen  time.Time
+	objects   int
+	lagEvents int
+	err       error
+}
+
+// id names the stream: rule, rule/namespace or rule/namespace/name.
+func (s *stream) id() string {
+	id := s.rule.name
+	if s.namespace != "" {
+		id += "/" + s.namespace
+	}
+	if s.name != "" {
+		id += "/" + s.name
+	}
+	return id
+}
+
+// connected records that the upstream answered the stream.
+func (s *stream) connected() {
+	now := time.Now()
+	s.update(func(st *streamStatus) { st.connected, st.err, st.lastSeen = true, nil, now })
+	s.m.reached(nil)
+}
+
+func (s *stream) status() streamStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st
+}
+
+func (s *stream) update(f func(st *streamStatus)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f(&s.st)
+}
+
+// Back-off after a failure, doubling from minBackoff to maxBackoff (an
+// edge's link comes back, and a retry is one cheap request); a forbidden
+// rule waits forbiddenBackoff: a permission changes rarely.
+const (
+	minBackoff       = 500 * time.Millisecond
+	maxBackoff       = 10 * time.Second
+	forbiddenBackoff = 2 * time.Minute
+	// checkpointEvery bounds how often a busy stream writes its
+	// resourceVersion to etcd: a restart replays at most that much, and
+	// the replay writes nothing (the objects' resourceVersions say so).
+	checkpointEvery = 5 * time.Second
+	// watchTimeout is the upstream watch's timeout, randomised up to
+	// twice it as the reflector does, so streams do not reconnect at once.
+	watchTimeout = 5 * time.Minute
+)
+
+var errExpired = errors.New("the upstream's history no longer holds the resourceVersion")
+
+// run syncs until ctx ends.
+func (s *stream) run(ctx context.Context) {
+	defer s.update(func(st *streamStatus) { st.connected = false })
+	var store *Store
+	backoff := minBackoff
+	sleep := func(d time.Duration) bool {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(d + rand.N(d/4+1)):
+			return true
+		}
+	}
+	for store == nil {
+		var err error
+		if store, err = s.m.stores.Store(ctx, s.rule.gr); err != nil {
+			s.update(func(st *streamStatus) { st.err = err })
+			klog.V(2).InfoS("Mirror: local store not ready", "stream", s.id(), "err", err)
+			if !sleep(backoff) {
+				return
+			}
+			backoff = min(2*backoff, maxBackoff)
+		}
+	}
+	if local, err := s.m.localObjects(ctx, s.rule, store, s.namespace, s.name); err == nil {
+		s.update(func(st *streamStatus) { st.objects = len(local) })
+	}
+	rv := s.resumeFrom(ctx, store)
+	for ctx.Err() == nil {
+		var err error
+		if rv == "" {
+			relists.WithLabelValues(s.rule.name).Inc()
+			rv, err = s.relist(ctx, store)
+		} else {
+			rv, err = s.watch(ctx, store, rv, nil)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		s.m.reached(err)
+		switch {
+		case err == nil:
+			backoff = minBackoff
+			continue
+		case errors.Is(err, errExpired):
+			klog.V(2).InfoS("Mirror: resourceVersion expired upstream, relisting", "stream", s.id(), "resourceVersion", rv)
+			rv = ""
+			continue
+		}
+		s.update(func(st *streamStatus) { st.connected, st.err = false, err })
+		wait := backoff
+		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+			wait = forbiddenBackoff
+			if !s.forbiddenOnce {
+				s.forbiddenOnce = true
+				klog.ErrorS(err, "Mirror: the upstream refuses this rule; retrying every few minutes", "rule", s.rule.name,
+					"resource", s.rule.gr, "namespace", s.namespace, "upstream", s.m.host)
+			}
+		} else {
+			klog.V(2).InfoS("Mirror: upstream unreachable", "stream", s.id(), "err", err, "retryIn", backoff)
+			backoff = min(2*backoff, maxBackoff)
+		}
+		if !sleep(wait) {
+			break
+		}
+	}
+	if rv != "" {
+		// The stop's own context is done; this last record may use a
+		// short one.
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		s.checkpoint(pctx, rv, true)
+		cancel()
+	}
+}
+
+// resumeFrom is the upstream resourceVersion to resume from: the
+// stream's record, or for a stream of one object that object's own; ""
+// means relist.
+func (s *stream) resumeFrom(ctx context.Context, store *Store) string {
+	if s.name != "" {
+		obj := store.New()
+		if err := store.Get(ctx, store.Key(s.namespace, s.name), storage.GetOptions{}, obj); err != nil {
+			return ""
+		}
+		a, err := meta.Accessor(obj)
+		if err != nil || a.GetAnnotations()[AnnotationRule] != s.rule.name {
+			return ""
+		}
+		return a.GetAnnotations()[AnnotationUpstreamResourceVersion]
+	}
+	data, err := s.m.state.GetState(ctx, s.stateName())
+	if err != nil || data == nil {
+		return ""
+	}
+	var c checkpoint
+	if json.Unmarshal(data, &c) != nil || c.Selectors != s.selectors() {
+		return ""
+	}
+	s.persisted = c.ResourceVersion
+	return c.ResourceVersion
+}
+
+// checkpoint is the persisted record of a stream.
+type checkpoint struct {
+	// Selectors are the ones the stream had: a record made under other
+	// selectors (the config changed) is not resumed from.
+	Selectors       string `json:"selectors"`
+	ResourceVersion string `json:"resourceVersion"`
+}
+
+func (s *stream) stateName() string {
+	ns := s.namespace
+	if ns == "" {
+		ns = "-"
+	}
+	return "mirror/" + s.rule.name + "/" + ns
+}
+
+func (s *stream) selectors() string { return s.rule.label + "|" + s.rule.field }
+
+// checkpoint persists rv as the stream's record; unless now, at most
+// every checkpointEvery. Streams of one object keep theirs in the object.
+func (s *stream) checkpoint(ctx context.Context, rv string, now bool) {
+	if s.name != "" || rv == s.persisted || (!now && time.Since(s.persistedAt) < checkpointEvery) {
+		return
+	}
+	data, _ := json.Marshal(checkpoint{Selectors: s.selectors(), ResourceVersion: rv})
+	if err := s.m.state.PutState(ctx, s.stateName(), data); err != nil {
+		klog.V(2).InfoS("Mirror: recording the resourceVersion", "stream", s.id(), "err", err)
+		return
+	}
+	s.persisted, s.persistedAt = rv, time.Now()
+}
+
+// client is the upstream client of the stream's resource.
+func (s *stream) client(store *Store) dynamic.ResourceInterface {
+	r := s.m.dyn.Resource(store.GVR)
+	if store.Namespaced && s.namespace != "" {
+		return r.Namespace(s.namespace)
+	}
+	return r
+}
+
+func (s *stream) fieldSelector() string {
+	if s.name == "" {
+		return s.rule.field
+	}
+	byName := fields.OneTermEqualSelector("metadata.name", s.name)
+	if s.rule.field == "" {
+		return byName.String()
+	}
+	return fields.AndSelectors(byName, s.rule.fields).String()
+}
+
+// relist reads the upstream's current state, writes what differs from the
+// local copies and deletes the local copies the upstream no longer has. It
+// then goes on watching, returning as watch does.
+func (s *stream) relist(ctx context.Context, store *Store) (string, error) {
+	s.update(func(st *streamStatus) { st.synced = false })
+	// A WatchList the upstream refuses as a bad request is tried again as
+	// a list: if that works, the upstream does not serve WatchList (too
+	// old, or the feature is off) and every relist lists from then on.
+	var watchListErr error
+	if !s.m.noWatchList.Load() {
+		rv, err := s.watchList(ctx, store)
+		if err == nil || !(apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)) {
+			return rv, err
+		}
+		watchListErr = err
+	}
+	seen := sets.New[string]()
+	applied := 0
+	opts := metav1.ListOptions{LabelSelector: s.rule.label, FieldSelector: s.fieldSelector(), Limit: 500}
+	var rv string
+	for {
+		list, err := s.client(store).List(ctx, opts)
+		if err != nil {
+			if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+				return "", errExpired
+			}
+			return "", err
+		}
+		s.connected()
+		if watchListErr != nil {
+			klog.InfoS("Mirror: the upstream does not serve WatchList; listing instead", "upstream", s.m.host, "err", watchListErr)
+			s.m.noWatchList.Store(true)
+			watchListErr = nil
+		}
+		for i := range list.Items {
+			u := &list.Items[i]
+			seen.Insert(u.GetNamespace() + "/" + u.GetName())
+			if op, err := s.m.apply(ctx, s.rule, store, u); err != nil {
+				return "", err
+			} else if op != opUnchanged {
+				applied++
+			}
+		}
+		rv = list.GetResourceVersion()
+		if list.GetContinue() == "" {
+			break
+		}
+		opts.Continue = list.GetContinue()
+	}
+	if err := s.synced(ctx, store, seen, applied, rv); err != nil {
+		return "", err
+	}
+	return s.watch(ctx, store, rv, nil)
+}
+
+// watchList is relist by a WatchList (KEP-3157): the upstream streams its
+// state as ADDED events up to a bookmark, and the same watch goes on.
+func (s *stream) watchList(ctx context.Context, store *Store) (string, error) {
+	w, err := s.client(store).Watch(ctx, metav1.ListOptions{
+		LabelSelector:        s.rule.label,
+		FieldSelector:        s.fieldSelector(),
+		SendInitialEvents:    ptr.To(true),
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+		AllowWatchBookmarks:  true,
+		TimeoutSeconds:       ptr.To(watchTimeoutSeconds()),
+	})
+	if err != nil {
+		return "", err
+	}
+	s.connected()
+	seen := sets.New[string]()
+	applied := 0
+	initial := &initialEvents{seen: seen, done: func(rv string) error { return s.synced(ctx, store, seen, applied, rv) }, applied: &applied}
+	return s.watch(ctx, store, "", &watchStream{w: w, initial: initial})
+}
+
+// initialEvents tracks a WatchList's initial events until its bookmark.
+type initialEvents struct {
+	seen    sets.Set[string]
+	applied *int
+	done    func(rv string) error
+}
+
+type watchStream struct {
+	w       watch.Interface
+	initial *initialEvents
+}
+
+func watchTimeoutSeconds() int64 {
+	return int64((watchTimeout + rand.N(watchTimeout)).Seconds())
+}
+
+// synced ends a relist: the local copies no upstream object was seen for
+// are deleted.
+func (s *stream) synced(ctx context.Context, store *Store, seen sets.Set[string], applied int, rv string) error {
+	local, err := s.m.localObjects(ctx, s.rule, store, s.namespace, s.name)
+	if err != nil {
+		return err
+	}
+	for key, ref := range local {
+		if seen.Has(key) {
+			continue
+		}
+		if deleted, err := s.m.remove(ctx, s.rule, store, ref.namespace, ref.name, "", false); err != nil {
+			return err
+		} else if deleted {
+			applied++
+		}
+	}
+	now := time.Now()
+	s.update(func(st *streamStatus) {
+		st.synced, st.lastSync, st.lastSeen, st.objects, st.lagEvents = true, now, now, len(seen), applied
+	})
+	s.checkpoint(ctx, rv, true)
+	return nil
+}
+
+// watch applies the upstream's events from rv on (or those of ws, already
+// open) until the watch ends, and returns the last resourceVersion
+// applied. A watch the upstream ends is not an error: the caller resumes.
+func (s *stream) watch(ctx context.Context, store *Store, rv string, ws *watchStream) (string, error) {
+	var initial *initialEvents
+	var w watch.Interface
+	if ws != nil {
+		w, initial = ws.w, ws.initial
+	} else {
+		var err error
+		w, err = s.client(store).Watch(ctx, metav1.ListOptions{
+			ResourceVersion:     rv,
+			LabelSelector:       s.rule.label,
+			FieldSelector:       s.fieldSelector(),
+			AllowWatchBookmarks: true,
+			TimeoutSeconds:      ptr.To(watchTimeoutSeconds()),
+		})
+		if err != nil {
+			if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+				return rv, errExpired
+			}
+			return rv, err
+		}
+		s.connected()
+		resumes.WithLabelValues(s.rule.name).Inc()
+	}
+	defer w.Stop()
+	// Events applied since the watch began, until the stream was in sync:
+	// how far behind a resume found it.
+	catchUp, caughtUp := 0, initial != nil
+	quiet := time.NewTimer(time.Second)
+	defer quiet.Stop()
+	for {
+		var ev watch.Event
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return rv, nil
+		case <-quiet.C:
+			if !caughtUp {
+				caughtUp = true
+				now := time.Now()
+				s.update(func(st *streamStatus) { st.synced, st.lastSync, st.lagEvents = true, now, catchUp })
+			}
+			s.checkpoint(ctx, rv, false)
+			continue
+		case ev, ok = <-w.ResultChan():
+		}
+		if !ok {
+			return rv, nil
+		}
+		quiet.Reset(time.Second)
+		if ev.Type == watch.Error {
+			err := apierrors.FromObject(ev.Object)
+			if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+				return rv, errExpired
+			}
+			return rv, err
+		}
+		u, isU := ev.Object.(*unstructured.Unstructured)
+		if !isU {
+			return rv, fmt.Errorf("unexpected %T in the watch of %s", ev.Object, s.rule.gr)
+		}
+		now := time.Now()
+		switch ev.Type {
+		case watch.Added, watch.Modified:
+			op, err := s.m.apply(ctx, s.rule, store, u)
+			if err != nil {
+				return rv, err
+			}
+			if op == opCreated {
+				s.update(func(st *streamStatus) { st.objects++ })
+			}
+			if initial != nil {
+				initial.seen.Insert(u.GetNamespace() + "/" + u.GetName())
+				if op != opUnchanged {
+					*initial.applied++
+				}
+			} else if op != opUnchanged {
+				catchUp++
+			}
+		case watch.Deleted:
+			deleted, err := s.m.remove(ctx, s.rule, store, u.GetNamespace(), u.GetName(), u.GetResourceVersion(), false)
+			if err != nil {
+				return rv, err
+			}
+			if deleted {
+				catchUp++
+				s.update(func(st *streamStatus) { st.objects-- })
+			}
+		case watch.Bookmark:
+			if initial != nil && u.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
+				if err := initial.done(u.GetResourceVersion()); err != nil {
+					return rv, err
+				}
+				initial, caughtUp = nil, true
+			} else if caughtUp {
+				s.update(func(st *streamStatus) { st.synced, st.lastSync = true, now })
+			}
+		}
+		if initial == nil {
+			rv = u.GetResourceVersion()
+			s.update(func(st *streamStatus) { st.lastSeen = now })
+			if ev.Type == watch.Deleted {
+				// A delete is recorded at once: replaying the create
+				// of an object deleted since would bring it back for a
+				// moment.
+				s.checkpoint(ctx, rv, true)
+			}
+		}
+	}
+}
+
+// isNetworkError reports whether err means the upstream was not reached
+// (or the connection broke), rather than that it answered with an error.
+func isNetworkError(err error) bool {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		// client-go reports some transport failures as statuses too.
+		s := status.Status()
+		return s.Code == 0 || s.Code == http.StatusServiceUnavailable || s.Code == http.StatusGatewayTimeout ||
+			s.Reason == metav1.StatusReasonServerTimeout
+	}
+	return true
+}

@@ -1,0 +1,167 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+
+	apiextensionsinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/registry/generic"
+
+	"github.com/kubestore/kubestore/cacher"
+	"github.com/kubestore/kubestore/mirror"
+	"github.com/kubestore/kubestore/registry"
+)
+
+// mirrorStores are the local stores the mirror writes, one per resource,
+// built on first use: the built-in kinds, CustomResourceDefinitions and
+// the custom resources whose definition is stored.
+type mirrorStores struct {
+	backend Storage
+	kinds   *registry.API
+	builtin generic.RESTOptionsGetter
+	crds    *customResources
+
+	mu     sync.Mutex
+	stores map[schema.GroupResource]*mirror.Store
+	closed bool
+}
+
+var crdResource = apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions")
+
+// Builtin reports whether gr is a resource kubestore serves itself (not a
+// custom resource).
+func (s *mirrorStores) Builtin(gr schema.GroupResource) bool {
+	_, ok := s.kinds.Kind(gr)
+	return ok || gr == crdResource.GroupResource()
+}
+
+func (s *mirrorStores) Store(_ context.Context, gr schema.GroupResource) (*mirror.Store, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, fmt.Errorf("the server is stopping")
+	}
+	if st, ok := s.stores[gr]; ok {
+		return st, nil
+	}
+	st, err := s.build(gr)
+	if err != nil {
+		return nil, err
+	}
+	s.stores[gr] = st
+	return st, nil
+}
+
+func (s *mirrorStores) build(gr schema.GroupResource) (*mirror.Store, error) {
+	if k, ok := s.kinds.Kind(gr); ok {
+		raw, err := s.backend.RawStore(s.builtin, gr, k.New, k.NewList)
+		if err != nil {
+			return nil, err
+		}
+		return &mirror.Store{RawStore: raw, GVR: k.GVR, Namespaced: k.Namespaced, New: k.New, NewList: k.NewList,
+			Convert: func(u map[string]any) (runtime.Object, error) {
+				obj := k.New()
+				return obj, runtime.DefaultUnstructuredConverter.FromUnstructured(u, obj)
+			}}, nil
+	}
+	if s.crds == nil {
+		return nil, fmt.Errorf("%s is not served: not a built-in resource, and --%s is off", gr, "custom-resources")
+	}
+	if gr == crdResource.GroupResource() {
+		newFunc := func() runtime.Object { return &apiextensionsinternal.CustomResourceDefinition{} }
+		newList := func() runtime.Object { return &apiextensionsinternal.CustomResourceDefinitionList{} }
+		raw, err := s.backend.RawStore(s.crds.restOptions, gr, newFunc, newList)
+		if err != nil {
+			return nil, err
+		}
+		return &mirror.Store{RawStore: raw, GVR: crdResource, New: newFunc, NewList: newList,
+			Convert: func(u map[string]any) (runtime.Object, error) {
+				out := newFunc()
+				err := apiextensionsapiserver.Scheme.Convert(&unstructured.Unstructured{Object: u}, out, nil)
+				return out, err
+			}}, nil
+	}
+	crd, err := s.crds.Informers.Apiextensions().V1().CustomResourceDefinitions().Lister().Get(gr.String())
+	if err != nil {
+		return nil, fmt.Errorf("the CustomResourceDefinition of %s is not stored yet: %w", gr, err)
+	}
+	version := ""
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			version = v.Name
+		}
+	}
+	newFunc := func() runtime.Object { return &unstructured.Unstructured{} }
+	newList := func() runtime.Object { return &unstructured.UnstructuredList{} }
+	raw, err := s.backend.RawStore(s.crds.customResourceOptions, gr, newFunc, newList)
+	if err != nil {
+		return nil, err
+	}
+	return &mirror.Store{RawStore: raw, GVR: gr.WithVersion(version), Namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
+		New: newFunc, NewList: newList,
+		Convert: func(u map[string]any) (runtime.Object, error) { return &unstructured.Unstructured{Object: u}, nil }}, nil
+}
+
+// close closes every store; Store fails from then on.
+func (s *mirrorStores) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	for _, st := range s.stores {
+		st.Close()
+	}
+}
+
+// mirror builds the mirror of --upstream-kubeconfig, when set: its stores,
+// the write-through filter (installed by the handler chain) and, later,
+// its worker and /mirrorz.
+func (b *builder) mirror() error {
+	if !b.cfg.Mirror.Enabled() {
+		return nil
+	}
+	stores := &mirrorStores{backend: b.storage, kinds: b.kinds, builtin: b.c.RESTOptionsGetter, crds: b.crds,
+		stores: map[schema.GroupResource]*mirror.Store{}}
+	m, err := mirror.New(b.cfg.Mirror, stores, b.storage)
+	if err != nil {
+		return err
+	}
+	b.undo(stores.close)
+	b.mirrorStores, b.mirrorer = stores, m
+	return nil
+}
+
+// mirrorz answers the link's state: 200 ok when every stream is connected
+// and in sync, 503 with the reasons otherwise; ?verbose lists each stream.
+// It is not part of /readyz: the local store serves either way.
+func mirrorz(m *mirror.Mirror) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		problems := m.Problems()
+		if !m.Connected() {
+			problems = append([]string{"upstream " + m.Upstream() + " not reachable"}, problems...)
+		}
+		if len(problems) > 0 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		if _, verbose := r.URL.Query()["verbose"]; verbose {
+			fmt.Fprintf(w, "upstream %s connected=%t\n%s\n", m.Upstream(), m.Connected(), strings.Join(m.Report(), "\n"))
+		}
+		if len(problems) > 0 {
+			fmt.Fprintf(w, "mirror not in sync:\n%s\n", strings.Join(problems, "\n"))
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+}
+
+var _ mirror.Stores = (*mirrorStores)(nil)
+var _ mirror.State = (*cacher.Backend)(nil)
