@@ -91,6 +91,37 @@ func (b *Backend) PutState(ctx context.Context, name string, value []byte) error
 	return nil
 }
 
+// UpdateState writes the record update makes of the current one (nil when
+// there is none), unless update says to keep it; a concurrent write
+// (another kubestore on the same etcd) makes it try again on the new
+// record.
+func (b *Backend) UpdateState(ctx context.Context, name string, update func(old []byte) ([]byte, bool)) error {
+	key := b.stateKey(name)
+	for {
+		resp, err := b.client.Client.Get(ctx, key)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", name, err)
+		}
+		var old []byte
+		var rev int64
+		if len(resp.Kvs) > 0 {
+			old, rev = resp.Kvs[0].Value, resp.Kvs[0].ModRevision
+		}
+		value, write := update(old)
+		if !write {
+			return nil
+		}
+		txn, err := b.client.Client.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
+			Then(clientv3.OpPut(key, string(value))).Commit()
+		if err != nil {
+			return fmt.Errorf("writing %s: %w", name, err)
+		}
+		if txn.Succeeded {
+			return nil
+		}
+	}
+}
+
 // ListState reads the records whose names start with prefix, by name.
 func (b *Backend) ListState(ctx context.Context, prefix string) (map[string][]byte, error) {
 	resp, err := b.client.Client.Get(ctx, b.stateKey(prefix), clientv3.WithPrefix())

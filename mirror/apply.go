@@ -18,6 +18,11 @@ import (
 	"k8s.io/klog/v2"
 )
 
+// localError is a failure of the local store, not of the upstream.
+type localError struct{ error }
+
+func (e localError) Unwrap() error { return e.error }
+
 // errUnchanged aborts a write that would change nothing.
 var errUnchanged = errors.New("unchanged")
 
@@ -40,7 +45,7 @@ func (m *Mirror) apply(ctx context.Context, r *rule, store *Store, u *unstructur
 	upstreamRV := u.GetResourceVersion()
 	obj, err := store.Convert(u.Object)
 	if err != nil {
-		return "", fmt.Errorf("converting %s %s/%s: %w", r.gr, u.GetNamespace(), u.GetName(), err)
+		return "", localError{fmt.Errorf("converting %s %s/%s: %w", r.gr, u.GetNamespace(), u.GetName(), err)}
 	}
 	a, err := meta.Accessor(obj)
 	if err != nil {
@@ -58,7 +63,7 @@ func (m *Mirror) apply(ctx context.Context, r *rule, store *Store, u *unstructur
 		a.SetNamespace("")
 	}
 	if err := m.ensureNamespace(ctx, a.GetNamespace()); err != nil {
-		return "", err
+		return "", localError{err}
 	}
 	key := store.Key(a.GetNamespace(), a.GetName())
 	var op string
@@ -94,7 +99,7 @@ func (m *Mirror) apply(ctx context.Context, r *rule, store *Store, u *unstructur
 		}
 		return m.apply(ctx, r, store, u)
 	case err != nil:
-		return "", fmt.Errorf("storing %s %s: %w", r.gr, key, err)
+		return "", localError{fmt.Errorf("storing %s %s: %w", r.gr, key, err)}
 	}
 	applied.WithLabelValues(r.name, op).Inc()
 	m.refs.changed(r, obj)
@@ -134,7 +139,7 @@ func (m *Mirror) remove(ctx context.Context, r *rule, store *Store, namespace, n
 	case storage.IsNotFound(err) || errors.Is(err, errUnchanged):
 		return false, nil
 	case err != nil:
-		return false, fmt.Errorf("deleting %s %s/%s: %w", r.gr, namespace, name, err)
+		return false, localError{fmt.Errorf("deleting %s %s/%s: %w", r.gr, namespace, name, err)}
 	}
 	applied.WithLabelValues(r.name, opDeleted).Inc()
 	m.refs.changed(r, deletedObject{out})
@@ -158,7 +163,7 @@ func (m *Mirror) localObjects(ctx context.Context, r *rule, store *Store, namesp
 			return out, nil
 		}
 		if err != nil {
-			return nil, err
+			return nil, localError{err}
 		}
 		if a, err := meta.Accessor(obj); err == nil && a.GetAnnotations()[AnnotationRule] == r.name {
 			out[a.GetNamespace()+"/"+a.GetName()] = localRef{a.GetNamespace(), a.GetName()}
@@ -171,7 +176,7 @@ func (m *Mirror) localObjects(ctx context.Context, r *rule, store *Store, namesp
 	}
 	list := store.NewList()
 	if err := store.GetList(ctx, prefix, storage.ListOptions{Recursive: true, Predicate: storage.Everything}, list); err != nil {
-		return nil, fmt.Errorf("listing local %s: %w", r.gr, err)
+		return nil, localError{fmt.Errorf("listing local %s: %w", r.gr, err)}
 	}
 	err := meta.EachListItem(list, func(obj runtime.Object) error {
 		a, err := meta.Accessor(obj)

@@ -29,6 +29,7 @@ package mirror
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/url"
@@ -74,8 +75,12 @@ type Store struct {
 	Convert func(u map[string]any) (runtime.Object, error)
 }
 
+// ErrStopping is Stores' error once the server stops.
+var ErrStopping = errors.New("the server is stopping")
+
 // Stores gives the mirror the local store of a resource. It fails while a
-// custom resource's definition is not yet stored.
+// custom resource's definition is not yet stored, and with ErrStopping
+// once the server stops.
 type Stores interface {
 	Store(ctx context.Context, gr schema.GroupResource) (*Store, error)
 	// Builtin reports whether gr is served without a
@@ -88,6 +93,7 @@ type Stores interface {
 type State interface {
 	GetState(ctx context.Context, name string) ([]byte, error)
 	PutState(ctx context.Context, name string, value []byte) error
+	UpdateState(ctx context.Context, name string, update func(old []byte) ([]byte, bool)) error
 	ListState(ctx context.Context, prefix string) (map[string][]byte, error)
 	DeleteState(ctx context.Context, name string) error
 }
@@ -286,7 +292,10 @@ func (m *Mirror) Connected() bool { return m.linkUp.Load() }
 // reached records whether the upstream answered a request; err is the
 // request's outcome. Errors with an HTTP answer (403, 410) mean it did.
 func (m *Mirror) reached(err error) {
-	up := err == nil || !isNetworkError(err)
+	if errors.As(err, new(localError)) {
+		return
+	}
+	up := err == nil || errors.Is(err, errExpired) || !isNetworkError(err)
 	if m.linkUp.Swap(up) != up {
 		if up {
 			klog.InfoS("Upstream link up", "upstream", m.host)

@@ -31,7 +31,9 @@ type noStores struct{}
 func (noStores) Store(context.Context, schema.GroupResource) (*Store, error) {
 	return nil, errors.New("no stores in unit tests")
 }
-func (noStores) Builtin(gr schema.GroupResource) bool { return !strings.Contains(gr.Group, "example.com") }
+func (noStores) Builtin(gr schema.GroupResource) bool {
+	return !strings.Contains(gr.Group, "example.com")
+}
 
 func newTestMirror(t *testing.T, rules ...config.MirrorRule) *Mirror {
 	t.Helper()

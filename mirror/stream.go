@@ -35,9 +35,14 @@ type stream struct {
 	st streamStatus
 	// persisted is the resourceVersion last written to the state, and
 	// when.
-	persisted     string
-	persistedAt   time.Time
-	forbiddenOnce bool
+	persisted   string
+	persistedAt time.Time
+	// applied is set when events were applied since the last record.
+	applied bool
+	// reported says which refusal of the rule, by the upstream (403) or
+	// the local store, was logged last: each is logged once until the
+	// rule works again. Only the stream's goroutine uses these four.
+	reported string
 }
 
 type streamStatus struct {
@@ -67,6 +72,10 @@ func (s *stream) connected() {
 	now := time.Now()
 	s.update(func(st *streamStatus) { st.connected, st.err, st.lastSeen = true, nil, now })
 	s.m.reached(nil)
+	// A refusal by the upstream after this is reported again.
+	if s.reported == reportedForbidden {
+		s.reported = ""
+	}
 }
 
 func (s *stream) status() streamStatus {
@@ -92,12 +101,27 @@ const (
 	// resourceVersion to etcd: a restart replays at most that much, and
 	// the replay writes nothing (the objects' resourceVersions say so).
 	checkpointEvery = 5 * time.Second
+	// idleCheckpointEvery is how often a stream that only gets bookmarks
+	// records their resourceVersion; a graceful stop records the last.
+	idleCheckpointEvery = 10 * time.Minute
 	// watchTimeout is the upstream watch's timeout, randomised up to
 	// twice it as the reflector does, so streams do not reconnect at once.
 	watchTimeout = 5 * time.Minute
 )
 
+const (
+	reportedForbidden = "forbidden"
+	reportedLocal     = "local"
+)
+
 var errExpired = errors.New("the upstream's history no longer holds the resourceVersion")
+
+// expired reports whether the upstream cannot resume from a
+// resourceVersion: too old (410), or newer than it has (its data was
+// restored from an older backup), which no wait would cure.
+func expired(err error) bool {
+	return apierrors.IsResourceExpired(err) || apierrors.IsGone(err) || storage.IsTooLargeResourceVersion(err)
+}
 
 // run syncs until ctx ends.
 func (s *stream) run(ctx context.Context) {
@@ -127,8 +151,10 @@ func (s *stream) run(ctx context.Context) {
 		s.update(func(st *streamStatus) { st.objects = len(local) })
 	}
 	rv := s.resumeFrom(ctx, store)
+loop:
 	for ctx.Err() == nil {
 		var err error
+		began := time.Now()
 		if rv == "" {
 			relists.WithLabelValues(s.rule.name).Inc()
 			rv, err = s.relist(ctx, store)
@@ -142,6 +168,11 @@ func (s *stream) run(ctx context.Context) {
 		switch {
 		case err == nil:
 			backoff = minBackoff
+			// A watch the upstream ends at once, again and again (a
+			// proxy's timeout), is not resumed in a hot loop.
+			if time.Since(began) < time.Second && !sleep(minBackoff) {
+				break loop
+			}
 			continue
 		case errors.Is(err, errExpired):
 			klog.V(2).InfoS("Mirror: resourceVersion expired upstream, relisting", "stream", s.id(), "resourceVersion", rv)
@@ -150,14 +181,21 @@ func (s *stream) run(ctx context.Context) {
 		}
 		s.update(func(st *streamStatus) { st.connected, st.err = false, err })
 		wait := backoff
-		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+		switch {
+		case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
 			wait = forbiddenBackoff
-			if !s.forbiddenOnce {
-				s.forbiddenOnce = true
+			if s.reported != reportedForbidden {
+				s.reported = reportedForbidden
 				klog.ErrorS(err, "Mirror: the upstream refuses this rule; retrying every few minutes", "rule", s.rule.name,
 					"resource", s.rule.gr, "namespace", s.namespace, "upstream", s.m.host)
 			}
-		} else {
+		case errors.As(err, new(localError)):
+			if s.reported != reportedLocal {
+				s.reported = reportedLocal
+				klog.ErrorS(err, "Mirror: the local store refuses the upstream's objects; retrying", "stream", s.id())
+			}
+			backoff = min(2*backoff, maxBackoff)
+		default:
 			klog.V(2).InfoS("Mirror: upstream unreachable", "stream", s.id(), "err", err, "retryIn", backoff)
 			backoff = min(2*backoff, maxBackoff)
 		}
@@ -221,8 +259,32 @@ func (s *stream) selectors() string { return s.rule.label + "|" + s.rule.field }
 
 // checkpoint persists rv as the stream's record; unless now, at most
 // every checkpointEvery. Streams of one object keep theirs in the object.
+// A record only moves forward: another kubestore mirroring into the same
+// etcd may be behind this one.
 func (s *stream) checkpoint(ctx context.Context, rv string, now bool) {
 	if s.name != "" || rv == s.persisted || (!now && time.Since(s.persistedAt) < checkpointEvery) {
+		return
+	}
+	data, _ := json.Marshal(checkpoint{Selectors: s.selectors(), ResourceVersion: rv})
+	err := s.m.state.UpdateState(ctx, s.stateName(), func(old []byte) ([]byte, bool) {
+		var c checkpoint
+		if json.Unmarshal(old, &c) == nil && c.Selectors == s.selectors() && !newer(rv, c.ResourceVersion) {
+			return nil, false
+		}
+		return data, true
+	})
+	if err != nil {
+		klog.V(2).InfoS("Mirror: recording the resourceVersion", "stream", s.id(), "err", err)
+		return
+	}
+	s.persisted, s.persistedAt, s.applied = rv, time.Now(), false
+}
+
+// record persists the resourceVersion of a relist whatever the record
+// says: after a relist that record may be from an upstream restored from
+// an older backup.
+func (s *stream) record(ctx context.Context, rv string) {
+	if s.name != "" {
 		return
 	}
 	data, _ := json.Marshal(checkpoint{Selectors: s.selectors(), ResourceVersion: rv})
@@ -230,7 +292,7 @@ func (s *stream) checkpoint(ctx context.Context, rv string, now bool) {
 		klog.V(2).InfoS("Mirror: recording the resourceVersion", "stream", s.id(), "err", err)
 		return
 	}
-	s.persisted, s.persistedAt = rv, time.Now()
+	s.persisted, s.persistedAt, s.applied = rv, time.Now(), false
 }
 
 // client is the upstream client of the stream's resource.
@@ -276,7 +338,7 @@ func (s *stream) relist(ctx context.Context, store *Store) (string, error) {
 	for {
 		list, err := s.client(store).List(ctx, opts)
 		if err != nil {
-			if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+			if expired(err) {
 				return "", errExpired
 			}
 			return "", err
@@ -366,7 +428,7 @@ func (s *stream) synced(ctx context.Context, store *Store, seen sets.Set[string]
 	s.update(func(st *streamStatus) {
 		st.synced, st.lastSync, st.lastSeen, st.objects, st.lagEvents = true, now, now, len(seen), applied
 	})
-	s.checkpoint(ctx, rv, true)
+	s.record(ctx, rv)
 	return nil
 }
 
@@ -388,7 +450,7 @@ func (s *stream) watch(ctx context.Context, store *Store, rv string, ws *watchSt
 			TimeoutSeconds:      ptr.To(watchTimeoutSeconds()),
 		})
 		if err != nil {
-			if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+			if expired(err) {
 				return rv, errExpired
 			}
 			return rv, err
@@ -414,7 +476,9 @@ func (s *stream) watch(ctx context.Context, store *Store, rv string, ws *watchSt
 				now := time.Now()
 				s.update(func(st *streamStatus) { st.synced, st.lastSync, st.lagEvents = true, now, catchUp })
 			}
-			s.checkpoint(ctx, rv, false)
+			if s.applied {
+				s.checkpoint(ctx, rv, false)
+			}
 			continue
 		case ev, ok = <-w.ResultChan():
 		}
@@ -424,7 +488,7 @@ func (s *stream) watch(ctx context.Context, store *Store, rv string, ws *watchSt
 		quiet.Reset(time.Second)
 		if ev.Type == watch.Error {
 			err := apierrors.FromObject(ev.Object)
-			if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+			if expired(err) {
 				return rv, errExpired
 			}
 			return rv, err
@@ -440,7 +504,12 @@ func (s *stream) watch(ctx context.Context, store *Store, rv string, ws *watchSt
 			if err != nil {
 				return rv, err
 			}
-			if op == opCreated {
+			if s.reported == reportedLocal {
+				s.reported = ""
+			}
+			if ev.Type == watch.Added && initial == nil {
+				// Upstream's view: the object began to match (a write
+				// through the edge may have stored it already).
 				s.update(func(st *streamStatus) { st.objects++ })
 			}
 			if initial != nil {
@@ -458,8 +527,8 @@ func (s *stream) watch(ctx context.Context, store *Store, rv string, ws *watchSt
 			}
 			if deleted {
 				catchUp++
-				s.update(func(st *streamStatus) { st.objects-- })
 			}
+			s.update(func(st *streamStatus) { st.objects = max(st.objects-1, 0) })
 		case watch.Bookmark:
 			if initial != nil && u.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
 				if err := initial.done(u.GetResourceVersion()); err != nil {
@@ -472,6 +541,16 @@ func (s *stream) watch(ctx context.Context, store *Store, rv string, ws *watchSt
 		}
 		if initial == nil {
 			rv = u.GetResourceVersion()
+			switch {
+			case ev.Type != watch.Bookmark:
+				s.applied = true
+			case time.Since(s.persistedAt) > idleCheckpointEvery:
+				// A quiet stream's record follows the bookmarks
+				// rarely: each record is a write to flash, and a
+				// restart from an older one costs at most a relist
+				// that writes nothing.
+				s.checkpoint(ctx, rv, true)
+			}
 			s.update(func(st *streamStatus) { st.lastSeen = now })
 			if ev.Type == watch.Deleted {
 				// A delete is recorded at once: replaying the create

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -91,6 +92,12 @@ type writeThrough struct {
 func (wt *writeThrough) serve() bool {
 	ctx := wt.r.Context()
 	store, err := wt.m.stores.Store(ctx, wt.gr)
+	if errors.Is(err, ErrStopping) {
+		// Which objects are mirrored can no longer be told: none is
+		// written locally.
+		wt.refuse(err)
+		return true
+	}
 	if err != nil {
 		// A custom resource whose definition is not mirrored yet: the
 		// local server answers (404).

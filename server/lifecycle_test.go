@@ -198,7 +198,7 @@ func TestNewFailsCleanlyAtEachStep(t *testing.T) {
 	cc, backend := openLifecycleBackend(t)
 	before := warmUp(t, cc, backend)
 
-	steps := []string{"feature-gates", "pki", "access", "storage", "custom-resources", "generic-server", "install", "hooks"}
+	steps := []string{"feature-gates", "pki", "access", "storage", "custom-resources", "mirror", "generic-server", "install", "hooks"}
 	seen := map[string]bool{}
 	failAt = func(step string) error {
 		seen[step] = true

@@ -47,7 +47,7 @@ func (s *mirrorStores) Store(_ context.Context, gr schema.GroupResource) (*mirro
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, fmt.Errorf("the server is stopping")
+		return nil, mirror.ErrStopping
 	}
 	if st, ok := s.stores[gr]; ok {
 		return st, nil
