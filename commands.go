@@ -17,6 +17,7 @@ import (
 	"github.com/kubestore/kubestore/cacher"
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/datadir"
+	"github.com/kubestore/kubestore/mirror"
 	"github.com/kubestore/kubestore/server"
 )
 
@@ -34,6 +35,11 @@ func serve(c *cli.Context) error {
 	cfg := cc.Config()
 	if err := setupLogging(cfg.Log, c.Context.Done()); err != nil {
 		return err
+	}
+	if cfg.Mirror.Enabled() {
+		if _, err := mirror.LoadUpstream(cfg.Mirror); err != nil {
+			return err
+		}
 	}
 	setMemoryLimit(cfg.Memory)
 	unlock, err := datadir.Dir(cfg.DataDir).Lock()

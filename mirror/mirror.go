@@ -147,11 +147,10 @@ const userAgent = "kubestore-mirror"
 // New builds the mirror of cfg, which Complete validated; nothing runs
 // until Run.
 func New(cfg config.Mirror, stores Stores, state State) (*Mirror, error) {
-	upstream, err := clientcmd.BuildConfigFromFlags("", cfg.UpstreamKubeconfig)
+	upstream, err := LoadUpstream(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("invalid --%s %q: %w", config.FlagUpstreamKubeconfig, cfg.UpstreamKubeconfig, err)
+		return nil, err
 	}
-	upstream = rest.CopyConfig(upstream)
 	upstream.UserAgent = userAgent
 	// Starting the streams of a node's references opens a watch each, as
 	// the kubelet's configmap and secret managers do.
@@ -194,6 +193,16 @@ func New(cfg config.Mirror, stores Stores, state State) (*Mirror, error) {
 	m.refs = newReferences(m)
 	registerMetrics()
 	return m, nil
+}
+
+// LoadUpstream reads --upstream-kubeconfig. The server checks it before
+// anything costly starts, so a bad file fails the start with one line.
+func LoadUpstream(cfg config.Mirror) (*rest.Config, error) {
+	upstream, err := clientcmd.BuildConfigFromFlags("", cfg.UpstreamKubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("invalid --%s %q: %w", config.FlagUpstreamKubeconfig, cfg.UpstreamKubeconfig, err)
+	}
+	return upstream, nil
 }
 
 // Upstream names the upstream in messages: its host and port.
