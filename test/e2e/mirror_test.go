@@ -158,6 +158,7 @@ func TestMirror(t *testing.T) {
 		{Name: "node", Resource: "nodes", FieldSelector: "metadata.name=$(NODE_NAME)"},
 		{Name: "pods", Resource: "pods", Namespaces: []string{"mirror-p"}, FieldSelector: "spec.nodeName=$(NODE_NAME)"},
 		{Name: "widgets", Resource: "widgets.example.com", Namespaces: []string{"mirror-w"}},
+		{Name: "labelled", Resource: "services", Namespaces: []string{"mirror-b"}, LabelSelector: "mirror=yes"},
 	}
 	edgeA := env.startEdge(t, t, "edge-a", rules, "")
 	ctx := t.Context()
@@ -166,6 +167,7 @@ func TestMirror(t *testing.T) {
 	pods := edgeA.watch(ctx, gvrPods, "mirror-p")
 	nodes := edgeA.watch(ctx, gvrNodes, "")
 	widgets := edgeA.watch(ctx, gvrWidgets, "mirror-w")
+	services := edgeA.watch(ctx, gvrServices, "mirror-b")
 
 	// The filtered upstream state of each rule of edge A.
 	wantCMs := func(t *testing.T) map[string]*unstructured.Unstructured {
@@ -183,6 +185,9 @@ func TestMirror(t *testing.T) {
 	wantWidgets := func(t *testing.T) map[string]*unstructured.Unstructured {
 		return env.upstream(t, gvrWidgets, "mirror-w", metav1.ListOptions{})
 	}
+	wantServices := func(t *testing.T) map[string]*unstructured.Unstructured {
+		return env.upstream(t, gvrServices, "mirror-b", metav1.ListOptions{LabelSelector: "mirror=yes"})
+	}
 	convergedAll := func(t *testing.T) {
 		t.Helper()
 		converge(t, cms, "cms", wantCMs)
@@ -190,8 +195,9 @@ func TestMirror(t *testing.T) {
 		converge(t, pods, "pods", wantPods)
 		converge(t, nodes, "node", wantNodes)
 		converge(t, widgets, "widgets", wantWidgets)
+		converge(t, services, "labelled", wantServices)
 	}
-	views := []*view{cms, secrets, pods, nodes, widgets}
+	views := []*view{cms, secrets, pods, nodes, widgets, services}
 
 	t.Run("initial-sync", func(t *testing.T) {
 		convergedAll(t)
@@ -428,7 +434,12 @@ func TestMirror(t *testing.T) {
 		for _, op := range []string{"created", "updated", "deleted"} {
 			t.Logf("%s{rule=cms,op=%s} +%v", metricApplied, op, delta(metricApplied, "rule", "cms", "op", op))
 		}
-		if v, ok := after.value(metricLastSync, "rule", "cms"); !ok || v < float64(restored.Unix()-1) {
+		// The gauges are refreshed every second or so.
+		if !eventually(5*time.Second, func() bool {
+			v, _ := edgeA.metrics(t).value(metricLastSync, "rule", "cms")
+			return v >= float64(restored.Unix())
+		}) {
+			v, ok := edgeA.metrics(t).value(metricLastSync, "rule", "cms")
 			t.Errorf("%s{rule=cms} = %v (present %t), want >= %d (the restore)", metricLastSync, v, ok, restored.Unix())
 		}
 		if !eventually(5*time.Second, func() bool { v, _ := edgeA.metrics(t).value(metricLag, "rule", "cms"); return v == 0 }) {
@@ -438,6 +449,37 @@ func TestMirror(t *testing.T) {
 	}
 	t.Run("outage", func(t *testing.T) { outage(t, false) })
 	t.Run("compaction-during-outage", func(t *testing.T) { outage(t, true) })
+
+	// /mirrorz says ok only once the edge has caught up: a resume that
+	// has a backlog to apply is not in sync yet.
+	t.Run("mirrorz-after-resume", func(t *testing.T) {
+		const backlog = 300
+		converge(t, secrets, "secrets-b", wantSecrets)
+		env.link.cut()
+		t.Cleanup(env.link.restore)
+		edgeA.waitMirrorz(t, http.StatusServiceUnavailable, env.link.addr)
+		secretsUp := env.upCS.CoreV1().Secrets("mirror-b")
+		parallel(t, backlog, 16, func(i int) error {
+			_, err := secretsUp.Create(t.Context(), secret("mirror-b", fmt.Sprintf("backlog-%03d", i), "0"), metav1.CreateOptions{})
+			return err
+		})
+		want := len(wantSecrets(t))
+		env.link.restore()
+		var code int
+		var body string
+		if !eventually(mirrorConverge, func() bool {
+			code, body = edgeA.mirrorz(t, false)
+			return code == http.StatusOK
+		}) {
+			t.Fatalf("/mirrorz after the link came back: %d %q", code, body)
+		}
+		list, err := edgeA.cs.CoreV1().Secrets("mirror-b").List(t.Context(), metav1.ListOptions{})
+		must(t, err)
+		if len(list.Items) != want {
+			t.Errorf("/mirrorz answered %d %q while the edge had %d of the upstream's %d secrets in mirror-b: ok before the resumed watch had applied the outage's backlog", code, strings.TrimSpace(body), len(list.Items), want)
+		}
+		converge(t, secrets, "secrets-b", wantSecrets)
+	})
 
 	t.Run("write-through", func(t *testing.T) {
 		relists := relistCounts(views)
@@ -555,9 +597,16 @@ func TestMirror(t *testing.T) {
 			}
 		}
 
-		// delete
+		// delete, with the local resourceVersion as precondition; a stale
+		// one is a conflict.
 		name = seeded[5]
-		if err := edgeCMs.Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
+		cur, err = edgeCMs.Get(t.Context(), name, metav1.GetOptions{})
+		must(t, err)
+		staleRV := strconv.FormatInt(mustRV(t, cur.ResourceVersion)-1, 10)
+		if err := edgeCMs.Delete(t.Context(), name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &staleRV}}); !apierrors.IsConflict(err) {
+			t.Errorf("delete on the edge with a stale resourceVersion precondition %s (local %s): %v, want 409 Conflict", staleRV, cur.ResourceVersion, err)
+		}
+		if err := edgeCMs.Delete(t.Context(), name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &cur.ResourceVersion, UID: &cur.UID}}); err != nil {
 			t.Errorf("delete on the edge: %v", err)
 		} else {
 			if _, err := upCMs.Get(t.Context(), name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
@@ -756,6 +805,45 @@ func TestMirror(t *testing.T) {
 			t.Errorf("kubectl patch widget on the edge: upstream spec.size %d, want 7", size)
 		}
 		converge(t, widgets, "widgets", wantWidgets)
+		checkNoRelist(t, views, relists)
+	})
+
+	t.Run("label-selector", func(t *testing.T) {
+		relists := relistCounts(views)
+		converge(t, services, "labelled", wantServices)
+		if got := services.keys(); !reflect.DeepEqual(got, []string{"mirror-b/svc-yes-0", "mirror-b/svc-yes-1"}) {
+			t.Errorf("edge services in mirror-b %v, want those labelled mirror=yes", got)
+		}
+		before, mark := services.localRVs(), services.mark()
+		up := env.upCS.CoreV1().Services("mirror-b")
+		// An object that stops matching leaves the edge; one that starts
+		// matching arrives: one event each.
+		_, err := up.Patch(t.Context(), "svc-yes-1", types.MergePatchType, []byte(`{"metadata":{"labels":{"mirror":"no"}}}`), metav1.PatchOptions{})
+		must(t, err)
+		_, err = up.Patch(t.Context(), "svc-no", types.MergePatchType, []byte(`{"metadata":{"labels":{"mirror":"yes"}}}`), metav1.PatchOptions{})
+		must(t, err)
+		converge(t, services, "labelled", wantServices)
+		time.Sleep(time.Second)
+		checkChanges(t, services, mark, before, map[string]watch.EventType{"svc-yes-1": watch.Deleted, "svc-no": watch.Added})
+		// Through the edge: a create the selector matches goes upstream,
+		// one it does not match is local.
+		edgeSvcs := edgeA.cs.CoreV1().Services("mirror-b")
+		if _, err := edgeSvcs.Create(t.Context(), service("mirror-b", "svc-wt", "yes"), metav1.CreateOptions{}); err != nil {
+			t.Errorf("create of a service labelled mirror=yes on the edge: %v", err)
+		} else if _, err := up.Get(t.Context(), "svc-wt", metav1.GetOptions{}); err != nil {
+			t.Errorf("create of a service labelled mirror=yes on the edge: upstream %v", err)
+		}
+		if _, err := edgeSvcs.Create(t.Context(), service("mirror-b", "svc-local", "no"), metav1.CreateOptions{}); err != nil {
+			t.Errorf("create of a service labelled mirror=no on the edge: %v", err)
+		} else {
+			if _, err := up.Get(t.Context(), "svc-local", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				t.Errorf("a service no rule matches, created on the edge, reached the upstream: %v", err)
+			}
+			if err := edgeSvcs.Delete(t.Context(), "svc-local", metav1.DeleteOptions{}); err != nil {
+				t.Errorf("delete of a local service on the edge: %v", err)
+			}
+		}
+		converge(t, services, "labelled", wantServices)
 		checkNoRelist(t, views, relists)
 	})
 
@@ -1130,6 +1218,10 @@ func (e *mirrorEnv) seed(t *testing.T) {
 		_, err := up.Secrets("mirror-b").Create(ctx, secret("mirror-b", fmt.Sprintf("b-%02d", i), "0"), metav1.CreateOptions{})
 		return err
 	})
+	for _, svc := range []*corev1.Service{service("mirror-b", "svc-yes-0", "yes"), service("mirror-b", "svc-yes-1", "yes"), service("mirror-b", "svc-no", "no")} {
+		_, err := up.Services("mirror-b").Create(ctx, svc, metav1.CreateOptions{})
+		must(t, err)
+	}
 	for _, c := range []*corev1.ConfigMap{cm("mirror-b", "not-mirrored", "0"), cm("default", "upstream-only", "0")} {
 		_, err := up.ConfigMaps(c.Namespace).Create(ctx, c, metav1.CreateOptions{})
 		must(t, err)
@@ -1983,6 +2075,11 @@ func secret(ns, name, v string) *corev1.Secret {
 func pod(ns, name, node string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}}}
+}
+
+func service(ns, name, mirror string) *corev1.Service {
+	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"mirror": mirror}},
+		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Ports: []corev1.ServicePort{{Name: "http", Port: 80}}, Selector: map[string]string{"app": name}}}
 }
 
 func widget(ns, name string) *unstructured.Unstructured {
