@@ -149,6 +149,8 @@ type mirrorRule struct {
 func TestMirror(t *testing.T) {
 	requireKubectl(t)
 	began := time.Now()
+	// tMain owns the edge's process across restarts in subtests.
+	tMain := t
 	env := newMirrorEnv(t)
 	env.seed(t)
 
@@ -891,7 +893,7 @@ func TestMirror(t *testing.T) {
 			t.Errorf("graceful stop of the edge with the link down: %v", err)
 		}
 		began := time.Now()
-		edgeA.restart(t)
+		edgeA.restart(tMain)
 		if d := time.Since(began); d > 20*time.Second {
 			t.Errorf("the edge took %s to become ready with the upstream down, want it ready from local data", d)
 		}
@@ -932,6 +934,56 @@ func TestMirror(t *testing.T) {
 		for name, rv := range last {
 			if name != changed && now[name] != rv {
 				t.Errorf("mirror-a/%s: local resourceVersion %s -> %s across the restart, but it did not change upstream", name, rv, now[name])
+			}
+		}
+	})
+	// The upstream compacted past the resourceVersion the edge persisted:
+	// after the restart the resume gets 410, and the relist writes only
+	// what changed.
+	t.Run("restart-after-compaction", func(t *testing.T) {
+		converge(t, cms, "cms", wantCMs)
+		before := cms.localRVs()
+		env.link.cut()
+		t.Cleanup(env.link.restore)
+		if err := edgeA.p.stop(30 * time.Second); err != nil {
+			t.Errorf("graceful stop of the edge: %v", err)
+		}
+		upCMs := env.upCS.CoreV1().ConfigMaps("mirror-a")
+		changes := map[string]watch.EventType{}
+		for _, name := range names(before) {
+			if len(changes) == 2 {
+				break
+			}
+			if strings.HasPrefix(name, "a-") {
+				_, err := upCMs.Patch(t.Context(), name, types.MergePatchType, []byte(`{"data":{"v":"after-compaction"}}`), metav1.PatchOptions{})
+				must(t, err)
+				changes[name] = watch.Modified
+			}
+		}
+		_, err := upCMs.Create(t.Context(), cm("mirror-a", "after-compaction", "0"), metav1.CreateOptions{})
+		must(t, err)
+		changes["after-compaction"] = watch.Added
+		t.Logf("compacted the upstream at revision %d", env.compact(t))
+		edgeA.restart(tMain)
+		env.link.restore()
+		converge(t, cms, "cms", wantCMs)
+		edgeA.waitMirrorz(t, http.StatusOK, "ok")
+		m := edgeA.metrics(t)
+		if v, _ := m.value(metricRelists, "rule", "cms"); v < 1 {
+			t.Errorf("%s{rule=cms} = %v after a restart past a compaction, want >= 1 (the resume gets 410)", metricRelists, v)
+		}
+		if v, _ := m.value(metricApplied, "rule", "cms", "op", "unchanged"); v < float64(len(before)-2) {
+			t.Errorf("%s{rule=cms,op=unchanged} = %v, want >= %d (the objects the relist found unchanged)", metricApplied, v, len(before)-2)
+		}
+		now := cms.localRVs()
+		for name, rv := range before {
+			if _, changed := changes[name]; !changed && now[name] != rv {
+				t.Errorf("mirror-a/%s: local resourceVersion %s -> %s across the restart and relist, but it did not change upstream", name, rv, now[name])
+			}
+		}
+		for name := range changes {
+			if _, ok := now[name]; !ok {
+				t.Errorf("mirror-a/%s changed upstream before the restart, missing on the edge", name)
 			}
 		}
 	})
