@@ -475,12 +475,15 @@ func TestMirror(t *testing.T) {
 		}) {
 			t.Fatalf("/mirrorz after the link came back: %d %q", code, body)
 		}
+		okAt := time.Now()
+		_, verbose := edgeA.mirrorz(t, true)
 		list, err := edgeA.cs.CoreV1().Secrets("mirror-b").List(t.Context(), metav1.ListOptions{})
 		must(t, err)
-		if len(list.Items) != want {
-			t.Errorf("/mirrorz answered %d %q while the edge had %d of the upstream's %d secrets in mirror-b: ok before the resumed watch had applied the outage's backlog", code, strings.TrimSpace(body), len(list.Items), want)
-		}
 		converge(t, secrets, "secrets-b", wantSecrets)
+		if len(list.Items) != want {
+			t.Errorf("/mirrorz answered %d %q while the edge had %d of the upstream's %d secrets in mirror-b (it caught up %s later): ok before the resumed watch had applied the outage's backlog; ?verbose then:\n%s",
+				code, strings.TrimSpace(body), len(list.Items), want, time.Since(okAt).Round(time.Millisecond), verbose)
+		}
 	})
 
 	t.Run("write-through", func(t *testing.T) {
@@ -585,6 +588,18 @@ func TestMirror(t *testing.T) {
 		}
 		if got := upGet(name); got.Data["v"] != "upstream-wins" {
 			t.Errorf("a stale update through the edge overwrote the upstream: data %v", got.Data)
+		}
+
+		// A write the upstream refuses is refused with the upstream's
+		// answer, and changes nothing locally.
+		name = seeded[7]
+		localCM, err := edgeCMs.Get(t.Context(), name, metav1.GetOptions{})
+		must(t, err)
+		if _, err := edgeCMs.Patch(t.Context(), name, types.MergePatchType, []byte(`{"data":{"not a valid key!":"x"}}`), metav1.PatchOptions{}); !apierrors.IsInvalid(err) {
+			t.Errorf("patch on the edge with an invalid data key: %v, want 422 Invalid from the upstream", err)
+		}
+		if got, err := edgeCMs.Get(t.Context(), name, metav1.GetOptions{}); err != nil || got.ResourceVersion != localCM.ResourceVersion {
+			t.Errorf("a write the upstream refused changed the local copy: %v %s", err, describeCM(got))
 		}
 
 		// create in a namespace the rule covers: created upstream, the
