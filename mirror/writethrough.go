@@ -28,8 +28,10 @@ import (
 )
 
 // retryAfterSeconds is the Retry-After of a write refused while the link is
-// down.
-const retryAfterSeconds = 10
+// down. client-go retries such an answer up to ten times, waiting this long
+// each time, before its caller sees the 503: a node agent's write must not
+// hang for minutes.
+const retryAfterSeconds = 1
 
 // deleteSettle bounds the wait, after the upstream deleted an object, for
 // the stream to bring the deletion; the local copy is then deleted
@@ -230,11 +232,16 @@ func (wt *writeThrough) decode(body []byte) (*unstructured.Unstructured, error) 
 	default:
 		data = body
 	}
-	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(data); err != nil {
+	// A body may leave apiVersion and kind out: the URL says them, as
+	// kube-apiserver accepts.
+	var object map[string]any
+	if err := json.Unmarshal(data, &object); err != nil {
 		return nil, err
 	}
-	return u, nil
+	if object == nil {
+		return nil, fmt.Errorf("the body is not an object")
+	}
+	return &unstructured.Unstructured{Object: object}, nil
 }
 
 // forward sends the write to the upstream and answers the client.
@@ -326,7 +333,7 @@ func (wt *writeThrough) upstreamBody() ([]byte, string, error) {
 			}
 			stripAnnotations(u.Object)
 		}
-		data, err := u.MarshalJSON()
+		data, err := json.Marshal(u.Object)
 		return data, runtime.ContentTypeJSON, err
 	}
 	// patch
