@@ -1415,13 +1415,13 @@ type edge struct {
 
 // startEdge starts an edge named name with rules (none: the default
 // rules) whose upstream identity is the admin certificate, or the token
-// when given. The process lives as long as owner; it always takes the
-// same port, so that clients live through its restarts.
-func (e *mirrorEnv) startEdge(owner, t *testing.T, name string, rules []mirrorRule, token string) *edge {
+// when given, and extra flags. The process lives as long as owner; it
+// always takes the same port, so that clients live through its restarts.
+func (e *mirrorEnv) startEdge(owner, t *testing.T, name string, rules []mirrorRule, token string, extra ...string) *edge {
 	t.Helper()
 	kc := filepath.Join(e.dir, name+"-upstream.kubeconfig")
 	writeEdgeKubeconfig(t, e.up.kubeconfig, e.link.addr, token, kc)
-	args := []string{"--secure-port", strconv.Itoa(freePort(t)), flagUpstreamKubeconfig, kc, flagNodeName, edgeNode}
+	args := append([]string{"--secure-port", strconv.Itoa(freePort(t)), flagUpstreamKubeconfig, kc, flagNodeName, edgeNode}, extra...)
 	if len(rules) > 0 {
 		data, err := yaml.Marshal(map[string]any{"mirror": map[string]any{"rules": rules}})
 		must(t, err)
