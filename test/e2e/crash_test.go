@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -343,24 +341,7 @@ func checkAfterRestart(t *testing.T, ctx context.Context, client kubernetes.Inte
 const convergeTimeout = 30 * time.Second
 
 // viewDiff describes how view differs from want (name -> resourceVersion).
-func viewDiff(want, view map[string]string) string {
-	var out []string
-	for n, rv := range want {
-		if view[n] != rv {
-			out = append(out, fmt.Sprintf("%s: %q, want %q", n, view[n], rv))
-		}
-	}
-	for n, rv := range view {
-		if _, ok := want[n]; !ok {
-			out = append(out, fmt.Sprintf("%s: %q, want absent", n, rv))
-		}
-	}
-	sort.Strings(out)
-	if len(out) > 5 {
-		out = append(out[:5], fmt.Sprintf("and %d more", len(out)-5))
-	}
-	return strings.Join(out, "; ")
-}
+func viewDiff(want, view map[string]string) string { return mapDiff(want, view, 5) }
 
 // rawWatcher keeps a name -> resourceVersion view from a plain watch that
 // it resumes from the last resourceVersion it saw after every failure; a

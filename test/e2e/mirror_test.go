@@ -1838,24 +1838,7 @@ func fieldDiff(want, got map[string]any) string {
 	fw, fg := map[string]string{}, map[string]string{}
 	flatten("", want, fw)
 	flatten("", got, fg)
-	var out []string
-	for p, w := range fw {
-		if g, ok := fg[p]; !ok {
-			out = append(out, fmt.Sprintf("%s missing on the edge (upstream %s)", p, w))
-		} else if g != w {
-			out = append(out, fmt.Sprintf("%s = %s on the edge, %s upstream", p, g, w))
-		}
-	}
-	for p, g := range fg {
-		if _, ok := fw[p]; !ok {
-			out = append(out, fmt.Sprintf("%s = %s only on the edge", p, g))
-		}
-	}
-	sort.Strings(out)
-	if len(out) > 4 {
-		out = append(out[:4], fmt.Sprintf("and %d more", len(out)-4))
-	}
-	return strings.Join(out, "; ")
+	return mapDiff(fw, fg, 4)
 }
 
 func flatten(prefix string, v any, out map[string]string) {

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -329,4 +330,27 @@ func requireKubectl(t *testing.T) {
 	if _, err := exec.LookPath("kubectl"); err != nil {
 		t.Fatal("kubectl is required by the end-to-end tests (.ci/run installs it)")
 	}
+}
+
+// mapDiff lists how got differs from want, sorted, the first limit
+// entries and how many more.
+func mapDiff(want, got map[string]string, limit int) string {
+	var out []string
+	for k, w := range want {
+		if g, ok := got[k]; !ok {
+			out = append(out, fmt.Sprintf("%s: absent, want %q", k, w))
+		} else if g != w {
+			out = append(out, fmt.Sprintf("%s: %q, want %q", k, g, w))
+		}
+	}
+	for k, g := range got {
+		if _, ok := want[k]; !ok {
+			out = append(out, fmt.Sprintf("%s: %q, want absent", k, g))
+		}
+	}
+	sort.Strings(out)
+	if len(out) > limit {
+		out = append(out[:limit], fmt.Sprintf("and %d more", len(out)-limit))
+	}
+	return strings.Join(out, "; ")
 }
