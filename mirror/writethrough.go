@@ -45,8 +45,10 @@ const deleteSettle = 5 * time.Second
 // upstream's answer and served as the response. While the link is down such
 // a write gets 503 with Retry-After, never a silent local fork. It runs
 // after authentication and authorization (it needs the RequestInfo);
-// serializer writes its errors and decoder reads protobuf bodies.
-func (m *Mirror) WithWriteThrough(next http.Handler, serializer runtime.NegotiatedSerializer, decoder runtime.Decoder) http.Handler {
+// serializer writes its errors, decoder reads protobuf bodies, and a body
+// over maxBody bytes is refused (--max-request-body-bytes, which the
+// handlers behind would enforce).
+func (m *Mirror) WithWriteThrough(next http.Handler, serializer runtime.NegotiatedSerializer, decoder runtime.Decoder, maxBody int64) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info, ok := request.RequestInfoFrom(r.Context())
 		if !ok || !info.IsResourceRequest || (info.Subresource != "" && info.Subresource != "status") {
@@ -65,7 +67,7 @@ func (m *Mirror) WithWriteThrough(next http.Handler, serializer runtime.Negotiat
 			return
 		}
 		wt := &writeThrough{m: m, next: next, w: w, r: r, info: info, gr: gr, serializer: serializer, decoder: decoder,
-			gv: schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}}
+			maxBody: maxBody, gv: schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}}
 		if !wt.serve() {
 			next.ServeHTTP(w, r)
 		}
@@ -83,6 +85,7 @@ type writeThrough struct {
 	gv         schema.GroupVersion
 	serializer runtime.NegotiatedSerializer
 	decoder    runtime.Decoder
+	maxBody    int64
 	store      *Store
 	body       []byte
 	// local is the local copy of the object written, nil on create.
@@ -117,8 +120,12 @@ func (wt *writeThrough) serve() bool {
 		}
 		return false
 	}
-	if wt.body, err = io.ReadAll(wt.r.Body); err != nil {
+	if wt.body, err = io.ReadAll(io.LimitReader(wt.r.Body, wt.maxBody+1)); err != nil {
 		wt.fail(apierrors.NewBadRequest("reading the request body: "+err.Error()), "")
+		return true
+	}
+	if int64(len(wt.body)) > wt.maxBody {
+		wt.fail(apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", wt.maxBody)), "")
 		return true
 	}
 	wt.r.Body = io.NopCloser(bytes.NewReader(wt.body))

@@ -257,7 +257,7 @@ func (b *builder) genericConfig() error {
 	// Writes to mirrored objects go to the upstream, once authorized.
 	c.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
 		if b.mirrorer != nil {
-			h = b.mirrorer.WithWriteThrough(h, c.Serializer, b.kinds.Codecs().UniversalDeserializer())
+			h = b.mirrorer.WithWriteThrough(h, c.Serializer, b.kinds.Codecs().UniversalDeserializer(), c.MaxRequestBodyBytes)
 		}
 		return genericapiserver.DefaultBuildHandlerChain(checkQuery(h, c.Serializer), c)
 	}

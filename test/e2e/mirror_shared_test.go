@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,6 +139,16 @@ func TestMirrorTwoProcessesOneEtcd(t *testing.T) {
 			if evs := va.since(markA); len(evs) != 1 {
 				t.Errorf("a write through %s: %d events on edge-a, want 1: %s", ed.dataDir, len(evs), describeEvents(evs))
 			}
+		}
+	})
+
+	t.Run("body-over-the-limit", func(t *testing.T) {
+		// --max-request-body-bytes (3 MiB by default) holds for writes
+		// the mirror forwards too: it reads their bodies itself.
+		body := `{"data":{"big":"` + strings.Repeat("x", 4<<20) + `"}}`
+		code, _, resp := a.request(t, http.MethodPatch, "/api/v1/namespaces/"+ns+"/configmaps/s-01", "application/merge-patch+json", body)
+		if code != http.StatusRequestEntityTooLarge || strings.Contains(resp, "upstream") {
+			t.Errorf("a 4 MiB patch of a mirrored object: %d %.200s, want 413 from the edge itself, not the upstream's", code, resp)
 		}
 	})
 }
