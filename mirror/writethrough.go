@@ -62,6 +62,12 @@ func (m *Mirror) WithWriteThrough(next http.Handler, serializer runtime.Negotiat
 			return
 		}
 		gr := schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}
+		if gr == namespaces && info.Verb == "delete" && info.Subresource == "" {
+			if err := m.namespaceDeletable(r.Context(), info.Name); err != nil {
+				responsewriters.ErrorNegotiated(err, serializer, schema.GroupVersion{Version: info.APIVersion}, w, r)
+				return
+			}
+		}
 		if len(m.rulesFor(gr)) == 0 {
 			next.ServeHTTP(w, r)
 			return
@@ -153,6 +159,30 @@ func (wt *writeThrough) serve() bool {
 	}
 	wt.forward()
 	return true
+}
+
+// namespaceDeletable refuses the deletion of a namespace that holds
+// mirrored objects: the namespace controller would delete them below the
+// mirror, a local fork the upstream never hears of.
+func (m *Mirror) namespaceDeletable(ctx context.Context, namespace string) error {
+	for _, r := range m.rules {
+		if !r.covers(namespace) {
+			continue
+		}
+		store, err := m.stores.Store(ctx, r.gr)
+		if err != nil || !store.Namespaced {
+			continue
+		}
+		local, err := m.localObjects(ctx, r, store, namespace, "")
+		if err != nil {
+			return apierrors.NewInternalError(err)
+		}
+		if len(local) > 0 {
+			return apierrors.NewConflict(namespaces, namespace, fmt.Errorf("it holds %d %s mirrored from the upstream %s by rule %s; they go when the upstream deletes them, or the rule is removed",
+				len(local), r.gr, m.host, r.name))
+		}
+	}
+	return nil
 }
 
 // covers reports whether the rule mirrors objects of namespace.

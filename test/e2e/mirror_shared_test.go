@@ -151,4 +151,19 @@ func TestMirrorTwoProcessesOneEtcd(t *testing.T) {
 			t.Errorf("a 4 MiB patch of a mirrored object: %d %.200s, want 413 from the edge itself, not the upstream's", code, resp)
 		}
 	})
+
+	t.Run("namespace-with-mirrored-objects", func(t *testing.T) {
+		// The namespace controller would delete the mirrored objects
+		// below the mirror: the deletion is refused instead.
+		code, _, resp := a.request(t, http.MethodDelete, "/api/v1/namespaces/"+ns, "", "")
+		if code != http.StatusConflict || !strings.Contains(resp, "rule shared") {
+			t.Errorf("DELETE of namespace %s, which holds mirrored objects: %d %.300s, want 409 naming the rule", ns, code, resp)
+		}
+		if _, err := a.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "local-only"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.cs.CoreV1().Namespaces().Delete(ctx, "local-only", metav1.DeleteOptions{}); err != nil {
+			t.Errorf("DELETE of a namespace without mirrored objects: %v", err)
+		}
+	})
 }
