@@ -441,13 +441,15 @@ func (s *Server) Kubeconfig() string { return s.kubeconfig }
 //     hooks (waitStarted).
 //  1. /readyz fails and kubestore's workers stop and are waited for: the
 //     namespace controller, the manifests applier, the certificate renewal,
-//     the unix socket (its connections, watches included, are closed within
-//     a quarter of --shutdown-timeout).
+//     the mirror (each stream records where it stopped), the unix socket
+//     (its connections, watches included, are closed within a quarter of
+//     --shutdown-timeout).
 //  2. The HTTPS listener stops accepting; watches end at once so clients
 //     reconnect elsewhere; in-flight requests finish (a quarter of
 //     --shutdown-timeout each for watches and for the HTTP server).
 //  3. Every store's watch cache and the custom-resources server are
-//     destroyed.
+//     destroyed, and the mirror's stores closed (a write to a mirrored
+//     object still in flight gets 503).
 //
 // Run returns when all of that is done: nil after a cancelled ctx, the
 // storage's failure after one. The caller then closes the storage (the
