@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -166,4 +167,39 @@ func TestMirrorTwoProcessesOneEtcd(t *testing.T) {
 			t.Errorf("DELETE of a namespace without mirrored objects: %v", err)
 		}
 	})
+}
+
+// TestMirrorUpstreamWithoutWatchList: an upstream that refuses WatchList
+// (older, or its WatchList gate off) is mirrored by LIST and WATCH, once
+// the mirror has seen that a plain list works.
+func TestMirrorUpstreamWithoutWatchList(t *testing.T) {
+	dir := shortTempDir(t)
+	up := start(t, filepath.Join(dir, "up"), "--feature-gates", "WatchList=false")
+	upCS := up.clientset()
+	ctx := t.Context()
+	for i := range 3 {
+		_, err := upCS.CoreV1().ConfigMaps("default").Create(ctx, cm("default", fmt.Sprintf("c-%d", i), "0"), metav1.CreateOptions{})
+		must(t, err)
+	}
+	kc := filepath.Join(dir, "upstream.kubeconfig")
+	writeEdgeKubeconfig(t, up.kubeconfig, strings.TrimPrefix(up.server(), "https://"), "", kc)
+	cfg := filepath.Join(dir, "edge.yaml")
+	must(t, os.WriteFile(cfg, []byte("mirror: {rules: [{name: cms, resource: configmaps, namespaces: [default]}]}\n"), 0o600))
+	ed := start(t, filepath.Join(dir, "edge"), flagUpstreamKubeconfig, kc, flagNodeName, edgeNode, "--config", cfg)
+	edCS := ed.clientset()
+	has := func(name string) bool {
+		_, err := edCS.CoreV1().ConfigMaps("default").Get(ctx, name, metav1.GetOptions{})
+		return err == nil
+	}
+	if !eventually(30*time.Second, func() bool { return has("c-0") && has("c-1") && has("c-2") }) {
+		t.Fatalf("the edge did not mirror the upstream's ConfigMaps\n%s", ed.logs())
+	}
+	_, err := upCS.CoreV1().ConfigMaps("default").Create(ctx, cm("default", "later", "0"), metav1.CreateOptions{})
+	must(t, err)
+	if !eventually(30*time.Second, func() bool { return has("later") }) {
+		t.Errorf("a ConfigMap created upstream after the list did not reach the edge (the watch)")
+	}
+	if !strings.Contains(ed.logs(), "does not serve WatchList; listing instead") {
+		t.Errorf("the edge's log does not say it lists instead of WatchList:\n%s", ed.logs())
+	}
 }
