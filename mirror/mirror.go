@@ -100,14 +100,13 @@ type State interface {
 
 // Mirror mirrors the rules' objects and forwards writes to them.
 type Mirror struct {
-	upstream *rest.Config
-	host     string
-	dyn      dynamic.Interface
-	raw      rest.Interface
-	stores   Stores
-	state    State
-	node     string
-	rules    []*rule
+	host   string
+	dyn    dynamic.Interface
+	raw    rest.Interface
+	stores Stores
+	state  State
+	node   string
+	rules  []*rule
 
 	// noWatchList is set once the upstream refused a WatchList: it is too
 	// old or has the feature off, and every relist lists.
@@ -171,7 +170,7 @@ func New(cfg config.Mirror, stores Stores, state State) (*Mirror, error) {
 	if u, err := url.Parse(host); err == nil && u.Host != "" {
 		host = u.Host
 	}
-	m := &Mirror{upstream: upstream, host: host, dyn: dyn, raw: raw, stores: stores, state: state,
+	m := &Mirror{host: host, dyn: dyn, raw: raw, stores: stores, state: state,
 		node: cfg.EffectiveNodeName(), streams: map[string]*stream{}, upNow: make(chan struct{})}
 	for _, r := range cfg.Rules {
 		label, field := r.Selectors(m.node)
@@ -186,9 +185,12 @@ func New(cfg config.Mirror, stores Stores, state State) (*Mirror, error) {
 		m.rules = append(m.rules, &rule{name: r.RuleName(), gr: r.GroupResource(), cfg: r, label: label, field: field,
 			labels: ls, fields: fs, referencedBy: r.ReferencedBy})
 	}
-	// A custom resource's definition is mirrored with it.
+	// A custom resource's definition is mirrored with it, once however
+	// many rules name the resource.
+	defined := map[schema.GroupResource]bool{}
 	for _, r := range slices.Clone(m.rules) {
-		if !stores.Builtin(r.gr) {
+		if !stores.Builtin(r.gr) && !defined[r.gr] {
+			defined[r.gr] = true
 			m.rules = append(m.rules, &rule{name: r.name + "-definition", gr: crdResource, object: r.gr.String(),
 				labels: labels.Everything(), fields: fields.Everything()})
 		}

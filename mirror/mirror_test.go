@@ -228,3 +228,23 @@ func TestUpstreamBody(t *testing.T) {
 		})
 	}
 }
+
+// A custom resource named by two rules has its definition mirrored once:
+// two rules writing one object would each take it over from the other.
+func TestOneDefinitionPerCustomResource(t *testing.T) {
+	m := newTestMirror(t,
+		config.MirrorRule{Name: "widgets-a", Resource: "widgets.example.com", Namespaces: []string{"a"}},
+		config.MirrorRule{Name: "widgets-b", Resource: "widgets.example.com", Namespaces: []string{"b"}},
+		config.MirrorRule{Name: "gadgets", Resource: "gadgets.example.com"},
+		config.MirrorRule{Name: "pods", Resource: "pods"},
+	)
+	var got []string
+	for _, r := range m.rules {
+		if r.gr == crdResource {
+			got = append(got, r.object)
+		}
+	}
+	if want := []string{"widgets.example.com", "gadgets.example.com"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("definition rules for %q, want %q", got, want)
+	}
+}
