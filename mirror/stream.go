@@ -273,19 +273,7 @@ func (s *stream) checkpoint(ctx context.Context, rv string, now bool) {
 	if s.name != "" || rv == s.persisted || (!now && time.Since(s.persistedAt) < checkpointEvery) {
 		return
 	}
-	data, _ := json.Marshal(checkpoint{Selectors: s.selectors(), ResourceVersion: rv})
-	err := s.m.state.UpdateState(ctx, s.stateName(), func(old []byte) ([]byte, bool) {
-		var c checkpoint
-		if json.Unmarshal(old, &c) == nil && c.Selectors == s.selectors() && !newer(rv, c.ResourceVersion) {
-			return nil, false
-		}
-		return data, true
-	})
-	if err != nil {
-		klog.V(2).InfoS("Mirror: recording the resourceVersion", "stream", s.id(), "err", err)
-		return
-	}
-	s.persisted, s.persistedAt, s.applied = rv, time.Now(), false
+	s.persist(ctx, rv, false)
 }
 
 // record persists the resourceVersion of a relist whatever the record
@@ -295,8 +283,19 @@ func (s *stream) record(ctx context.Context, rv string) {
 	if s.name != "" {
 		return
 	}
+	s.persist(ctx, rv, true)
+}
+
+func (s *stream) persist(ctx context.Context, rv string, force bool) {
 	data, _ := json.Marshal(checkpoint{Selectors: s.selectors(), ResourceVersion: rv})
-	if err := s.m.state.PutState(ctx, s.stateName(), data); err != nil {
+	err := s.m.state.UpdateState(ctx, s.stateName(), func(old []byte) ([]byte, bool) {
+		var c checkpoint
+		if !force && json.Unmarshal(old, &c) == nil && c.Selectors == s.selectors() && !newer(rv, c.ResourceVersion) {
+			return nil, false
+		}
+		return data, true
+	})
+	if err != nil {
 		klog.V(2).InfoS("Mirror: recording the resourceVersion", "stream", s.id(), "err", err)
 		return
 	}
