@@ -342,6 +342,7 @@ func (s *stream) relist(ctx context.Context, store *Store) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	defer rl.wait() //nolint:errcheck // on the error paths: their error is returned
 	opts := metav1.ListOptions{LabelSelector: s.rule.label, FieldSelector: s.fieldSelector(), Limit: 500}
 	var rv string
 	for {
@@ -398,12 +399,25 @@ func (s *stream) watchList(ctx context.Context, store *Store) (string, error) {
 	return s.watch(ctx, store, "", &watchStream{w: w, initial: rl})
 }
 
-// relisting is a relist in progress: the local copies before it, and the
-// upstream objects seen and written so far.
+// relistWrites is how many of a relist's writes run at once. Each is an
+// etcd commit, and etcd fsyncs its WAL once for the commits that arrive
+// together, so a first sync takes a fraction of the time and of the flash
+// writes it takes one by one. A relist holds each object once, so the
+// order of its writes does not matter; a watch's events are applied in
+// order.
+const relistWrites = 8
+
+// relisting is a relist in progress: the local copies before it, the
+// upstream objects seen so far, and the writes under way.
 type relisting struct {
-	local   map[string]localRef
-	seen    sets.Set[string]
+	local map[string]localRef
+	seen  sets.Set[string]
+	slots chan struct{}
+	wg    sync.WaitGroup
+
+	mu      sync.Mutex
 	applied int
+	err     error
 }
 
 func (s *stream) newRelisting(ctx context.Context, store *Store) (*relisting, error) {
@@ -411,11 +425,13 @@ func (s *stream) newRelisting(ctx context.Context, store *Store) (*relisting, er
 	if err != nil {
 		return nil, err
 	}
-	return &relisting{local: local, seen: sets.New[string]()}, nil
+	return &relisting{local: local, seen: sets.New[string](), slots: make(chan struct{}, relistWrites)}, nil
 }
 
 // apply writes u unless the local copy listed before the relist already
-// has its content: an unchanged object costs no read and no write.
+// has its content: an unchanged object costs no read and no write. The
+// write runs beside others; a failure is returned by a later apply or by
+// wait.
 func (rl *relisting) apply(ctx context.Context, s *stream, store *Store, u *unstructured.Unstructured) error {
 	key := u.GetNamespace() + "/" + u.GetName()
 	rl.seen.Insert(key)
@@ -424,14 +440,43 @@ func (rl *relisting) apply(ctx context.Context, s *stream, store *Store, u *unst
 		applied.WithLabelValues(s.rule.name, opUnchanged).Inc()
 		return nil
 	}
-	op, err := s.m.applyHinted(ctx, s.rule, store, u, !ok)
+	select {
+	case rl.slots <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	rl.mu.Lock()
+	err := rl.err
+	rl.mu.Unlock()
 	if err != nil {
+		<-rl.slots
 		return err
 	}
-	if op != opUnchanged {
-		rl.applied++
-	}
+	rl.wg.Add(1)
+	go func() {
+		defer func() {
+			<-rl.slots
+			rl.wg.Done()
+		}()
+		op, err := s.m.applyHinted(ctx, s.rule, store, u, !ok)
+		rl.mu.Lock()
+		defer rl.mu.Unlock()
+		switch {
+		case err != nil && rl.err == nil:
+			rl.err = err
+		case err == nil && op != opUnchanged:
+			rl.applied++
+		}
+	}()
 	return nil
+}
+
+// wait returns once the relist's writes are done, with the first failure.
+func (rl *relisting) wait() error {
+	rl.wg.Wait()
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	return rl.err
 }
 
 type watchStream struct {
@@ -446,6 +491,9 @@ func watchTimeoutSeconds() int64 {
 // synced ends a relist: the local copies no upstream object was seen for
 // are deleted.
 func (s *stream) synced(ctx context.Context, store *Store, rl *relisting, rv string) error {
+	if err := rl.wait(); err != nil {
+		return err
+	}
 	for key, ref := range rl.local {
 		if rl.seen.Has(key) {
 			continue
@@ -472,6 +520,9 @@ func (s *stream) watch(ctx context.Context, store *Store, rv string, ws *watchSt
 	var w watch.Interface
 	if ws != nil {
 		w, initial = ws.w, ws.initial
+		// A watch that ends before its initial events do leaves no
+		// write of theirs running.
+		defer ws.initial.wait() //nolint:errcheck // the watch's own error is returned
 	} else {
 		var err error
 		w, err = s.client(store).Watch(ctx, metav1.ListOptions{
