@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"maps"
+	"net/netip"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -21,6 +23,8 @@ type completed struct {
 	historyWindows map[schema.GroupResource]time.Duration
 	maxObjects     map[schema.GroupResource]int64
 	maxBytes       map[schema.GroupResource]int64
+	controllers    map[string]bool
+	serviceCIDRs   []netip.Prefix
 }
 
 // Complete validates c, reporting every problem at once as Validate does,
@@ -66,3 +70,11 @@ func (c Completed) BudgetFor(gr schema.GroupResource) Budget {
 	}
 	return b
 }
+
+// ControllerEnabled reports whether --controllers enables the named one
+// (one of Controllers).
+func (c Completed) ControllerEnabled(name string) bool { return c.controllers[name] }
+
+// ServiceCIDRs are the ranges of --service-cluster-ip-range, the primary
+// family first.
+func (c Completed) ServiceCIDRs() []netip.Prefix { return slices.Clone(c.serviceCIDRs) }

@@ -125,6 +125,14 @@ type Server struct {
 	// ManifestsDir holds manifests applied (server-side apply, field
 	// manager kubestore-manifests) at start and when they change.
 	ManifestsDir string `json:"manifestsDir,omitempty"`
+	// Controllers switches the controllers and allocators that run beside
+	// the API: "*", "name", "-name" (kube-controller-manager's syntax).
+	Controllers []string `json:"controllers"`
+	// ServiceClusterIPRange is where ClusterIPs are allocated from.
+	ServiceClusterIPRange string `json:"serviceClusterIPRange"`
+	// ServiceAccountIssuer is the iss claim of ServiceAccount tokens and
+	// the issuer of the OIDC discovery document.
+	ServiceAccountIssuer string `json:"serviceAccountIssuer"`
 }
 
 // Etcd configures storage: the embedded etcd server by default, or an
@@ -218,6 +226,9 @@ func Default() Config {
 			MaxMutatingRequestsInFlight: DefaultMaxMutatingInFlight,
 			MaxRequestBodyBytes:         DefaultMaxRequestBodyBytes,
 			CustomResources:             true,
+			Controllers:                 []string{"*"},
+			ServiceClusterIPRange:       DefaultServiceClusterIPRange,
+			ServiceAccountIssuer:        DefaultServiceAccountIssuer,
 		},
 		Etcd: Etcd{
 			Prefix:                      DefaultEtcdPrefix,
@@ -329,6 +340,15 @@ func (s Server) validate(cc *completed) []error {
 		} else if len(s.UnixSocket) > MaxUnixSocketPath {
 			errs = append(errs, invalid(FlagUnixSocket, s.UnixSocket, fmt.Sprintf("is longer than the %d bytes a unix socket path may have", MaxUnixSocketPath)))
 		}
+	}
+	if cc.controllers, err = parseControllers(s.Controllers); err != nil {
+		errs = append(errs, err)
+	}
+	if cc.serviceCIDRs, err = ParseServiceClusterIPRange(s.ServiceClusterIPRange); err != nil {
+		errs = append(errs, err)
+	}
+	if err := validateIssuer(s.ServiceAccountIssuer); err != nil {
+		errs = append(errs, err)
 	}
 	if s.UnixSocketGroup != "" && s.UnixSocket == "" {
 		errs = append(errs, invalid(FlagUnixSocketGroup, s.UnixSocketGroup, "is only used with --unix-socket"))

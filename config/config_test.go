@@ -131,6 +131,9 @@ var settings = []setting{
 	{config.FlagUnixSocketGroup, "agents", func(c *config.Config) any { return &c.Server.UnixSocketGroup }, "agents"},
 	{config.FlagEncryptionProviderConfig, "/etc/ks/encryption.yaml", func(c *config.Config) any { return &c.Server.EncryptionProviderConfig }, "/etc/ks/encryption.yaml"},
 	{config.FlagCustomResources, "false", func(c *config.Config) any { return &c.Server.CustomResources }, false},
+	{config.FlagControllers, "*,-garbage-collector-controller", func(c *config.Config) any { return &c.Server.Controllers }, []string{"*", "-garbage-collector-controller"}},
+	{config.FlagServiceClusterIPRange, "10.96.0.0/16,fd00:10:96::/108", func(c *config.Config) any { return &c.Server.ServiceClusterIPRange }, "10.96.0.0/16,fd00:10:96::/108"},
+	{config.FlagServiceAccountIssuer, "https://edge.example", func(c *config.Config) any { return &c.Server.ServiceAccountIssuer }, "https://edge.example"},
 	{config.FlagManifestsDir, "/etc/ks/manifests", func(c *config.Config) any { return &c.Server.ManifestsDir }, "/etc/ks/manifests"},
 	{config.FlagEtcdServers, "https://10.0.0.2:2379,https://10.0.0.3:2379", func(c *config.Config) any { return &c.Etcd.Servers }, []string{"https://10.0.0.2:2379", "https://10.0.0.3:2379"}},
 	{config.FlagEtcdCAFile, "/etc/ks/ca.pem", func(c *config.Config) any { return &c.Etcd.CAFile }, "/etc/ks/ca.pem"},
@@ -296,7 +299,11 @@ func TestFlagDefaultsAreDefault(t *testing.T) {
 			if env := "$" + config.EnvVar(s.flag); !strings.Contains(help, env) {
 				t.Errorf("help of --%s does not name %s: %s", s.flag, env, help)
 			}
-			if shown := fmt.Sprint(want); shown != "" && shown != "[]" && shown != "false" && !strings.Contains(help, shown) {
+			shown := fmt.Sprint(want)
+			if list, ok := want.([]string); ok {
+				shown = strings.Join(list, `", "`)
+			}
+			if shown != "" && shown != "false" && !strings.Contains(help, shown) {
 				t.Errorf("help of --%s does not show the default %s: %s", s.flag, shown, help)
 			}
 		})
@@ -590,6 +597,9 @@ func TestValidateAccepts(t *testing.T) {
 		}},
 		{"compaction off", func(c *config.Config) { c.Etcd.CompactionInterval = dur(0) }},
 		{"log json, verbose", func(c *config.Config) { c.Log.Format = config.LogFormatJSON; c.Log.Verbosity = 10 }},
+		{"no controllers", func(c *config.Config) { c.Server.Controllers = nil }},
+		{"IPv6 service range", func(c *config.Config) { c.Server.ServiceClusterIPRange = "fd00::/112" }},
+		{"issuer without a colon", func(c *config.Config) { c.Server.ServiceAccountIssuer = "kubestore" }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -628,6 +638,22 @@ func TestValidateRefuses(t *testing.T) {
 	}{
 		{"empty data dir", func(c *config.Config) { c.DataDir = "" },
 			[][]string{{"--data-dir", `""`}}},
+		{"unknown controller", func(c *config.Config) { c.Server.Controllers = []string{"*", "-gc"} },
+			[][]string{{"--controllers", "-gc", "garbage-collector-controller"}}},
+		{"controller twice", func(c *config.Config) { c.Server.Controllers = []string{"namespace-controller", "-namespace-controller"} },
+			[][]string{{"--controllers", "-namespace-controller", "more than once"}}},
+		{"service range not a CIDR", func(c *config.Config) { c.Server.ServiceClusterIPRange = "10.0.0.1" },
+			[][]string{{"--service-cluster-ip-range", "10.0.0.1"}}},
+		{"service range with host bits", func(c *config.Config) { c.Server.ServiceClusterIPRange = "10.0.0.1/24" },
+			[][]string{{"--service-cluster-ip-range", "10.0.0.1/24", "10.0.0.0/24"}}},
+		{"service range too small", func(c *config.Config) { c.Server.ServiceClusterIPRange = "10.0.0.0/30" },
+			[][]string{{"--service-cluster-ip-range", "10.0.0.0/30", "8 addresses"}}},
+		{"service range too large", func(c *config.Config) { c.Server.ServiceClusterIPRange = "10.0.0.0/8" },
+			[][]string{{"--service-cluster-ip-range", "10.0.0.0/8", "too large"}}},
+		{"two IPv4 service ranges", func(c *config.Config) { c.Server.ServiceClusterIPRange = "10.0.0.0/24,10.1.0.0/24" },
+			[][]string{{"--service-cluster-ip-range", "10.0.0.0/24,10.1.0.0/24", "one IPv4 and one IPv6"}}},
+		{"http issuer", func(c *config.Config) { c.Server.ServiceAccountIssuer = "http://kubestore" },
+			[][]string{{"--service-account-issuer", "http://kubestore", "https"}}},
 		{"bind address is a name", func(c *config.Config) { c.Server.BindAddress = "localhost" },
 			[][]string{{"--bind-address", "localhost"}}},
 		{"bind address with port", func(c *config.Config) { c.Server.BindAddress = "127.0.0.1:6443" },

@@ -61,6 +61,9 @@ const (
 	FlagLogFormat                       = "log-format"
 	FlagUpstreamKubeconfig              = "upstream-kubeconfig"
 	FlagNodeName                        = "node-name"
+	FlagControllers                     = "controllers"
+	FlagServiceClusterIPRange           = "service-cluster-ip-range"
+	FlagServiceAccountIssuer            = "service-account-issuer"
 )
 
 // EnvVar is the environment variable that sets a flag: KUBESTORE_ and the
@@ -167,6 +170,12 @@ var bindings = []binding{
 		func(c *Config) *bool { return &c.Server.CustomResources }),
 	bind(FlagManifestsDir, "directory of YAML/JSON manifests (*.yaml, *.yml, *.json, multi-document) applied by server-side apply once the server is ready and whenever a file changes",
 		func(c *Config) *string { return &c.Server.ManifestsDir }),
+	bind(FlagControllers, "controllers to run beside the API, comma separated: * for all, name to enable one, -name to disable one (kube-controller-manager's syntax); the controllers are "+strings.Join(Controllers, ", "),
+		func(c *Config) *[]string { return &c.Server.Controllers }),
+	bind(FlagServiceClusterIPRange, "CIDR ClusterIPs are allocated from, or an IPv4 and an IPv6 CIDR separated by a comma for dual stack, as kube-apiserver's flag",
+		func(c *Config) *string { return &c.Server.ServiceClusterIPRange }),
+	bind(FlagServiceAccountIssuer, "issuer (iss claim) of the ServiceAccount tokens kubestore signs, and of its OIDC discovery document",
+		func(c *Config) *string { return &c.Server.ServiceAccountIssuer }),
 	bind(FlagEtcdServers, "client URLs of an external etcd cluster; when set, no embedded etcd is started",
 		func(c *Config) *[]string { return &c.Etcd.Servers }),
 	bind(FlagEtcdCAFile, "CA bundle to verify the external etcd servers",

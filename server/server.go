@@ -354,7 +354,9 @@ func (b *builder) workers() error {
 			return crds.serveOpenAPIV3(ctx, gs.OpenAPIV3VersionedService, s.workers)
 		})
 	}
-	s.addWorker("kubestore-namespace-controller", api.NamespaceController(deleteCustom).Run)
+	if b.cc.ControllerEnabled(config.ControllerNamespace) {
+		s.addWorker("kubestore-namespace-controller", api.NamespaceController(deleteCustom).Run)
+	}
 	pki := b.pkiFiles
 	s.addWorker("kubestore-certificate-renewal", func(ctx context.Context) {
 		wait.UntilWithContext(ctx, func(context.Context) {
