@@ -17,7 +17,8 @@ func TestOnly(t *testing.T) {
 		want    []string
 		wantErr bool
 	}{
-		{only: "", want: []string{sectionStore, sectionMirror}},
+		{only: "", want: []string{sectionStore, sectionMirror, sectionControllers}},
+		{only: "controllers", want: []string{sectionControllers}},
 		{only: "mirror", want: []string{sectionMirror}},
 		{only: "store", want: []string{sectionStore}},
 		{only: "mirrors", wantErr: true},
@@ -138,9 +139,18 @@ func TestSmoke(t *testing.T) {
 			}
 		}
 	}
+	if c := got.Controllers; c == nil || len(c.Runs) != len(benchControllers)+2 {
+		t.Errorf("controllers = %+v, want a run with none, each of %d and all", c, len(benchControllers))
+	} else {
+		for _, run := range c.Runs {
+			if run.Mem.VmRSS <= 0 || run.LoadMs <= 0 {
+				t.Errorf("controllers run %+v: want memory and load time", run)
+			}
+		}
+	}
 	var table bytes.Buffer
 	printTable(&table, &got)
-	for _, want := range []string{"binary size", "creates/s", "LIST 100 cm protobuf rv=0 uncached", "informer cold sync", "mirror: resync after 2 s outage"} {
+	for _, want := range []string{"binary size", "creates/s", "LIST 100 cm protobuf rv=0 uncached", "informer cold sync", "mirror: resync after 2 s outage", "controllers: garbage-collector-controller, over none"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q", want)
 		}

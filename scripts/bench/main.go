@@ -58,15 +58,18 @@ type options struct {
 	MirrorObjects int
 	MirrorChanges int
 	MirrorOutage  time.Duration
+	// The controllers section: namespaces of its data set.
+	ControllerNamespaces int
 }
 
 // The benchmark's sections, in the order they run.
 const (
-	sectionStore  = "store"
-	sectionMirror = "mirror"
+	sectionStore       = "store"
+	sectionMirror      = "mirror"
+	sectionControllers = "controllers"
 )
 
-var allSections = []string{sectionStore, sectionMirror}
+var allSections = []string{sectionStore, sectionMirror, sectionControllers}
 
 // sections are the sections this run measures.
 func (o *options) sections() []string {
@@ -95,6 +98,7 @@ func (o *options) complete() error {
 	o.WriteUpdates = scaled(o.WriteUpdates, 10000, o.Scale)
 	o.MirrorObjects = scaled(o.MirrorObjects, 10000, o.Scale)
 	o.MirrorChanges = scaled(o.MirrorChanges, 100, o.Scale)
+	o.ControllerNamespaces = scaled(o.ControllerNamespaces, 100, o.Scale)
 	if o.Only != "" && !slices.Contains(allSections, o.Only) {
 		return fmt.Errorf("invalid -only %q: must be one of %s, or empty for all", o.Only, strings.Join(allSections, ", "))
 	}
@@ -146,10 +150,11 @@ func main() {
 	flag.StringVar(&o.DataRoot, "data-root", "", "directory for the temporary data dir (default: the system temp dir; must be on the disk whose writes are measured)")
 	flag.BoolVar(&o.Keep, "keep", false, "keep the data dir and server logs")
 	flag.StringVar(&o.ProfileDir, "profile-dir", "", "if set, serve with --profiling and save heap profiles (idle, loaded, after the lists) and a CPU profile of the first cached LISTs there")
-	flag.StringVar(&o.Only, "only", "", "run one section only: store (one process: start-up, memory, LISTs, writes, watches, flash, informer) or mirror (an edge mirroring a second kubestore); empty runs both")
+	flag.StringVar(&o.Only, "only", "", "run one section only: store (one process: start-up, memory, LISTs, writes, watches, flash, informer) or mirror (an edge mirroring a second kubestore) or controllers (the memory of each of --controllers); empty runs all")
 	flag.IntVar(&o.MirrorObjects, "mirror-objects", 0, "mirror: ConfigMaps of 1 KiB the edge mirrors (0: 10000 x scale)")
 	flag.IntVar(&o.MirrorChanges, "mirror-changes", 0, "mirror: ConfigMaps updated upstream during the outage (0: 100 x scale, 1 % of the mirrored ones)")
 	flag.DurationVar(&o.MirrorOutage, "mirror-outage", 60*time.Second, "mirror: how long the link between edge and upstream is cut")
+	flag.IntVar(&o.ControllerNamespaces, "controller-namespaces", 0, "controllers: namespaces, each with a ConfigMap owning 20 others and 4 Services (0: 100 x scale)")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "bench: unexpected arguments %q\n", flag.Args())

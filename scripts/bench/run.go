@@ -54,7 +54,8 @@ type Result struct {
 	Writes     WriteResult    `json:"writes"`
 	Informer   InformerResult `json:"informer"`
 
-	Mirror *MirrorResult `json:"mirror,omitempty"`
+	Mirror      *MirrorResult      `json:"mirror,omitempty"`
+	Controllers *ControllersResult `json:"controllers,omitempty"`
 }
 
 // ran reports whether the run measured section.
@@ -277,6 +278,11 @@ func (b *bench) run(ctx context.Context) error {
 	}
 	if b.res.ran(sectionMirror) {
 		if err := b.mirror(ctx); err != nil {
+			return err
+		}
+	}
+	if b.res.ran(sectionControllers) {
+		if err := b.controllers(ctx); err != nil {
 			return err
 		}
 	}

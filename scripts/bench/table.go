@@ -52,6 +52,10 @@ func printTable(w io.Writer, r *Result) {
 		fmt.Fprintf(w, "mirror: an edge kubestore mirrors %d ConfigMaps of 1 KiB from an upstream kubestore through a TCP proxy; %d change upstream during a %.0f s outage; serve args: %q\n",
 			m.Objects, m.Changes, m.OutageSec, r.ServeArgs)
 	}
+	if c := r.Controllers; c != nil {
+		fmt.Fprintf(w, "controllers: a fresh kubestore per run with %d namespaces, each a ConfigMap owning %d others and %d ClusterIP Services; memory %.0f s after the load\n",
+			c.Namespaces, c.Children, c.Services, r.Counts.IdleSec)
+	}
 	fmt.Fprintln(w)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -70,6 +74,9 @@ func printTable(w io.Writer, r *Result) {
 	}
 	if r.Mirror != nil {
 		mirrorRows(row, r)
+	}
+	if r.Controllers != nil {
+		controllersRows(row, r)
 	}
 	tw.Flush()
 }
