@@ -220,19 +220,21 @@ func (a *Access) authorize(_ context.Context, attrs authorizer.Attributes) (auth
 	return authorizer.DecisionNoOpinion, fmt.Sprintf("no rule of --%s grants it", config.FlagAuthorizationPolicyFile), nil
 }
 
-func (r policyRule) matches(u user.Info, attrs authorizer.Attributes) bool {
+// names reports whether the rule names u or one of its groups.
+func (r policyRule) names(u user.Info) bool {
 	who := matchAny(r.Users, u.GetName())
 	for _, g := range u.GetGroups() {
 		who = who || matchAny(r.Groups, g)
 	}
-	if !who || !matchAny(r.Verbs, attrs.GetVerb()) {
+	return who
+}
+
+func (r policyRule) matches(u user.Info, attrs authorizer.Attributes) bool {
+	if !r.names(u) || !matchAny(r.Verbs, attrs.GetVerb()) {
 		return false
 	}
 	if !attrs.IsResourceRequest() {
-		return slices.ContainsFunc(r.NonResourceURLs, func(p string) bool {
-			prefix, wild := strings.CutSuffix(p, "*")
-			return p == attrs.GetPath() || (wild && strings.HasPrefix(attrs.GetPath(), prefix))
-		})
+		return matchURL(r.NonResourceURLs, attrs.GetPath())
 	}
 	name := attrs.GetResource()
 	if g := attrs.GetAPIGroup(); g != "" {

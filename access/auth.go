@@ -36,11 +36,14 @@ func (a *Access) Authenticator(clientCA dynamiccertificates.CAContentProvider) a
 }
 
 // Authorizer allows the admin identity and the health endpoints
-// (authorizeAdmin), then what the policy of --authorization-policy-file
-// grants.
+// (authorizeAdmin), every authenticated user discovery and the self
+// reviews (authorizeBasicUser), then what the policy of
+// --authorization-policy-file grants. RulesFor lists the same rules.
 func (a *Access) Authorizer() authorizer.Authorizer {
-	return firstOpinion(authorizeAdmin, a.authorize)
+	return firstOpinion(authorizeAdmin, authorizeBasicUser, a.authorize)
 }
+
+var _ authorizer.RuleResolver = (*Access)(nil)
 
 // authorizeAdmin allows the admin identity (group system:masters, as the
 // generated admin certificate and the loopback client carry) everything,

@@ -32,6 +32,8 @@ func eventDef() *resourceDef {
 			"involvedObject.apiVersion", "involvedObject.resourceVersion", "involvedObject.fieldPath",
 			"reason", "reportingComponent", "source", "type"},
 		validate:            validateEvent,
+		validateRequest:     validateEventRequest,
+		alsoServedAs:        []servedAs{eventsV1()},
 		allowCreateOnUpdate: true,
 		ttl:                 eventTTL,
 		columns: []metav1.TableColumnDefinition{

@@ -47,10 +47,19 @@ type resourceDef struct {
 	// or list selecting one value does not scan every object.
 	index *fieldIndex
 
-	prepareForCreate    func(obj runtime.Object)
-	prepareForUpdate    func(obj, old runtime.Object)
-	validate            func(obj runtime.Object) field.ErrorList
-	validateUpdate      func(obj, old runtime.Object) field.ErrorList
+	prepareForCreate func(obj runtime.Object)
+	prepareForUpdate func(obj, old runtime.Object)
+	validate         func(obj runtime.Object) field.ErrorList
+	validateUpdate   func(obj, old runtime.Object) field.ErrorList
+	// validateRequest, when set, adds the validation of the group version
+	// the request came in (old is nil on create): events.k8s.io/v1 is
+	// stricter than core/v1 about the same stored Event.
+	validateRequest func(gv schema.GroupVersion, obj, old runtime.Object) field.ErrorList
+	// alsoServedAs are further API versions the kind's one store is
+	// installed under, as kube-apiserver serves core/v1 Events as
+	// events.k8s.io/v1 Events from the same etcd keys. The scheme registers
+	// the kind's Go type as each one's internal version and converts.
+	alsoServedAs        []servedAs
 	allowCreateOnUpdate bool
 	returnDeletedObject bool
 	// gracefulDelete implements rest.RESTGracefulDeleteStrategy for kinds
@@ -66,6 +75,15 @@ type resourceDef struct {
 	// rowConditions, when set, are the conditions of an object's row
 	// (a finished pod is Completed).
 	rowConditions func(obj runtime.Object) []metav1.TableRowCondition
+}
+
+// servedAs is one further version of a kind: its group version, its kind's
+// external types and the conversions to and from the stored type.
+type servedAs struct {
+	gv                schema.GroupVersion
+	newFunc, listFunc func() runtime.Object
+	// addConversions registers the conversions and field label mapping.
+	addConversions func(s *runtime.Scheme) error
 }
 
 // statusDef describes a status subresource ("<resource>/status").

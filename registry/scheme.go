@@ -29,6 +29,9 @@ func newScheme(catalog []*resourceDef) (*runtime.Scheme, serializer.CodecFactory
 			return nil, serializer.CodecFactory{}, err
 		}
 	}
+	if err := addReviewTypes(s); err != nil {
+		return nil, serializer.CodecFactory{}, err
+	}
 	// The generic server encodes Status and discovery documents as
 	// unversioned types of the legacy "v1".
 	unversioned := schema.GroupVersion{Group: "", Version: "v1"}
@@ -42,6 +45,17 @@ func newScheme(catalog []*resourceDef) (*runtime.Scheme, serializer.CodecFactory
 		}
 		if err := s.AddFieldLabelConversionFunc(d.gvk(), d.fieldLabelConversion); err != nil {
 			return nil, serializer.CodecFactory{}, err
+		}
+		for _, as := range d.alsoServedAs {
+			s.AddKnownTypes(as.gv, as.newFunc(), as.listFunc())
+			metav1.AddToGroupVersion(s, as.gv)
+			s.AddKnownTypes(schema.GroupVersion{Group: as.gv.Group, Version: runtime.APIVersionInternal}, d.newFunc(), d.newListFunc())
+			if err := as.addConversions(s); err != nil {
+				return nil, serializer.CodecFactory{}, err
+			}
+			if err := s.SetVersionPriority(as.gv); err != nil {
+				return nil, serializer.CodecFactory{}, err
+			}
 		}
 	}
 	for _, gv := range []schema.GroupVersion{corev1.SchemeGroupVersion, coordinationv1.SchemeGroupVersion, discoveryv1.SchemeGroupVersion} {

@@ -124,20 +124,28 @@ func (s *Storage) Install(gs *genericapiserver.GenericAPIServer) error {
 	scheme, codecs := s.api.scheme, s.api.codecs
 	groups := map[string]*genericapiserver.APIGroupInfo{}
 	var order []string
-	for _, d := range s.api.defs {
-		info, ok := groups[d.gvr.Group]
+	// resources is the storage map of one group version.
+	resources := func(gv schema.GroupVersion) map[string]rest.Storage {
+		info, ok := groups[gv.Group]
 		if !ok {
-			g := genericapiserver.NewDefaultAPIGroupInfo(d.gvr.Group, scheme, runtime.NewParameterCodec(scheme), codecs)
+			g := genericapiserver.NewDefaultAPIGroupInfo(gv.Group, scheme, runtime.NewParameterCodec(scheme), codecs)
 			info = &g
-			groups[d.gvr.Group] = info
-			order = append(order, d.gvr.Group)
+			groups[gv.Group] = info
+			order = append(order, gv.Group)
 		}
-		m := info.VersionedResourcesStorageMap[d.gvr.Version]
+		m := info.VersionedResourcesStorageMap[gv.Version]
 		if m == nil {
 			m = map[string]rest.Storage{}
-			info.VersionedResourcesStorageMap[d.gvr.Version] = m
+			info.VersionedResourcesStorageMap[gv.Version] = m
 		}
+		return m
+	}
+	for _, d := range s.api.defs {
+		m := resources(d.gvr.GroupVersion())
 		store := s.stores[d]
+		for _, as := range d.alsoServedAs {
+			resources(as.gv)[d.gvr.Resource] = &resourceREST{Store: store, def: d}
+		}
 		switch {
 		case d.kind == "Namespace":
 			m[d.gvr.Resource] = s.namespaces

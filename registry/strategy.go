@@ -9,8 +9,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage/names"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -72,7 +74,7 @@ func (s strategy) nameFunc() validation.ValidateNameFunc {
 	return validation.NameIsDNSSubdomain
 }
 
-func (s strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
+func (s strategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return field.ErrorList{field.InternalError(nil, err)}
@@ -82,10 +84,10 @@ func (s strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorLis
 	if s.def.validate != nil {
 		errs = append(errs, s.def.validate(obj)...)
 	}
-	return errs
+	return append(errs, s.validateRequest(ctx, obj, nil)...)
 }
 
-func (s strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+func (s strategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
 	errs := validateMetaUpdate(obj, old)
 	if s.def.validate != nil {
 		errs = append(errs, s.def.validate(obj)...)
@@ -93,7 +95,20 @@ func (s strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) fie
 	if s.def.validateUpdate != nil {
 		errs = append(errs, s.def.validateUpdate(obj, old)...)
 	}
-	return errs
+	return append(errs, s.validateRequest(ctx, obj, old)...)
+}
+
+// validateRequest is the validation of the request's group version, for
+// kinds served in more than one.
+func (s strategy) validateRequest(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	if s.def.validateRequest == nil {
+		return nil
+	}
+	info, ok := genericapirequest.RequestInfoFrom(ctx)
+	if !ok {
+		return nil
+	}
+	return s.def.validateRequest(schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}, obj, old)
 }
 
 func validateMetaUpdate(obj, old runtime.Object) field.ErrorList {

@@ -33,6 +33,7 @@ var builtins = []builtin{
 	{schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}, true, "apiVersion: v1\nkind: ServiceAccount\n"},
 	{schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}, true, "apiVersion: coordination.k8s.io/v1\nkind: Lease\nspec:\n  holderIdentity: a\n  leaseDurationSeconds: 10\n"},
 	{schema.GroupVersionResource{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices"}, true, "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\naddressType: IPv4\nendpoints:\n- addresses: [10.0.0.1]\n"},
+	{schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1", Resource: "events"}, true, "apiVersion: events.k8s.io/v1\nkind: Event\neventTime: \"2026-11-24T00:00:00.000000Z\"\nreportingController: kubestore.io/test\nreportingInstance: t1\naction: Testing\nreason: Started\ntype: Normal\nnote: hello\nregarding:\n  kind: Pod\n  name: p\n  namespace: default\n"},
 }
 
 func (b builtin) client(ts *testServer) dynamic.ResourceInterface {
@@ -57,10 +58,14 @@ func (b builtin) new(t *testing.T, name string) *unstructured.Unstructured {
 func TestCRUDEveryResource(t *testing.T) {
 	ts := startServer(t, testConfig(t))
 	for _, b := range builtins {
-		t.Run(b.gvr.Resource, func(t *testing.T) {
+		t.Run(b.gvr.GroupResource().String(), func(t *testing.T) {
 			ctx := t.Context()
 			c := b.client(ts)
+			// Events of both groups are one key space: each its own name.
 			name := "crud-" + strings.TrimSuffix(b.gvr.Resource, "s")
+			if b.gvr.Group != "" {
+				name += "-" + strings.Split(b.gvr.Group, ".")[0]
+			}
 			created, err := c.Create(ctx, b.new(t, name), metav1.CreateOptions{})
 			if err != nil {
 				t.Fatalf("create: %v", err)

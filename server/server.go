@@ -332,7 +332,12 @@ func (b *builder) genericServer() error {
 	return nil
 }
 
-func (b *builder) install() error { return b.api.Install(b.gs) }
+func (b *builder) install() error {
+	if err := b.api.Install(b.gs); err != nil {
+		return err
+	}
+	return b.kinds.InstallReviews(b.gs, b.c.Authorization.Authorizer, b.access)
+}
 
 // workers adds the post-start hooks and kubestore's workers, which run
 // from the start of serving until the stop.
