@@ -135,9 +135,9 @@ func (b *Backend) restOptions(gr schema.GroupResource, codec runtime.Codec, enco
 	return generic.RESTOptions{
 		StorageConfig: sc.ForResource(gr),
 		Decorator:     b.decorator(rc.Enabled, budget),
-		// No garbage collector runs here: a delete must not wait for one
-		// to remove orphan or foreground finalizers.
-		EnableGarbageCollection: false,
+		// Orphan and foreground deletion add finalizers that only the
+		// garbage collector removes: honoured only while it runs.
+		EnableGarbageCollection: b.cfg.ControllerEnabled(config.ControllerGarbageCollector),
 		DeleteCollectionWorkers: 1,
 		ResourcePrefix:          prefix,
 		CountMetricPollPeriod:   countMetricPollPeriod,

@@ -39,6 +39,7 @@ import (
 	"github.com/kubestore/kubestore/cacher"
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/datadir"
+	"github.com/kubestore/kubestore/gc"
 	"github.com/kubestore/kubestore/manifests"
 	"github.com/kubestore/kubestore/mirror"
 	"github.com/kubestore/kubestore/registry"
@@ -357,6 +358,14 @@ func (b *builder) workers() error {
 		deleteCustom = custom.deleteIn
 		gs.AddPostStartHookOrDie("kubestore-custom-resources-openapi", func(ctx genericapiserver.PostStartHookContext) error {
 			return crds.serveOpenAPIV3(ctx, gs.OpenAPIV3VersionedService, s.workers)
+		})
+	}
+	if b.cc.ControllerEnabled(config.ControllerGarbageCollector) {
+		loopback := gs.LoopbackClientConfig
+		s.addWorker("kubestore-garbage-collector", func(ctx context.Context) {
+			if err := gc.RunWithLeaderElection(ctx, loopback); err != nil {
+				klog.ErrorS(err, "Garbage collector")
+			}
 		})
 	}
 	if b.cc.ControllerEnabled(config.ControllerNamespace) {

@@ -1,0 +1,66 @@
+package gc
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/google/uuid"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
+)
+
+// LeaseName is the Lease in kube-system whose holder collects, when
+// several kubestores share one etcd.
+const LeaseName = "kubestore-garbage-collector"
+
+// Lease timing: kube-controller-manager's defaults.
+const (
+	leaseDuration = 15 * time.Second
+	renewDeadline = 10 * time.Second
+	retryPeriod   = 2 * time.Second
+)
+
+// RunWithLeaderElection collects while this process holds the Lease, and
+// campaigns again when it loses it, until ctx is done; on ctx's end it
+// gives the Lease up, so another process takes over at once.
+func RunWithLeaderElection(ctx context.Context, cfg *rest.Config) error {
+	c, err := New(cfg)
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	host, _ := os.Hostname()
+	id := fmt.Sprintf("%s_%s", host, uuid.NewString())
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: LeaseName},
+		Client:     client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
+	}
+	for ctx.Err() == nil {
+		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+			Lock: lock, LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
+			ReleaseOnCancel: true, Name: LeaseName,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(ctx context.Context) {
+					klog.InfoS("Garbage collector leads", "lease", "kube-system/"+LeaseName, "identity", id)
+					c.Run(ctx)
+				},
+				OnStoppedLeading: func() {},
+			},
+		})
+		if err != nil {
+			return err
+		}
+		le.Run(ctx)
+	}
+	return nil
+}
