@@ -12,6 +12,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
 	"k8s.io/apiserver/pkg/authentication/request/union"
 	"k8s.io/apiserver/pkg/authentication/request/x509"
+	tokenunion "k8s.io/apiserver/pkg/authentication/token/union"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
@@ -23,16 +24,18 @@ import (
 var healthPaths = []string{"/healthz", "/livez", "/readyz"}
 
 // Authenticator accepts, in order, unix-socket peers by their uid (see
-// PeerConnContext), client certificates clientCA verifies and the bearer
-// tokens of --token-auth-file; requests with none of them are anonymous on
+// PeerConnContext), client certificates clientCA verifies, the bearer
+// tokens of --token-auth-file and those of the tokens authenticators
+// (ServiceAccount tokens); requests with none of them are anonymous on
 // the health endpoints and 401 everywhere else.
-func (a *Access) Authenticator(clientCA dynamiccertificates.CAContentProvider) authenticator.Request {
+func (a *Access) Authenticator(clientCA dynamiccertificates.CAContentProvider, tokens ...authenticator.Token) authenticator.Request {
 	conditions := make([]apiserver.AnonymousAuthCondition, 0, len(healthPaths))
 	for _, p := range healthPaths {
 		conditions = append(conditions, apiserver.AnonymousAuthCondition{Path: p})
 	}
 	certs := x509.NewDynamic(clientCA.VerifyOptions, x509.CommonNameUserConversion)
-	return group.NewAuthenticatedGroupAdder(union.New(authenticatePeer, certs, bearertoken.New(authenticator.TokenFunc(a.authenticateToken)), anonymous.NewAuthenticator(conditions)))
+	bearer := tokenunion.New(append([]authenticator.Token{authenticator.TokenFunc(a.authenticateToken)}, tokens...)...)
+	return group.NewAuthenticatedGroupAdder(union.New(authenticatePeer, certs, bearertoken.New(bearer), anonymous.NewAuthenticator(conditions)))
 }
 
 // Authorizer allows the admin identity and the health endpoints

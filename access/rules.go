@@ -24,7 +24,15 @@ var basicUserRules = struct {
 	selfReviews: []string{"selfsubjectreviews.authentication.k8s.io", "selfsubjectaccessreviews.authorization.k8s.io", "selfsubjectrulesreviews.authorization.k8s.io"},
 }
 
-// authorizeBasicUser allows every authenticated user basicUserRules.
+// issuerDiscoveryURLs are what ServiceAccounts may read to verify each
+// other's tokens (upstream's system:service-account-issuer-discovery role,
+// bound to system:serviceaccounts).
+var issuerDiscoveryURLs = []string{"/.well-known/openid-configuration", "/openid/v1/jwks"}
+
+const serviceAccountsGroup = "system:serviceaccounts"
+
+// authorizeBasicUser allows every authenticated user basicUserRules, and
+// ServiceAccounts the issuer discovery.
 func authorizeBasicUser(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
 	u := a.GetUser()
 	if u == nil || !slices.Contains(u.GetGroups(), user.AllAuthenticated) {
@@ -32,6 +40,9 @@ func authorizeBasicUser(_ context.Context, a authorizer.Attributes) (authorizer.
 	}
 	if !a.IsResourceRequest() {
 		if a.GetVerb() == "get" && matchURL(basicUserRules.nonResourceURLs, a.GetPath()) {
+			return authorizer.DecisionAllow, "", nil
+		}
+		if a.GetVerb() == "get" && slices.Contains(u.GetGroups(), serviceAccountsGroup) && slices.Contains(issuerDiscoveryURLs, a.GetPath()) {
 			return authorizer.DecisionAllow, "", nil
 		}
 		return authorizer.DecisionNoOpinion, "", nil
@@ -69,6 +80,9 @@ func (a *Access) RulesFor(_ context.Context, u user.Info, namespace string) ([]a
 			res = append(res, &authorizer.DefaultResourceRuleInfo{Verbs: []string{"create"}, APIGroups: []string{group}, Resources: []string{resource}})
 		}
 		nonRes = append(nonRes, &authorizer.DefaultNonResourceRuleInfo{Verbs: []string{"get"}, NonResourceURLs: basicUserRules.nonResourceURLs})
+		if slices.Contains(u.GetGroups(), serviceAccountsGroup) {
+			nonRes = append(nonRes, &authorizer.DefaultNonResourceRuleInfo{Verbs: []string{"get"}, NonResourceURLs: issuerDiscoveryURLs})
+		}
 	}
 	for _, r := range a.policy.Load().Rules {
 		if !r.names(u) {

@@ -122,6 +122,31 @@ func (b *Backend) UpdateState(ctx context.Context, name string, update func(old 
 	}
 }
 
+// CreateState writes a record only if there is none by that name, and
+// reports whether it did: an atomic claim, also between kubestores on one
+// etcd.
+func (b *Backend) CreateState(ctx context.Context, name string, value []byte) (bool, error) {
+	key := b.stateKey(name)
+	txn, err := b.client.Client.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, string(value))).Commit()
+	if err != nil {
+		return false, fmt.Errorf("writing %s: %w", name, err)
+	}
+	return txn.Succeeded, nil
+}
+
+// DeleteStateIf deletes a record only if it still holds value, and
+// reports whether it did.
+func (b *Backend) DeleteStateIf(ctx context.Context, name string, value []byte) (bool, error) {
+	key := b.stateKey(name)
+	txn, err := b.client.Client.Txn(ctx).If(clientv3.Compare(clientv3.Value(key), "=", string(value))).
+		Then(clientv3.OpDelete(key)).Commit()
+	if err != nil {
+		return false, fmt.Errorf("deleting %s: %w", name, err)
+	}
+	return txn.Succeeded, nil
+}
+
 // ListState reads the records whose names start with prefix, by name.
 func (b *Backend) ListState(ctx context.Context, prefix string) (map[string][]byte, error) {
 	resp, err := b.client.Client.Get(ctx, b.stateKey(prefix), clientv3.WithPrefix())

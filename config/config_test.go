@@ -640,7 +640,9 @@ func TestValidateRefuses(t *testing.T) {
 			[][]string{{"--data-dir", `""`}}},
 		{"unknown controller", func(c *config.Config) { c.Server.Controllers = []string{"*", "-gc"} },
 			[][]string{{"--controllers", "-gc", "garbage-collector-controller"}}},
-		{"controller twice", func(c *config.Config) { c.Server.Controllers = []string{"namespace-controller", "-namespace-controller"} },
+		{"controller twice", func(c *config.Config) {
+			c.Server.Controllers = []string{"namespace-controller", "-namespace-controller"}
+		},
 			[][]string{{"--controllers", "-namespace-controller", "more than once"}}},
 		{"service range not a CIDR", func(c *config.Config) { c.Server.ServiceClusterIPRange = "10.0.0.1" },
 			[][]string{{"--service-cluster-ip-range", "10.0.0.1"}}},

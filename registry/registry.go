@@ -7,7 +7,7 @@
 //
 //	api, err := registry.New()
 //	getter := backend.RESTOptionsGetter(cacher.Resources{Scheme: api.Scheme(), Serializer: api.Codecs(), KeyPrefixes: api.KeyPrefixes()})
-//	storage, err := api.NewStorage(getter)
+//	storage, err := api.NewStorage(getter, nil) // or registry.NewClusterIPs(...)
 //	defer storage.Destroy()
 //	err = storage.Install(genericServer)
 package registry

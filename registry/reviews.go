@@ -31,7 +31,8 @@ import (
 
 // reviewTypes are registered in the scheme with the served kinds.
 var reviewTypes = map[schema.GroupVersion][]runtime.Object{
-	authenticationv1.SchemeGroupVersion: {&authenticationv1.SelfSubjectReview{}},
+	// TokenRequest is served as serviceaccounts/token in the core group.
+	authenticationv1.SchemeGroupVersion: {&authenticationv1.SelfSubjectReview{}, &authenticationv1.TokenRequest{}},
 	authorizationv1.SchemeGroupVersion: {&authorizationv1.SelfSubjectAccessReview{}, &authorizationv1.SelfSubjectRulesReview{},
 		&authorizationv1.SubjectAccessReview{}, &authorizationv1.LocalSubjectAccessReview{}},
 }

@@ -17,9 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// Services are stored and served as on a cluster, but kubestore allocates
-// no cluster IPs or node ports: a device has no service network. Clients
-// set spec.clusterIP themselves ("None" for headless services).
+// Services are stored and served as on a cluster. Their cluster IPs are
+// allocated from --service-cluster-ip-range (ClusterIPs) while the
+// service-cluster-ip-allocator runs; node ports are not allocated (a
+// client may set them).
 func serviceDef() *resourceDef {
 	return &resourceDef{
 		gvr:                 corev1.SchemeGroupVersion.WithResource("services"),

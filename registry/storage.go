@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -65,16 +66,20 @@ func (d *resourceDef) newStore(typer runtime.ObjectTyper, getter generic.RESTOpt
 
 // Storage is every resource's store, before and after installation.
 type Storage struct {
-	api         *API
+	api *API
+	// extra are core resources served by other packages
+	// ("serviceaccounts/token").
+	extra       map[string]rest.Storage
 	stores      map[*resourceDef]*genericregistry.Store
 	namespaces  *namespaceREST
 	finalize    *genericregistry.Store
 	destroyOnce sync.Once
 }
 
-// NewStorage builds the store of every kind on getter's storage. On error
-// it destroys what it built.
-func (a *API) NewStorage(getter generic.RESTOptionsGetter) (_ *Storage, err error) {
+// NewStorage builds the store of every kind on getter's storage; ips,
+// when not nil, allocates Services' cluster IPs. On error it destroys what
+// it built.
+func (a *API) NewStorage(getter generic.RESTOptionsGetter, ips *ClusterIPs) (_ *Storage, err error) {
 	s := &Storage{api: a, stores: map[*resourceDef]*genericregistry.Store{}}
 	defer func() {
 		if err != nil {
@@ -87,12 +92,24 @@ func (a *API) NewStorage(getter generic.RESTOptionsGetter) (_ *Storage, err erro
 			return nil, err
 		}
 		s.stores[d] = store
+		if d.kind == "Service" && ips != nil {
+			ips.hooks(store)
+		}
 		if d.kind == "Namespace" {
 			s.namespaces = &namespaceREST{store: store, def: d}
 			s.finalize = subresourceStore(store, finalizeStrategy{newStrategy(a.scheme, d)})
 		}
 	}
 	return s, nil
+}
+
+// AddCoreSubresource serves st as resource ("serviceaccounts/token") in
+// the core group; call it before Install.
+func (s *Storage) AddCoreSubresource(resource string, st rest.Storage) {
+	if s.extra == nil {
+		s.extra = map[string]rest.Storage{}
+	}
+	s.extra[resource] = st
 }
 
 // Destroy stops every store's watch cache and closes its etcd store, also
@@ -157,6 +174,9 @@ func (s *Storage) Install(gs *genericapiserver.GenericAPIServer) error {
 			m[d.gvr.Resource+"/status"] = &subresourceREST{store: subresourceStore(store, statusStrategy{newStrategy(scheme, d)})}
 		}
 	}
+	for name, st := range s.extra {
+		resources(corev1.SchemeGroupVersion)[name] = st
+	}
 	if err := gs.InstallLegacyAPIGroup(genericapiserver.DefaultLegacyAPIPrefix, groups[""]); err != nil {
 		return fmt.Errorf("installing the core API: %w", err)
 	}
@@ -185,6 +205,8 @@ func subresourceStore(main *genericregistry.Store, st subresourceStrategy) *gene
 	s := *main
 	s.UpdateStrategy = st
 	s.ResetFieldsStrategy = st
+	// A subresource keeps the main object's spec: no allocation.
+	s.BeginCreate, s.BeginUpdate, s.AfterDelete = nil, nil, nil
 	return &s
 }
 

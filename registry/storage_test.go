@@ -38,7 +38,7 @@ func newTestStorage(t *testing.T) (*API, *Storage) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := api.NewStorage(backend.RESTOptionsGetter(cacher.Resources{Scheme: api.Scheme(), Serializer: api.Codecs(), KeyPrefixes: api.KeyPrefixes()}))
+	s, err := api.NewStorage(backend.RESTOptionsGetter(cacher.Resources{Scheme: api.Scheme(), Serializer: api.Codecs(), KeyPrefixes: api.KeyPrefixes()}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

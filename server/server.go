@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -32,6 +34,7 @@ import (
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/apiserver/pkg/storage/value"
 	"k8s.io/apiserver/pkg/util/notfoundhandler"
+	"k8s.io/client-go/kubernetes"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
@@ -44,6 +47,7 @@ import (
 	"github.com/kubestore/kubestore/mirror"
 	"github.com/kubestore/kubestore/registry"
 	"github.com/kubestore/kubestore/server/openapi"
+	"github.com/kubestore/kubestore/serviceaccount"
 )
 
 // certRenewalPeriod is how often the serving and admin certificates are
@@ -59,6 +63,7 @@ type Storage interface {
 	// RawStore and the state records are the mirror's.
 	RawStore(getter generic.RESTOptionsGetter, gr schema.GroupResource, newFunc, newListFunc func() runtime.Object) (*cacher.RawStore, error)
 	mirror.State
+	registry.IPRecords
 	Check(ctx context.Context) error
 	Endpoints() []string
 	Failed() <-chan struct{}
@@ -176,6 +181,9 @@ type builder struct {
 	transformers func(schema.GroupResource) value.Transformer
 	api          *registry.Storage
 	nsLifecycle  admission.ValidationInterface
+	clusterIPs   *registry.ClusterIPs
+	saKeys       *serviceaccount.Keys
+	saLookup     func() (serviceaccount.Lookup, error)
 	crds         *customResources
 	mirrorStores *mirrorStores
 	mirrorer     *mirror.Mirror
@@ -207,6 +215,14 @@ func (b *builder) pki() error {
 	if err := b.pkiFiles.WriteKubeconfig(b.dir.Kubeconfig(), b.url); err != nil {
 		return fmt.Errorf("writing %s: %w", b.dir.Kubeconfig(), err)
 	}
+	if b.saKeys, err = serviceaccount.LoadKeys(b.dir, b.cfg.Server.ServiceAccountIssuer, b.pkiFiles.CAPEM()); err != nil {
+		return fmt.Errorf("service account signing key: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.Etcd.StartTimeout.Duration)
+	defer cancel()
+	if err := b.saKeys.Publish(ctx, b.storage); err != nil {
+		return fmt.Errorf("publishing the service account key: %w", err)
+	}
 	return nil
 }
 
@@ -236,7 +252,8 @@ func (b *builder) genericConfig() error {
 	if b.access, err = access.Load(cfg.Server); err != nil {
 		return err
 	}
-	c.Authentication.Authenticator = b.access.Authenticator(pki.ClientCA())
+	b.saLookup = serviceaccount.ClientLookup(c.LoopbackClientConfig)
+	c.Authentication.Authenticator = b.access.Authenticator(pki.ClientCA(), b.saKeys.Authenticator(b.saLookup))
 	c.Authorization.Authorizer = b.access.Authorizer()
 	genericapiserver.AuthorizeClientBearerToken(c.LoopbackClientConfig, &c.Authentication, &c.Authorization)
 	c.RequestTimeout = cfg.Server.RequestTimeout.Duration
@@ -273,7 +290,14 @@ func (b *builder) stores() error {
 		KeyPrefixes: b.kinds.KeyPrefixes(), Transformer: b.transformers})
 	b.c.RESTOptionsGetter = getter
 	var err error
-	if b.api, err = b.kinds.NewStorage(getter); err != nil {
+	if b.cc.ControllerEnabled(config.ControllerClusterIPAllocate) {
+		ctx, cancel := context.WithTimeout(context.Background(), b.cfg.Etcd.StartTimeout.Duration)
+		defer cancel()
+		if b.clusterIPs, err = registry.NewClusterIPs(ctx, b.cc.ServiceCIDRs(), b.storage); err != nil {
+			return fmt.Errorf("service cluster IPs: %w", err)
+		}
+	}
+	if b.api, err = b.kinds.NewStorage(getter, b.clusterIPs); err != nil {
 		return err
 	}
 	b.undo(b.api.Destroy)
@@ -281,6 +305,12 @@ func (b *builder) stores() error {
 	// remembers the namespaces whose deletion it admitted.
 	b.nsLifecycle = b.api.NamespaceLifecycle()
 	b.c.AdmissionControl = b.nsLifecycle
+	if b.cc.ControllerEnabled(config.ControllerServiceAccount) {
+		// Only while default ServiceAccounts are made: otherwise no pod
+		// without one named could be created.
+		b.c.AdmissionControl = admission.NewChainHandler(b.nsLifecycle, serviceaccount.NewAdmission(b.saLookup))
+	}
+	b.api.AddCoreSubresource("serviceaccounts/token", serviceaccount.NewTokenREST(b.saKeys, b.saLookup))
 	return nil
 }
 
@@ -366,6 +396,34 @@ func (b *builder) workers() error {
 			if err := gc.RunWithLeaderElection(ctx, loopback); err != nil {
 				klog.ErrorS(err, "Garbage collector")
 			}
+		})
+	}
+	keys := b.saKeys
+	gs.Handler.NonGoRestfulMux.Handle(serviceaccount.DiscoveryPath, keys.DiscoveryHandler(url+serviceaccount.JWKSPath))
+	gs.Handler.NonGoRestfulMux.Handle(serviceaccount.JWKSPath, keys.JWKSHandler())
+	if accounts, rootCA := b.cc.ControllerEnabled(config.ControllerServiceAccount), b.cc.ControllerEnabled(config.ControllerRootCAPublisher); accounts || rootCA {
+		loopback, st := gs.LoopbackClientConfig, b.storage
+		s.addWorker("kubestore-serviceaccount-controllers", func(ctx context.Context) {
+			if err := serviceaccount.Controllers(ctx, loopback, keys, st, accounts, rootCA); err != nil {
+				klog.ErrorS(err, "ServiceAccount controllers")
+			}
+		})
+	}
+	if ips := b.clusterIPs; ips != nil {
+		loopback := gs.LoopbackClientConfig
+		s.addWorker("kubestore-clusterip-repair", func(ctx context.Context) {
+			client, err := kubernetes.NewForConfig(loopback)
+			if err != nil {
+				klog.ErrorS(err, "Cluster IP repair")
+				return
+			}
+			ips.Repair(ctx, func(ctx context.Context) ([]corev1.Service, error) {
+				l, err := client.CoreV1().Services(metav1.NamespaceAll).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+				if err != nil {
+					return nil, err
+				}
+				return l.Items, nil
+			})
 		})
 	}
 	if b.cc.ControllerEnabled(config.ControllerNamespace) {

@@ -42,6 +42,9 @@ func testConfig(t *testing.T) config.Config {
 	cfg.DataDir = dir
 	cfg.Server.SecurePort = 0
 	cfg.Server.ShutdownTimeout = config.Duration{Duration: 10 * time.Second}
+	// The tests count the ConfigMaps they create: no kube-root-ca.crt in
+	// every namespace (test/e2e runs the publisher).
+	cfg.Server.Controllers = []string{"*", "-" + config.ControllerRootCAPublisher}
 	return cfg
 }
 

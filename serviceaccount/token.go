@@ -1,0 +1,139 @@
+package serviceaccount
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/google/uuid"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/user"
+)
+
+// The claims of a bound token, upstream's (pkg/serviceaccount/claims.go).
+type claims struct {
+	jwt.RegisteredClaims
+	Kubernetes kubernetesClaims `json:"kubernetes.io"`
+}
+
+type kubernetesClaims struct {
+	Namespace      string `json:"namespace"`
+	ServiceAccount ref    `json:"serviceaccount"`
+	Pod            *ref   `json:"pod,omitempty"`
+	Secret         *ref   `json:"secret,omitempty"`
+}
+
+type ref struct {
+	Name string `json:"name"`
+	UID  string `json:"uid"`
+}
+
+// Upstream's names (k8s.io/apiserver/pkg/authentication/serviceaccount).
+const (
+	usernamePrefix   = "system:serviceaccount:"
+	allGroup         = "system:serviceaccounts"
+	groupPrefix      = "system:serviceaccounts:"
+	extraCredential  = "authentication.kubernetes.io/credential-id"
+	extraPodName     = "authentication.kubernetes.io/pod-name"
+	extraPodUID      = "authentication.kubernetes.io/pod-uid"
+	maxExpiration    = 1 << 32 * time.Second
+	minExpiration    = 10 * time.Minute
+	defaultExpiresIn = time.Hour
+)
+
+// Issue signs a token for sa, bound to pod or secret when given.
+func (k *Keys) Issue(sa *corev1.ServiceAccount, audiences []string, expiresIn time.Duration, pod, secret *ref) (string, time.Time, error) {
+	now := time.Now()
+	exp := now.Add(expiresIn)
+	c := claims{
+		RegisteredClaims: jwt.RegisteredClaims{
+			Issuer: k.issuer, Subject: usernamePrefix + sa.Namespace + ":" + sa.Name, Audience: audiences,
+			ExpiresAt: jwt.NewNumericDate(exp), IssuedAt: jwt.NewNumericDate(now), NotBefore: jwt.NewNumericDate(now),
+			ID: uuid.NewString(),
+		},
+		Kubernetes: kubernetesClaims{Namespace: sa.Namespace, ServiceAccount: ref{Name: sa.Name, UID: string(sa.UID)}, Pod: pod, Secret: secret},
+	}
+	t := jwt.NewWithClaims(jwt.SigningMethodES256, c)
+	t.Header["kid"] = k.kid
+	signed, err := t.SignedString(k.signer)
+	return signed, exp, err
+}
+
+// Lookup reads the objects a token names, from the server's cache.
+type Lookup interface {
+	ServiceAccount(ctx context.Context, namespace, name string) (*corev1.ServiceAccount, error)
+	Pod(ctx context.Context, namespace, name string) (*corev1.Pod, error)
+	Secret(ctx context.Context, namespace, name string) (*corev1.Secret, error)
+}
+
+// Authenticator accepts the tokens Issue signs (of any published key),
+// as upstream's bound token validator does: signature, issuer, audience
+// (the API's: the issuer), expiry, and the ServiceAccount and bound object
+// still existing with the token's uids. Tokens of other issuers are left
+// to the other authenticators.
+func (k *Keys) Authenticator(lookup func() (Lookup, error)) authenticator.Token {
+	return authenticator.TokenFunc(func(ctx context.Context, token string) (*authenticator.Response, bool, error) {
+		if strings.Count(token, ".") != 2 {
+			return nil, false, nil
+		}
+		var c claims
+		parsed, err := jwt.ParseWithClaims(token, &c, func(t *jwt.Token) (any, error) {
+			if iss, _ := t.Claims.GetIssuer(); iss != k.issuer {
+				return nil, errors.New("another issuer's")
+			}
+			kid, _ := t.Header["kid"].(string)
+			if pub, ok := k.verifier(ctx, kid); ok {
+				return pub, nil
+			}
+			return nil, errors.New("signed by an unknown key")
+		}, jwt.WithValidMethods([]string{jwt.SigningMethodES256.Alg()}), jwt.WithIssuer(k.issuer), jwt.WithExpirationRequired())
+		if c.Issuer != k.issuer {
+			return nil, false, nil // not ours
+		}
+		if err != nil || !parsed.Valid {
+			return nil, false, fmt.Errorf("invalid service account token: %w", err)
+		}
+		if !slices.Contains(c.Audience, k.issuer) {
+			return nil, false, errors.New("invalid service account token: token audiences do not include the API's")
+		}
+		l, err := lookup()
+		if err != nil {
+			return nil, false, err
+		}
+		kc := c.Kubernetes
+		sa, err := l.ServiceAccount(ctx, kc.Namespace, kc.ServiceAccount.Name)
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil, false, fmt.Errorf("service account %s/%s has been deleted", kc.Namespace, kc.ServiceAccount.Name)
+		case err != nil:
+			return nil, false, err
+		case sa.UID != types.UID(kc.ServiceAccount.UID):
+			return nil, false, fmt.Errorf("service account UID (%s) does not match claim (%s)", sa.UID, kc.ServiceAccount.UID)
+		case sa.DeletionTimestamp != nil:
+			return nil, false, fmt.Errorf("service account %s/%s is being deleted", kc.Namespace, kc.ServiceAccount.Name)
+		}
+		u := &user.DefaultInfo{Name: usernamePrefix + kc.Namespace + ":" + kc.ServiceAccount.Name, UID: kc.ServiceAccount.UID,
+			Groups: []string{allGroup, groupPrefix + kc.Namespace}, Extra: map[string][]string{extraCredential: {"JTI=" + c.ID}}}
+		if p := kc.Pod; p != nil {
+			pod, err := l.Pod(ctx, kc.Namespace, p.Name)
+			if err != nil || pod.UID != types.UID(p.UID) || pod.DeletionTimestamp != nil {
+				return nil, false, fmt.Errorf("the pod %s/%s the token is bound to no longer exists", kc.Namespace, p.Name)
+			}
+			u.Extra[extraPodName], u.Extra[extraPodUID] = []string{p.Name}, []string{p.UID}
+		}
+		if s := kc.Secret; s != nil {
+			secret, err := l.Secret(ctx, kc.Namespace, s.Name)
+			if err != nil || secret.UID != types.UID(s.UID) || secret.DeletionTimestamp != nil {
+				return nil, false, fmt.Errorf("the secret %s/%s the token is bound to no longer exists", kc.Namespace, s.Name)
+			}
+		}
+		return &authenticator.Response{User: u, Audiences: authenticator.Audiences(c.Audience)}, true, nil
+	})
+}
