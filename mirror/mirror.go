@@ -140,6 +140,12 @@ type rule struct {
 	object string
 }
 
+// localOnly are objects each API server publishes for itself, which the
+// edge's own controllers keep: kube-root-ca.crt holds the CA that verifies
+// the edge, not the upstream. No rule mirrors them, and writes to them
+// stay local.
+var localOnly = map[schema.GroupResource]string{{Resource: "configmaps"}: "kube-root-ca.crt"}
+
 // crdResource is where custom resources are defined.
 var crdResource = schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}
 
@@ -181,6 +187,14 @@ func New(cfg config.Mirror, stores Stores, state State) (*Mirror, error) {
 		fs, err := fields.ParseSelector(field)
 		if err != nil {
 			return nil, err
+		}
+		if name, ok := localOnly[r.GroupResource()]; ok {
+			if not := fields.OneTermNotEqualSelector("metadata.name", name); fs.Empty() {
+				fs = not
+			} else {
+				fs = fields.AndSelectors(fs, not)
+			}
+			field = fs.String()
 		}
 		m.rules = append(m.rules, &rule{name: r.RuleName(), gr: r.GroupResource(), cfg: r, label: label, field: field,
 			labels: ls, fields: fs, referencedBy: r.ReferencedBy})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -913,7 +914,7 @@ func TestMirror(t *testing.T) {
 			t.Errorf("the edge took %s to become ready with the upstream down, want it ready from local data", d)
 		}
 		// It serves the last state it had.
-		list, err := edgeA.cs.CoreV1().ConfigMaps("mirror-a").List(t.Context(), metav1.ListOptions{})
+		list, err := edgeA.cs.CoreV1().ConfigMaps("mirror-a").List(t.Context(), metav1.ListOptions{FieldSelector: "metadata.name!=" + rootCA})
 		must(t, err)
 		served := map[string]string{}
 		for _, c := range list.Items {
@@ -1062,7 +1063,7 @@ func testMirrorKillDuringSync(t *testing.T, env *mirrorEnv) {
 	convergeWithin(t, v, "bulk", want, 90*time.Second)
 	t.Logf("converged %s after the restart", time.Since(restarted).Round(time.Millisecond))
 	// Duplicates and phantoms: the stored list, not only the informer.
-	list, err := ed.cs.CoreV1().ConfigMaps("mirror-k").List(t.Context(), metav1.ListOptions{})
+	list, err := ed.cs.CoreV1().ConfigMaps("mirror-k").List(t.Context(), metav1.ListOptions{FieldSelector: "metadata.name!=" + rootCA})
 	must(t, err)
 	up := want(t)
 	seenNames, seenUIDs := map[string]bool{}, map[types.UID]bool{}
@@ -1367,6 +1368,9 @@ func (e *mirrorEnv) upstream(t *testing.T, gvr schema.GroupVersionResource, ns s
 	must(t, err)
 	out := map[string]*unstructured.Unstructured{}
 	for i := range list.Items {
+		if list.Items[i].GetName() == rootCA {
+			continue // the upstream's own, never mirrored
+		}
 		out[key(&list.Items[i])] = &list.Items[i]
 	}
 	return out
@@ -1644,11 +1648,15 @@ func (v *view) since(mark int) []event {
 	return append([]event(nil), v.events[mark:]...)
 }
 
-// localRVs are the informer's objects' local resourceVersions by name.
+// localRVs are the mirrored objects' local resourceVersions by name (the
+// edge's own kube-root-ca.crt left out).
 func (v *view) localRVs() map[string]string {
 	out := map[string]string{}
 	for _, o := range v.store.List() {
 		u := o.(*unstructured.Unstructured)
+		if u.GetName() == rootCA {
+			continue
+		}
 		out[u.GetName()] = u.GetResourceVersion()
 	}
 	return out
@@ -1775,6 +1783,9 @@ func convergeOpts(t *testing.T, v *view, rule string, want func(*testing.T) map[
 	t.Errorf("the edge informer of %s in %q did not converge to the upstream within %s:\n%s", v.gvr.Resource, v.ns, timeout, diff)
 }
 
+// rootCA is the ConfigMap every API server publishes in every namespace.
+const rootCA = "kube-root-ca.crt"
+
 // mirrorDiff describes how the edge's objects differ from the upstream's
 // ("" when they do not).
 func mirrorDiff(want map[string]*unstructured.Unstructured, edgeObjs []any, rule string, onlyMirrored bool) string {
@@ -1782,11 +1793,15 @@ func mirrorDiff(want map[string]*unstructured.Unstructured, edgeObjs []any, rule
 	got := map[string]*unstructured.Unstructured{}
 	for _, o := range edgeObjs {
 		u := o.(*unstructured.Unstructured)
-		if onlyMirrored && u.GetAnnotations()[annRule] == "" {
+		if onlyMirrored && u.GetAnnotations()[annRule] == "" || u.GetName() == rootCA {
 			continue
 		}
 		got[key(u)] = u
 	}
+	// Each API server publishes its own kube-root-ca.crt; none is
+	// mirrored.
+	want = maps.Clone(want)
+	maps.DeleteFunc(want, func(_ string, u *unstructured.Unstructured) bool { return u.GetName() == rootCA })
 	for k, w := range want {
 		g, ok := got[k]
 		if !ok {
