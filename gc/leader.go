@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -34,7 +34,7 @@ func RunWithLeaderElection(ctx context.Context, cfg *rest.Config) error {
 	if err != nil {
 		return err
 	}
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := coordinationv1client.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
@@ -42,7 +42,7 @@ func RunWithLeaderElection(ctx context.Context, cfg *rest.Config) error {
 	id := fmt.Sprintf("%s_%s", host, uuid.NewString())
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: LeaseName},
-		Client:     client.CoordinationV1(),
+		Client:     client,
 		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
 	}
 	for ctx.Err() == nil {

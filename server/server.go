@@ -34,7 +34,7 @@ import (
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/apiserver/pkg/storage/value"
 	"k8s.io/apiserver/pkg/util/notfoundhandler"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
@@ -412,13 +412,13 @@ func (b *builder) workers() error {
 	if ips := b.clusterIPs; ips != nil {
 		loopback := gs.LoopbackClientConfig
 		s.addWorker("kubestore-clusterip-repair", func(ctx context.Context) {
-			client, err := kubernetes.NewForConfig(loopback)
+			client, err := corev1client.NewForConfig(loopback)
 			if err != nil {
 				klog.ErrorS(err, "Cluster IP repair")
 				return
 			}
 			ips.Repair(ctx, func(ctx context.Context) ([]corev1.Service, error) {
-				l, err := client.CoreV1().Services(metav1.NamespaceAll).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+				l, err := client.Services(metav1.NamespaceAll).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 				if err != nil {
 					return nil, err
 				}

@@ -102,7 +102,7 @@ func (a *Admission) Validate(ctx context.Context, attrs admission.Attributes, _ 
 // live reads a ServiceAccount from etcd when the lookup reads clients'.
 func (a *Admission) live(ctx context.Context, l Lookup, namespace, name string) (*corev1.ServiceAccount, error) {
 	if cl, ok := l.(clientLookup); ok {
-		return cl.c.CoreV1().ServiceAccounts(namespace).Get(ctx, name, metav1.GetOptions{})
+		return cl.c.ServiceAccounts(namespace).Get(ctx, name, metav1.GetOptions{})
 	}
 	return l.ServiceAccount(ctx, namespace, name)
 }

@@ -10,9 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/runtime"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -41,17 +40,16 @@ const refreshBundle = time.Minute
 // are creates and resourceVersion-checked updates, so several kubestores
 // on one etcd converge: they publish one bundle of every CA.
 func Controllers(ctx context.Context, cfg *rest.Config, keys *Keys, st State, accounts, rootCA bool) error {
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := corev1client.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	byName := func(name string) informers.SharedInformerOption {
-		return informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
-		})
+	// Plain informers on the core client: client-go's informer factory
+	// would link every API group's informers into the binary (18 MB).
+	rc := client.RESTClient()
+	informer := func(resource string, obj runtime.Object, selector fields.Selector) cache.SharedIndexInformer {
+		return cache.NewSharedIndexInformer(cache.NewListWatchFromClient(rc, resource, metav1.NamespaceAll, selector), obj, 0, cache.Indexers{})
 	}
-	all := informers.NewSharedInformerFactory(client, 0)
-	namespaces := all.Core().V1().Namespaces()
 	queue := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "kubestore_serviceaccount_controllers"})
 	defer queue.ShutDown()
@@ -65,66 +63,62 @@ func Controllers(ctx context.Context, cfg *rest.Config, keys *Keys, st State, ac
 		}
 	}
 	handler := cache.ResourceEventHandlerFuncs{AddFunc: enqueueNamespace, UpdateFunc: func(_, obj any) { enqueueNamespace(obj) }, DeleteFunc: enqueueNamespace}
-	if _, err := namespaces.Informer().AddEventHandler(handler); err != nil {
-		return err
-	}
-	synced := []cache.InformerSynced{namespaces.Informer().HasSynced}
-	var accountLister func(ns string) bool
+	namespaces := informer("namespaces", &corev1.Namespace{}, fields.Everything())
+	infs := []cache.SharedIndexInformer{namespaces}
+	var accountsInf, configMapsInf cache.SharedIndexInformer
 	if accounts {
-		f := informers.NewSharedInformerFactoryWithOptions(client, 0, byName(DefaultName))
-		inf := f.Core().V1().ServiceAccounts()
-		if _, err := inf.Informer().AddEventHandler(handler); err != nil {
-			return err
-		}
-		accountLister = func(ns string) bool { _, err := inf.Lister().ServiceAccounts(ns).Get(DefaultName); return err == nil }
-		synced = append(synced, inf.Informer().HasSynced)
-		f.Start(ctx.Done())
-		defer f.Shutdown()
+		accountsInf = informer("serviceaccounts", &corev1.ServiceAccount{}, fields.OneTermEqualSelector("metadata.name", DefaultName))
+		infs = append(infs, accountsInf)
 	}
-	var configMaps func(ns string) (*corev1.ConfigMap, error)
 	if rootCA {
-		f := informers.NewSharedInformerFactoryWithOptions(client, 0, byName(RootCAConfigMap))
-		inf := f.Core().V1().ConfigMaps()
-		if _, err := inf.Informer().AddEventHandler(handler); err != nil {
+		configMapsInf = informer("configmaps", &corev1.ConfigMap{}, fields.OneTermEqualSelector("metadata.name", RootCAConfigMap))
+		infs = append(infs, configMapsInf)
+	}
+	var synced []cache.InformerSynced
+	for _, inf := range infs {
+		if _, err := inf.AddEventHandler(handler); err != nil {
 			return err
 		}
-		configMaps = func(ns string) (*corev1.ConfigMap, error) { return inf.Lister().ConfigMaps(ns).Get(RootCAConfigMap) }
-		synced = append(synced, inf.Informer().HasSynced)
-		f.Start(ctx.Done())
-		defer f.Shutdown()
+		go inf.RunWithContext(ctx)
+		synced = append(synced, inf.HasSynced)
 	}
-	all.Start(ctx.Done())
-	defer all.Shutdown()
+	get := func(inf cache.SharedIndexInformer, namespace, name string) (any, bool) {
+		key := name
+		if namespace != "" {
+			key = namespace + "/" + name
+		}
+		obj, ok, _ := inf.GetStore().GetByKey(key)
+		return obj, ok
+	}
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return nil
 	}
 	sync := func(ctx context.Context, name string) error {
-		ns, err := namespaces.Lister().Get(name)
-		if apierrors.IsNotFound(err) || ns != nil && ns.Status.Phase == corev1.NamespaceTerminating {
+		obj, ok := get(namespaces, "", name)
+		if !ok || obj.(*corev1.Namespace).Status.Phase == corev1.NamespaceTerminating {
 			return nil
 		}
-		if err != nil {
-			return err
-		}
-		if accounts && !accountLister(name) {
-			_, err := client.CoreV1().ServiceAccounts(name).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: DefaultName}}, metav1.CreateOptions{})
+		if _, ok := get(accountsInf, name, DefaultName); accounts && !ok {
+			_, err := client.ServiceAccounts(name).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: DefaultName}}, metav1.CreateOptions{})
 			if err != nil && !apierrors.IsAlreadyExists(err) && !apierrors.IsForbidden(err) {
 				return err
 			}
 		}
 		if rootCA {
 			bundle := string(keys.CABundle())
-			cm, err := configMaps(name)
+			obj, ok := get(configMapsInf, name, RootCAConfigMap)
+			var cm *corev1.ConfigMap
+			if ok {
+				cm = obj.(*corev1.ConfigMap)
+			}
 			switch {
-			case apierrors.IsNotFound(err):
-				_, err = client.CoreV1().ConfigMaps(name).Create(ctx, &corev1.ConfigMap{
+			case !ok:
+				_, err := client.ConfigMaps(name).Create(ctx, &corev1.ConfigMap{
 					ObjectMeta: metav1.ObjectMeta{Name: RootCAConfigMap, Annotations: map[string]string{descriptionKey: description}},
 					Data:       map[string]string{RootCAKey: bundle}}, metav1.CreateOptions{})
 				if apierrors.IsAlreadyExists(err) || apierrors.IsForbidden(err) {
 					err = nil // another kubestore's, or the namespace is going
 				}
-				return err
-			case err != nil:
 				return err
 			case cm.Annotations[mirror.AnnotationRule] != "":
 				return nil // the upstream cluster's copy, mirrored
@@ -146,7 +140,7 @@ func Controllers(ctx context.Context, cfg *rest.Config, keys *Keys, st State, ac
 				cm.Annotations = map[string]string{}
 			}
 			cm.Annotations[descriptionKey] = description
-			if _, err := client.CoreV1().ConfigMaps(name).Update(ctx, cm, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			if _, err := client.ConfigMaps(name).Update(ctx, cm, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 				return err
 			}
 		}
@@ -167,9 +161,8 @@ func Controllers(ctx context.Context, cfg *rest.Config, keys *Keys, st State, ac
 					continue
 				}
 				if rootCA && !bytes.Equal(before, keys.CABundle()) {
-					nss, _ := namespaces.Lister().List(everything)
-					for _, ns := range nss {
-						queue.Add(ns.Name)
+					for _, name := range namespaces.GetStore().ListKeys() {
+						queue.Add(name)
 					}
 				}
 			}
@@ -189,8 +182,6 @@ func Controllers(ctx context.Context, cfg *rest.Config, keys *Keys, st State, ac
 		queue.Done(name)
 	}
 }
-
-var everything = labels.Everything()
 
 func metaOf(obj any) (metav1.Object, error) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
