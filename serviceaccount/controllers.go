@@ -90,6 +90,10 @@ func Controllers(ctx context.Context, cfg *rest.Config, keys *Keys, st State, ac
 		obj, ok, _ := inf.GetStore().GetByKey(key)
 		return obj, ok
 	}
+	has := func(inf cache.SharedIndexInformer, namespace, name string) bool {
+		_, ok := get(inf, namespace, name)
+		return ok
+	}
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return nil
 	}
@@ -98,7 +102,7 @@ func Controllers(ctx context.Context, cfg *rest.Config, keys *Keys, st State, ac
 		if !ok || obj.(*corev1.Namespace).Status.Phase == corev1.NamespaceTerminating {
 			return nil
 		}
-		if _, ok := get(accountsInf, name, DefaultName); accounts && !ok {
+		if accounts && !has(accountsInf, name, DefaultName) {
 			_, err := client.ServiceAccounts(name).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: DefaultName}}, metav1.CreateOptions{})
 			if err != nil && !apierrors.IsAlreadyExists(err) && !apierrors.IsForbidden(err) {
 				return err

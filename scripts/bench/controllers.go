@@ -57,7 +57,8 @@ func (b *bench) controllers(ctx context.Context) error {
 	runs = append(runs, ControllerRun{Name: "all", Controllers: "*"})
 	for i, run := range runs {
 		dir := filepath.Join(b.root, fmt.Sprintf("controllers-%d", i))
-		srv, _, err := b.startOn(ctx, dir, "controllers", "--controllers="+run.Controllers)
+		// A /16: the data set's Services outnumber the default /24.
+		srv, _, err := b.startOn(ctx, dir, "controllers", "--controllers="+run.Controllers, "--service-cluster-ip-range=10.96.0.0/16")
 		if err != nil {
 			return err
 		}
