@@ -3,35 +3,11 @@ package registry
 import (
 	"context"
 	"net/netip"
-	"path/filepath"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/kubestore/kubestore/cacher"
-	"github.com/kubestore/kubestore/config"
 )
-
-func newRecords(t *testing.T) *cacher.Backend {
-	t.Helper()
-	cfg := config.Default()
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.DataDir = dir
-	cc, err := cfg.Complete()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := cacher.Open(t.Context(), cc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	return b
-}
 
 // Families and policy as upstream defaults and checks them
 // (pkg/registry/core/service/storage/storage_test.go
@@ -92,7 +68,7 @@ func TestDefaultFamilies(t *testing.T) {
 // row saw it so, and records an IP a Service holds without one.
 func TestRepairOnce(t *testing.T) {
 	ctx := t.Context()
-	b := newRecords(t)
+	b := openTestBackend(t)
 	c, err := NewClusterIPs(ctx, []netip.Prefix{netip.MustParsePrefix("10.0.0.0/24")}, b)
 	if err != nil {
 		t.Fatal(err)

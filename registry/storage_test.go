@@ -15,9 +15,8 @@ import (
 	"github.com/kubestore/kubestore/server/openapi"
 )
 
-// newTestStorage builds every store on a real embedded etcd and watch
-// caches, and waits until each cache is ready.
-func newTestStorage(t *testing.T) (*API, *Storage) {
+// openTestBackend starts a real embedded etcd on a temp dir.
+func openTestBackend(t *testing.T) *cacher.Backend {
 	t.Helper()
 	cfg := config.Default()
 	dir, err := filepath.EvalSymlinks(t.TempDir())
@@ -34,6 +33,14 @@ func newTestStorage(t *testing.T) (*API, *Storage) {
 		t.Fatalf("opening storage: %v", err)
 	}
 	t.Cleanup(backend.Close)
+	return backend
+}
+
+// newTestStorage builds every store on a real embedded etcd and watch
+// caches, and waits until each cache is ready.
+func newTestStorage(t *testing.T) (*API, *Storage) {
+	t.Helper()
+	backend := openTestBackend(t)
 	api, err := New()
 	if err != nil {
 		t.Fatal(err)

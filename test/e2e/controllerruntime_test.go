@@ -3,13 +3,9 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,34 +15,8 @@ import (
 	"k8s.io/client-go/dynamic"
 )
 
-var (
-	operatorOnce sync.Once
-	operatorBin  string
-	operatorErr  error
-)
-
-// operatorBinary builds test/e2e/operator, a controller-runtime operator.
-func operatorBinary(t *testing.T) string {
-	t.Helper()
-	operatorOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "kubestore-operator")
-		if err != nil {
-			operatorErr = err
-			return
-		}
-		operatorBin = filepath.Join(dir, "operator")
-		_, file, _, _ := runtime.Caller(0)
-		cmd := exec.Command("go", "build", "-o", operatorBin, "./operator")
-		cmd.Dir = filepath.Dir(file)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			operatorErr = fmt.Errorf("go build ./operator: %v\n%s", err, out)
-		}
-	})
-	if operatorErr != nil {
-		t.Fatal(operatorErr)
-	}
-	return operatorBin
-}
+// operator is test/e2e/operator, a controller-runtime operator.
+var operator = &goBinary{pkg: "test/e2e/operator", name: "operator"}
 
 // replica is one running operator process.
 type replica struct {
@@ -59,7 +29,7 @@ type replica struct {
 func startReplica(t *testing.T, kubeconfig, id string) *replica {
 	t.Helper()
 	r := &replica{id: id, out: &lockedWriter{w: &bytes.Buffer{}}, exited: make(chan struct{})}
-	r.cmd = exec.Command(operatorBinary(t), "--kubeconfig", kubeconfig, "--id", id)
+	r.cmd = exec.Command(operator.get(t), "--kubeconfig", kubeconfig, "--id", id)
 	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -24,36 +24,47 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-var (
-	buildOnce sync.Once
-	builtBin  string
-	buildErr  error
-)
+// goBinary is a program of this module built once per test run.
+type goBinary struct {
+	pkg  string // relative to the module root
+	name string
+	once sync.Once
+	path string
+	err  error
+}
 
-// binary returns the kubestore binary under test.
+func (b *goBinary) get(t *testing.T) string {
+	t.Helper()
+	b.once.Do(func() {
+		dir, err := os.MkdirTemp("", "kubestore-e2e")
+		if err != nil {
+			b.err = err
+			return
+		}
+		b.path = filepath.Join(dir, b.name)
+		_, file, _, _ := runtime.Caller(0)
+		cmd := exec.Command("go", "build", "-o", b.path, "./"+b.pkg)
+		cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("go build ./%s: %v\n%s", b.pkg, err, out)
+		}
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.path
+}
+
+var kubestoreBinary = &goBinary{pkg: ".", name: "kubestore"}
+
+// binary returns the kubestore binary under test: KUBESTORE_BIN, or one
+// built from this checkout.
 func binary(t *testing.T) string {
 	t.Helper()
 	if b := os.Getenv("KUBESTORE_BIN"); b != "" {
 		return b
 	}
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "kubestore-e2e")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		builtBin = filepath.Join(dir, "kubestore")
-		_, file, _, _ := runtime.Caller(0)
-		cmd := exec.Command("go", "build", "-o", builtBin, ".")
-		cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return builtBin
+	return kubestoreBinary.get(t)
 }
 
 // shortTempDir is a temporary directory with a short path: the etcd socket
