@@ -181,9 +181,10 @@ func (c *Collector) syncMonitors(ctx context.Context) bool {
 		return false
 	}
 	c.mu.Lock()
+	var gone []*monitor
 	for gvr, m := range c.monitors {
 		if _, ok := want[gvr]; !ok {
-			m.stop()
+			gone = append(gone, m)
 			delete(c.monitors, gvr)
 		}
 	}
@@ -203,6 +204,10 @@ func (c *Collector) syncMonitors(ctx context.Context) bool {
 	}
 	resources.Set(float64(len(c.monitors)))
 	c.mu.Unlock()
+	// Stopped without the lock: their handlers take it.
+	for _, m := range gone {
+		m.stop()
+	}
 	waitCtx, cancel := context.WithTimeout(ctx, resyncResources)
 	defer cancel()
 	if !cache.WaitForCacheSync(waitCtx.Done(), synced...) {
@@ -234,17 +239,23 @@ func (c *Collector) monitor(ctx context.Context, gvr schema.GroupVersionResource
 	}); err != nil {
 		klog.ErrorS(err, "Garbage collector: informer handler", "resource", gvr)
 	}
-	ctx, stop := context.WithCancel(ctx)
-	go inf.RunWithContext(ctx)
-	return &monitor{informer: inf, stop: stop}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		inf.RunWithContext(ctx)
+	}()
+	// stop returns once the informer has stopped.
+	return &monitor{informer: inf, stop: func() { cancel(); <-done }}
 }
 
 func (c *Collector) stopMonitors() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	for gvr, m := range c.monitors {
+	monitors := c.monitors
+	c.monitors = map[schema.GroupVersionResource]*monitor{}
+	c.mu.Unlock()
+	for _, m := range monitors {
 		m.stop()
-		delete(c.monitors, gvr)
 	}
 }
 

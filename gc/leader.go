@@ -45,14 +45,20 @@ func RunWithLeaderElection(ctx context.Context, cfg *rest.Config) error {
 		Client:     client,
 		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
 	}
+	// The elector starts OnStartedLeading in a goroutine it does not wait
+	// for; the collector runs here instead, handed each term's context, so
+	// that it has stopped when this returns.
+	terms := make(chan context.Context)
 	for ctx.Err() == nil {
 		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 			Lock: lock, LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
 			ReleaseOnCancel: true, Name: LeaseName,
 			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: func(ctx context.Context) {
-					klog.InfoS("Garbage collector leads", "lease", "kube-system/"+LeaseName, "identity", id)
-					c.Run(ctx)
+				OnStartedLeading: func(term context.Context) {
+					select {
+					case terms <- term:
+					case <-term.Done():
+					}
 				},
 				OnStoppedLeading: func() {},
 			},
@@ -60,7 +66,20 @@ func RunWithLeaderElection(ctx context.Context, cfg *rest.Config) error {
 		if err != nil {
 			return err
 		}
-		le.Run(ctx)
+		elected := make(chan struct{})
+		go func() {
+			defer close(elected)
+			le.Run(ctx)
+		}()
+		for running := true; running; {
+			select {
+			case term := <-terms:
+				klog.InfoS("Garbage collector leads", "lease", "kube-system/"+LeaseName, "identity", id)
+				c.Run(term)
+			case <-elected:
+				running = false
+			}
+		}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package serviceaccount
 import (
 	"bytes"
 	"context"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -74,12 +75,17 @@ func Controllers(ctx context.Context, cfg *rest.Config, keys *Keys, st State, ac
 		configMapsInf = informer("configmaps", &corev1.ConfigMap{}, fields.OneTermEqualSelector("metadata.name", RootCAConfigMap))
 		infs = append(infs, configMapsInf)
 	}
+	// Every goroutine started here ends before Controllers returns.
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
 	var synced []cache.InformerSynced
 	for _, inf := range infs {
 		if _, err := inf.AddEventHandler(handler); err != nil {
 			return err
 		}
-		go inf.RunWithContext(ctx)
+		wg.Go(func() { inf.RunWithContext(ctx) })
 		synced = append(synced, inf.HasSynced)
 	}
 	get := func(inf cache.SharedIndexInformer, namespace, name string) (any, bool) {
@@ -97,7 +103,7 @@ func Controllers(ctx context.Context, cfg *rest.Config, keys *Keys, st State, ac
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return nil
 	}
-	sync := func(ctx context.Context, name string) error {
+	reconcile := func(ctx context.Context, name string) error {
 		obj, ok := get(namespaces, "", name)
 		if !ok || obj.(*corev1.Namespace).Status.Phase == corev1.NamespaceTerminating {
 			return nil
@@ -150,7 +156,7 @@ func Controllers(ctx context.Context, cfg *rest.Config, keys *Keys, st State, ac
 		}
 		return nil
 	}
-	go func() {
+	wg.Go(func() {
 		t := time.NewTicker(refreshBundle)
 		defer t.Stop()
 		for {
@@ -171,13 +177,13 @@ func Controllers(ctx context.Context, cfg *rest.Config, keys *Keys, st State, ac
 				}
 			}
 		}
-	}()
+	})
 	for {
 		name, quit := queue.Get()
 		if quit {
 			return nil
 		}
-		if err := sync(ctx, name); err != nil {
+		if err := reconcile(ctx, name); err != nil {
 			klog.V(2).InfoS("ServiceAccount controllers: will retry", "namespace", name, "err", err)
 			queue.AddRateLimited(name)
 		} else {
