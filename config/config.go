@@ -41,6 +41,16 @@ const (
 	DefaultHistoryWindow        = 75 * time.Second
 	DefaultLogFormat            = LogFormatText
 
+	// DefaultWALSegmentBytes is the size each etcd WAL segment is
+	// preallocated to (etcd's own is 64 MB). etcd keeps two segments from
+	// its first start, the current one and the next, so this sets a fresh
+	// data directory's size; docs/RELIABILITY.md has what smaller segments
+	// cost in writes and start-up.
+	DefaultWALSegmentBytes = 4 << 20
+	// MinWALSegmentBytes keeps a segment larger than the largest request
+	// etcd accepts by default, so a request does not cut a segment by itself.
+	MinWALSegmentBytes = 2 << 20
+
 	// DefaultBudgetFraction: with --memory-limit, a resource without a
 	// --max-bytes budget may store objects of at most 1/8 of the limit in
 	// encoded size. Decoded in the watch cache with its indexes and snapshot
@@ -159,6 +169,7 @@ type Etcd struct {
 	BackendBatchInterval   Duration `json:"backendBatchInterval"`
 	BackendBatchLimit      int      `json:"backendBatchLimit"`
 	MaxRequestBytes        ByteSize `json:"maxRequestBytes"`
+	WALSegmentBytes        ByteSize `json:"walSegmentBytes"`
 	// WatchProgressNotifyInterval is how often etcd tells a quiet watch
 	// the current revision, so that the watch cache and bookmarks keep up
 	// with writes to other resources (KEP-1904, efficient watch
@@ -240,6 +251,7 @@ func Default() Config {
 			BackendBatchInterval:        Duration{DefaultBackendBatchInterval},
 			BackendBatchLimit:           DefaultBackendBatchLimit,
 			MaxRequestBytes:             DefaultMaxRequestBytes,
+			WALSegmentBytes:             DefaultWALSegmentBytes,
 			WatchProgressNotifyInterval: Duration{DefaultProgressNotify},
 		},
 		Cache: Cache{
@@ -407,6 +419,9 @@ func (e Etcd) validate() []error {
 	errs = append(errs, positive(FlagEtcdWatchProgressNotifyInterval, e.WatchProgressNotifyInterval.Duration))
 	if e.MaxRequestBytes <= 0 {
 		errs = append(errs, invalid(FlagEtcdMaxRequestBytes, e.MaxRequestBytes, "must be positive"))
+	}
+	if e.WALSegmentBytes < MinWALSegmentBytes || e.WALSegmentBytes > 1<<30 {
+		errs = append(errs, invalid(FlagEtcdWALSegmentBytes, e.WALSegmentBytes, "must be between 2Mi and 1Gi"))
 	}
 	return errs
 }

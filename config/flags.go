@@ -47,6 +47,7 @@ const (
 	FlagEtcdBackendBatchInterval        = "etcd-backend-batch-interval"
 	FlagEtcdBackendBatchLimit           = "etcd-backend-batch-limit"
 	FlagEtcdMaxRequestBytes             = "etcd-max-request-bytes"
+	FlagEtcdWALSegmentBytes             = "etcd-wal-segment-bytes"
 	FlagEtcdWatchProgressNotifyInterval = "etcd-watch-progress-notify-interval"
 	FlagWatchCache                      = "watch-cache"
 	FlagDefaultWatchCacheSize           = "default-watch-cache-size"
@@ -202,6 +203,8 @@ var bindings = []binding{
 		func(c *Config) *int { return &c.Etcd.BackendBatchLimit }),
 	bind(FlagEtcdMaxRequestBytes, "embedded etcd: largest request the etcd server accepts",
 		func(c *Config) *ByteSize { return &c.Etcd.MaxRequestBytes }),
+	bind(FlagEtcdWALSegmentBytes, "embedded etcd: size each WAL segment file is preallocated to; a fresh data directory holds two",
+		func(c *Config) *ByteSize { return &c.Etcd.WALSegmentBytes }),
 	bind(FlagEtcdWatchProgressNotifyInterval, "embedded etcd: how often a quiet watch is told the current revision, so bookmarks and the watch cache keep up",
 		func(c *Config) *Duration { return &c.Etcd.WatchProgressNotifyInterval }),
 	bind(FlagWatchCache, "serve reads and watches from the upstream watch cache; false sends every read to etcd",

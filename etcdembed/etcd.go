@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/storage/wal"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -135,6 +136,10 @@ func embedConfig(dir datadir.Dir, cfg config.Etcd) *embed.Config {
 	ec.BackendBatchInterval = cfg.BackendBatchInterval.Duration
 	ec.BackendBatchLimit = cfg.BackendBatchLimit
 	ec.MaxRequestBytes = uint(cfg.MaxRequestBytes)
+	// etcd has the WAL segment size as a package setting, not a member's;
+	// one process runs one member, and a restore writes that member's WAL,
+	// so setting it here, where both go through, is enough.
+	wal.SegmentSizeBytes = int64(cfg.WALSegmentBytes)
 	ec.WatchProgressNotifyInterval = cfg.WatchProgressNotifyInterval.Duration
 	// The HTTP/JSON gateway is for curl users; kubestore's clients speak gRPC.
 	ec.EnableGRPCGateway = false
