@@ -78,14 +78,20 @@ func WriteFileAtomic(path string, data []byte) error {
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(path))
+	return SyncDir(filepath.Dir(path))
 }
 
-func syncDir(dir string) error {
+// SyncDir fsyncs directory dir, so that the entries made, renamed or
+// removed in it survive a power cut: POSIX promises that for a new name
+// only once its directory is synced, whatever was done to the file.
+func SyncDir(dir string) error {
 	f, err := os.Open(dir)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	return f.Sync()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("syncing directory %s: %w", dir, err)
+	}
+	return nil
 }

@@ -248,9 +248,8 @@ func SnapshotSave(ctx context.Context, cc config.Completed, file string, w io.Wr
 	if err := os.Rename(tmp.Name(), file); err != nil {
 		return err
 	}
-	if d, err := os.Open(filepath.Dir(file)); err == nil {
-		d.Sync()
-		d.Close()
+	if err := datadir.SyncDir(filepath.Dir(file)); err != nil {
+		return fmt.Errorf("writing %s: %w", file, err)
 	}
 	st, err := snapshot.NewV3(c.logger).Status(file)
 	if err != nil {
