@@ -84,6 +84,45 @@ func (m *model) get(name string) outcome {
 	return m.names[name]
 }
 
+// compare checks what the store holds (name -> value) against the model,
+// counting losses and phantoms, and settles every uncertain name to what
+// is stored.
+func (m *model) compare(t *testing.T, stored map[string]string, cycle int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	names := map[string]bool{}
+	for n := range m.names {
+		names[n] = true
+	}
+	for n := range stored {
+		names[n] = true
+	}
+	for n := range names {
+		want := m.names[n]
+		got, present := stored[n]
+		if !present {
+			got = ""
+		}
+		switch {
+		case want.unknown && (want.maybe == "*" || got == want.value || got == want.maybe):
+			m.names[n] = outcome{value: got}
+		case want.unknown:
+			t.Errorf("cycle %d: %s holds %q, want %q or %q", cycle, n, got, want.value, want.maybe)
+			m.lost++
+			m.names[n] = outcome{value: got}
+		case got == want.value:
+		case want.value == "":
+			t.Errorf("cycle %d: %s holds %q, but it was deleted or never acknowledged", cycle, n, got)
+			m.phantom++
+			m.names[n] = outcome{value: got}
+		default:
+			t.Errorf("cycle %d: %s holds %q, want the acknowledged %q", cycle, n, got, want.value)
+			m.lost++
+			m.names[n] = outcome{value: got}
+		}
+	}
+}
+
 // counts is what the test prints at the end.
 type counts struct {
 	cycles, acked, lost, phantom, informerDivergences, watchDivergences, rvRegressions, relists int64
@@ -99,15 +138,42 @@ func TestCrashSafety(t *testing.T) {
 	// through the crashes with one config.
 	port := strconv.Itoa(freePort(t))
 	p := start(t, dir, "--secure-port", port)
+	ch := startChurn(t, p)
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	for cycle := 1; cycle <= cycles(); cycle++ {
+		time.Sleep(300*time.Millisecond + time.Duration(rng.Int64N(int64(1700*time.Millisecond))))
+		p.kill()
+		ch.c.cycles++
+		p = start(t, dir, "--secure-port", port)
+		ch.check(t, cycle)
+	}
+	ch.finish(t, "crash test")
+}
 
+// churn is the clients of a crash test, which live through every restart
+// of the server: writers of ConfigMaps, checked against a model of what
+// was acknowledged, a client-go informer and a plain watch that resumes.
+type churn struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	client kubernetes.Interface
+	m      *model
+	c      counts
+	store  cache.Store
+	rw     *rawWatcher
+	// Writers pause while a check runs.
+	gate sync.RWMutex
+	wg   sync.WaitGroup
+}
+
+// startChurn starts the clients against p; every later server must serve
+// the same port with the same CA.
+func startChurn(t *testing.T, p *proc) *churn {
 	cfg := p.restConfig()
 	cfg.Timeout = 5 * time.Second
-	client := kubernetes.NewForConfigOrDie(cfg)
-
 	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	m := &model{names: map[string]outcome{}}
-	var c counts
+	t.Cleanup(cancel)
+	ch := &churn{ctx: ctx, cancel: cancel, client: kubernetes.NewForConfigOrDie(cfg), m: &model{names: map[string]outcome{}}}
 
 	// The informer's reflector (WatchList, as client-go v0.37 does by
 	// default) lives through every crash: it must recover by itself, by
@@ -119,8 +185,8 @@ func TestCrashSafety(t *testing.T) {
 	informerCfg := rest.CopyConfig(cfg)
 	informerCfg.Timeout = 0
 	lw := cache.NewListWatchFromClient(kubernetes.NewForConfigOrDie(informerCfg).CoreV1().RESTClient(), "configmaps", crashNamespace, fields.Everything())
-	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	reflector := cache.NewReflectorWithOptions(lw, &corev1.ConfigMap{}, store, cache.ReflectorOptions{
+	ch.store = cache.NewStore(cache.MetaNamespaceKeyFunc)
+	reflector := cache.NewReflectorWithOptions(lw, &corev1.ConfigMap{}, ch.store, cache.ReflectorOptions{
 		Name:    "crash-test",
 		Backoff: &wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 10, Cap: time.Second},
 	})
@@ -129,40 +195,39 @@ func TestCrashSafety(t *testing.T) {
 	// The raw watcher resumes from the last resourceVersion it saw; on 410
 	// it relists. Its view must converge too, and its events must come in
 	// resourceVersion order.
-	rw := &rawWatcher{client: client}
-	go rw.run(ctx, &c)
+	ch.rw = &rawWatcher{client: ch.client}
+	go ch.rw.run(ctx, &ch.c)
 
-	// Writers pause while a check runs.
-	var gate sync.RWMutex
-	var wg sync.WaitGroup
 	for w := range writers {
-		wg.Add(1)
+		ch.wg.Add(1)
 		go func() {
-			defer wg.Done()
-			writeAtRandom(ctx, client, m, &gate, w)
+			defer ch.wg.Done()
+			writeAtRandom(ctx, ch.client, ch.m, &ch.gate, w)
 		}()
 	}
+	return ch
+}
 
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
-	for cycle := 1; cycle <= cycles(); cycle++ {
-		time.Sleep(300*time.Millisecond + time.Duration(rng.Int64N(int64(1700*time.Millisecond))))
-		p.kill()
-		c.cycles++
-		p = start(t, dir, "--secure-port", port)
+// check compares the restarted server with the model and the watchers with
+// the server, with the writers paused.
+func (ch *churn) check(t *testing.T, cycle int) {
+	ch.gate.Lock()
+	defer ch.gate.Unlock()
+	checkAfterRestart(t, ch.ctx, ch.client, ch.m, ch.store, ch.rw, &ch.c, cycle)
+}
 
-		gate.Lock()
-		checkAfterRestart(t, ctx, client, m, store, rw, &c, cycle)
-		gate.Unlock()
-	}
-	cancel()
-	wg.Wait()
-
-	c.acked, c.lost, c.phantom = m.acked, m.lost, m.phantom
-	summary := fmt.Sprintf("crash test: cycles=%d acknowledged-writes=%d lost=%d phantom=%d informer-divergences=%d watch-divergences=%d rv-regressions=%d watch-relists=%d",
-		c.cycles, c.acked, c.lost, c.phantom, c.informerDivergences, c.watchDivergences, c.rvRegressions, c.relists)
+// finish stops the clients, prints the summary line and fails the test on
+// any loss, phantom, divergence or regression.
+func (ch *churn) finish(t *testing.T, name string) {
+	ch.cancel()
+	ch.wg.Wait()
+	c := &ch.c
+	c.acked, c.lost, c.phantom = ch.m.acked, ch.m.lost, ch.m.phantom
+	summary := fmt.Sprintf("%s: cycles=%d acknowledged-writes=%d lost=%d phantom=%d informer-divergences=%d watch-divergences=%d rv-regressions=%d watch-relists=%d",
+		name, c.cycles, c.acked, c.lost, c.phantom, c.informerDivergences, c.watchDivergences, c.rvRegressions, c.relists)
 	fmt.Println(summary)
 	t.Log(summary)
-	if c.acked < int64(c.cycles) {
+	if c.acked < c.cycles {
 		t.Errorf("only %d writes were acknowledged in %d cycles: the test did not exercise the store", c.acked, c.cycles)
 	}
 	if c.lost+c.phantom+c.informerDivergences+c.watchDivergences+c.rvRegressions > 0 {
@@ -273,38 +338,8 @@ func checkAfterRestart(t *testing.T, ctx context.Context, client kubernetes.Inte
 		c.rvRegressions++
 		t.Errorf("cycle %d: list resourceVersion %d is below the acknowledged %d", cycle, listRV, m.maxRV)
 	}
-	names := map[string]bool{}
-	for n := range m.names {
-		names[n] = true
-	}
-	for n := range stored {
-		names[n] = true
-	}
-	for n := range names {
-		want := m.names[n]
-		got, present := stored[n]
-		if !present {
-			got = ""
-		}
-		switch {
-		case want.unknown && (want.maybe == "*" || got == want.value || got == want.maybe):
-			m.names[n] = outcome{value: got}
-		case want.unknown:
-			t.Errorf("cycle %d: %s holds %q, want %q or %q", cycle, n, got, want.value, want.maybe)
-			m.lost++
-			m.names[n] = outcome{value: got}
-		case got == want.value:
-		case want.value == "":
-			t.Errorf("cycle %d: %s holds %q, but it was deleted or never acknowledged", cycle, n, got)
-			m.phantom++
-			m.names[n] = outcome{value: got}
-		default:
-			t.Errorf("cycle %d: %s holds %q, want the acknowledged %q", cycle, n, got, want.value)
-			m.lost++
-			m.names[n] = outcome{value: got}
-		}
-	}
 	m.mu.Unlock()
+	m.compare(t, stored, cycle)
 
 	converged := func(view map[string]string) bool {
 		if len(view) != len(storedRV) {
