@@ -9,6 +9,7 @@ import (
 
 	etcdclient "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/kubernetes"
+	"google.golang.org/grpc"
 	"k8s.io/apiserver/pkg/storage/etcd3"
 	"k8s.io/klog/v2"
 
@@ -51,13 +52,16 @@ func Open(ctx context.Context, cc config.Completed) (_ *Backend, err error) {
 	}()
 
 	endpoints := cfg.Etcd.Servers
+	var dialOpts []grpc.DialOption
 	if !cfg.Etcd.External() {
 		if b.embedded, err = etcdembed.Start(ctx, datadir.Dir(cfg.DataDir), cfg.Etcd, cfg.Log); err != nil {
 			return nil, err
 		}
 		endpoints = b.embedded.Endpoints()
+		// Writes stay off a full or read-only data directory.
+		dialOpts = append(dialOpts, grpc.WithChainUnaryInterceptor(b.embedded.DiskGuard().UnaryClientInterceptor()))
 	}
-	if b.client, err = newClient(cfg, endpoints); err != nil {
+	if b.client, err = newClient(cfg, endpoints, dialOpts...); err != nil {
 		return nil, err
 	}
 	if err := b.waitReady(ctx); err != nil {
@@ -69,11 +73,12 @@ func Open(ctx context.Context, cc config.Completed) (_ *Backend, err error) {
 	return b, nil
 }
 
-func newClient(cfg config.Config, endpoints []string) (*kubernetes.Client, error) {
+func newClient(cfg config.Config, endpoints []string, opts ...grpc.DialOption) (*kubernetes.Client, error) {
 	ccfg, err := etcdembed.ClientConfig(endpoints, cfg.Etcd, cfg.Log)
 	if err != nil {
 		return nil, err
 	}
+	ccfg.DialOptions = append(ccfg.DialOptions, opts...)
 	c, err := kubernetes.New(ccfg)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to etcd %v: %w", endpoints, err)

@@ -50,6 +50,11 @@ const (
 	// MinWALSegmentBytes keeps a segment larger than the largest request
 	// etcd accepts by default, so a request does not cut a segment by itself.
 	MinWALSegmentBytes = 2 << 20
+	// DefaultReservedDiskBytes is the free space below which kubestore
+	// refuses writes to the embedded etcd: two WAL segments (the next is
+	// preallocated when one fills) and as much again for the database,
+	// whose file grows by writing into holes.
+	DefaultReservedDiskBytes = 4 * DefaultWALSegmentBytes
 
 	// DefaultBudgetFraction: with --memory-limit, a resource without a
 	// --max-bytes budget may store objects of at most 1/8 of the limit in
@@ -170,6 +175,7 @@ type Etcd struct {
 	BackendBatchLimit      int      `json:"backendBatchLimit"`
 	MaxRequestBytes        ByteSize `json:"maxRequestBytes"`
 	WALSegmentBytes        ByteSize `json:"walSegmentBytes"`
+	ReservedDiskBytes      ByteSize `json:"reservedDiskBytes"`
 	// WatchProgressNotifyInterval is how often etcd tells a quiet watch
 	// the current revision, so that the watch cache and bookmarks keep up
 	// with writes to other resources (KEP-1904, efficient watch
@@ -252,6 +258,7 @@ func Default() Config {
 			BackendBatchLimit:           DefaultBackendBatchLimit,
 			MaxRequestBytes:             DefaultMaxRequestBytes,
 			WALSegmentBytes:             DefaultWALSegmentBytes,
+			ReservedDiskBytes:           DefaultReservedDiskBytes,
 			WatchProgressNotifyInterval: Duration{DefaultProgressNotify},
 		},
 		Cache: Cache{
@@ -422,6 +429,9 @@ func (e Etcd) validate() []error {
 	}
 	if e.WALSegmentBytes < MinWALSegmentBytes || e.WALSegmentBytes > 1<<30 {
 		errs = append(errs, invalid(FlagEtcdWALSegmentBytes, e.WALSegmentBytes, "must be between 2Mi and 1Gi"))
+	}
+	if e.ReservedDiskBytes < 0 {
+		errs = append(errs, invalid(FlagEtcdReservedDiskBytes, e.ReservedDiskBytes, "must not be negative (0 refuses writes only on a read-only file system)"))
 	}
 	return errs
 }

@@ -48,6 +48,7 @@ const (
 	FlagEtcdBackendBatchLimit           = "etcd-backend-batch-limit"
 	FlagEtcdMaxRequestBytes             = "etcd-max-request-bytes"
 	FlagEtcdWALSegmentBytes             = "etcd-wal-segment-bytes"
+	FlagEtcdReservedDiskBytes           = "etcd-reserved-disk-bytes"
 	FlagEtcdWatchProgressNotifyInterval = "etcd-watch-progress-notify-interval"
 	FlagWatchCache                      = "watch-cache"
 	FlagDefaultWatchCacheSize           = "default-watch-cache-size"
@@ -205,6 +206,8 @@ var bindings = []binding{
 		func(c *Config) *ByteSize { return &c.Etcd.MaxRequestBytes }),
 	bind(FlagEtcdWALSegmentBytes, "embedded etcd: size each WAL segment file is preallocated to; a fresh data directory holds two",
 		func(c *Config) *ByteSize { return &c.Etcd.WALSegmentBytes }),
+	bind(FlagEtcdReservedDiskBytes, "embedded etcd: free space kept on the data directory's file system; below it, or when it turns read-only, writes are refused with a clear error while reads go on",
+		func(c *Config) *ByteSize { return &c.Etcd.ReservedDiskBytes }),
 	bind(FlagEtcdWatchProgressNotifyInterval, "embedded etcd: how often a quiet watch is told the current revision, so bookmarks and the watch cache keep up",
 		func(c *Config) *Duration { return &c.Etcd.WatchProgressNotifyInterval }),
 	bind(FlagWatchCache, "serve reads and watches from the upstream watch cache; false sends every read to etcd",

@@ -55,6 +55,8 @@ type Server struct {
 	// snapSynced is closed when the snap directory's syncer ends (nil
 	// without one).
 	snapSynced <-chan struct{}
+	guard      *DiskGuard
+	guarded    <-chan struct{} // closed when the guard has stopped
 }
 
 // SocketPath is where the embedded etcd of a data directory listens.
@@ -108,6 +110,8 @@ func Start(ctx context.Context, dir datadir.Dir, cfg config.Etcd, log config.Log
 			s.Close()
 			return nil, err
 		}
+		s.guard = newDiskGuard(dir, int64(cfg.ReservedDiskBytes), lg)
+		s.guarded = s.guard.run(closing)
 		return s, nil
 	case err := <-e.Err():
 		s.Close()
@@ -208,6 +212,10 @@ func Logger(cfg config.Log) (*zap.Logger, error) {
 // Endpoints are the client URLs of the server.
 func (s *Server) Endpoints() []string { return []string{s.endpoint} }
 
+// DiskGuard is the guard of the member's file system; its interceptor goes
+// on every client that writes through the server.
+func (s *Server) DiskGuard() *DiskGuard { return s.guard }
+
 // watch waits for the first fatal error of the running member: one that
 // embed reports (a client listener that stops serving) or the etcd server
 // stopping by itself (raft or storage giving up). etcd's own fatal log
@@ -262,6 +270,9 @@ func (s *Server) Close() {
 		}
 		if s.snapSynced != nil {
 			<-s.snapSynced
+		}
+		if s.guarded != nil {
+			<-s.guarded
 		}
 	})
 }
