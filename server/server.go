@@ -244,7 +244,12 @@ func (b *builder) genericConfig() error {
 		MinTLSVersion: tls.VersionTLS12,
 	}
 	c.ExternalAddress = strings.TrimPrefix(b.url, "https://")
+	// No client-side rate limit, as upstream's loopback client
+	// (k8s.io/apiserver/pkg/server/config_selfclient.go): the admission
+	// lookups of ServiceAccounts run on it, on the path of every pod
+	// create, and client-go's default (5/s) limited pod creates to that.
 	c.LoopbackClientConfig = &restclient.Config{
+		QPS:             -1,
 		Host:            b.url,
 		BearerToken:     uuid.NewString(),
 		TLSClientConfig: restclient.TLSClientConfig{CAData: pki.CAPEM()},
