@@ -67,8 +67,8 @@ type FS struct {
 	pending []entryOp         // directory changes not yet synced, in order
 	stashed int
 	last    lastWrite // the last unsynced write, for a torn cut
-	// synced counts fsyncs that reached the real directory (files and
-	// directories), unsynced the writes dropped by Cut.
+	// synced counts the fsyncs that reached the real directory (files and
+	// directories), dropped the dirty pages Cut dropped.
 	synced, dropped int
 }
 
@@ -275,8 +275,9 @@ func (f *FS) Cut(tear bool, rng *rand.Rand) {
 	f.pending = nil
 }
 
-// Unmount unmounts the file system (after a Cut, what is in Real is what
-// survived) and removes what was stashed.
+// Unmount unmounts the file system and removes what was stashed. Without
+// a Cut it writes out what was not synced, as a clean unmount does; after
+// one, what is in Real is what survived.
 func (f *FS) Unmount() error {
 	var err error
 	for range 50 {
@@ -286,9 +287,21 @@ func (f *FS) Unmount() error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	if err != nil {
+		// Something still holds the mount: detach it, so that no test
+		// leaves a mount behind, and say so.
+		syscall.Unmount(f.Dir, syscall.MNT_DETACH)
 		return fmt.Errorf("unmounting %s: %w", f.Dir, err)
 	}
 	f.server.Wait()
+	// An unmount writes the page cache out, as the kernel does; after a
+	// Cut there is none left.
+	f.mu.Lock()
+	for _, d := range f.files {
+		d.sync()
+		syscall.Close(d.fd)
+	}
+	f.files, f.pending = map[uint64]*dirty{}, nil
+	f.mu.Unlock()
 	return os.RemoveAll(f.stash)
 }
 
