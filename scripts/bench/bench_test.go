@@ -90,6 +90,7 @@ func TestSmoke(t *testing.T) {
 		"create CPU":      got.CreateCPUMs,
 		"data dir bytes":  float64(got.DataDirBytes),
 		"WAL bytes":       float64(got.WALBytes),
+		"data dir phases": float64(len(got.DataDirs)),
 		"watch p50":       got.Watch.P50Ms,
 		"disk writes":     float64(got.Writes.WriteBytes),
 		"informer sync":   got.Informer.SyncMs,

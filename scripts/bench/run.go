@@ -48,6 +48,9 @@ type Result struct {
 	// the flash-write phase: etcd's WAL segments are preallocated.
 	DataDirBytes int64 `json:"dataDirBytes"`
 	WALBytes     int64 `json:"walBytes"`
+	// DataDirs is the same after each phase that changes it: fresh (the
+	// first start), loaded, after the writes.
+	DataDirs []DataDirSize `json:"dataDirs"`
 
 	Watch      WatchResult    `json:"watch"`      // updates as fast as the clients go
 	WatchPaced WatchResult    `json:"watchPaced"` // updates at -watch-rate
@@ -269,6 +272,28 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// DataDirSize is the disk the data dir and its etcd WAL take after a phase.
+type DataDirSize struct {
+	Phase    string `json:"phase"`
+	Bytes    int64  `json:"bytes"`
+	WALBytes int64  `json:"walBytes"`
+}
+
+// dataDirSize measures the data dir after phase and records it.
+func (b *bench) dataDirSize(phase string) (DataDirSize, error) {
+	s := DataDirSize{Phase: phase}
+	var err error
+	if s.Bytes, err = diskUsage(b.dataDir); err != nil {
+		return s, err
+	}
+	if s.WALBytes, err = diskUsage(filepath.Join(b.dataDir, "etcd", "member", "wal")); err != nil {
+		return s, err
+	}
+	b.res.DataDirs = append(b.res.DataDirs, s)
+	b.logf("data dir %s: %s on disk, WAL %s", phase, mib(s.Bytes), mib(s.WALBytes))
+	return s, nil
+}
+
 // run measures the sections -only selects, in order.
 func (b *bench) run(ctx context.Context) error {
 	if b.res.ran(sectionStore) {
@@ -304,6 +329,9 @@ func (b *bench) store(ctx context.Context) error {
 	if err := b.stop(); err != nil {
 		return err
 	}
+	if _, err := b.dataDirSize("fresh"); err != nil {
+		return err
+	}
 	if d, err = b.start(ctx); err != nil {
 		return err
 	}
@@ -330,6 +358,9 @@ func (b *bench) store(ctx context.Context) error {
 		return err
 	}
 	if res.MemLoaded, err = b.mem("loaded"); err != nil {
+		return err
+	}
+	if _, err := b.dataDirSize("loaded"); err != nil {
 		return err
 	}
 	if err := b.heapProfile(ctx, "loaded"); err != nil {
@@ -370,13 +401,11 @@ func (b *bench) store(ctx context.Context) error {
 	if err := b.flashWrites(ctx); err != nil {
 		return err
 	}
-	if res.DataDirBytes, err = diskUsage(b.dataDir); err != nil {
+	written, err := b.dataDirSize("after the writes")
+	if err != nil {
 		return err
 	}
-	if res.WALBytes, err = diskUsage(filepath.Join(b.dataDir, "etcd", "member", "wal")); err != nil {
-		return err
-	}
-	b.logf("data dir: %s on disk, WAL %s", mib(res.DataDirBytes), mib(res.WALBytes))
+	res.DataDirBytes, res.WALBytes = written.Bytes, written.WALBytes
 	if err := b.informer(ctx); err != nil {
 		return err
 	}

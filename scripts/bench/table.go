@@ -134,7 +134,13 @@ func storeRows(row func(figure, value string, t target), r *Result) {
 	}
 	fw := r.Writes
 	row(fmt.Sprintf("disk writes per update (%d at %.0f/s)", fw.Updates, fw.AchievedRate), fmt.Sprintf("%.0f bytes", fw.BytesPerUpdate), target{})
-	row("data dir on disk after the writes", fmt.Sprintf("%s (etcd WAL %s)", mib(r.DataDirBytes), mib(r.WALBytes)), target{})
+	for _, d := range r.DataDirs {
+		t := target{}
+		if d.Phase == "fresh" {
+			t = target{"≤ 32 MiB", d.Bytes <= 32<<20}
+		}
+		row("data dir on disk, "+d.Phase, fmt.Sprintf("%s (etcd WAL %s)", mib(d.Bytes), mib(d.WALBytes)), t)
+	}
 	how := "WatchList"
 	if !r.Informer.WatchList {
 		how = fmt.Sprintf("LIST+watch (%d lists)", r.Informer.Lists)
