@@ -957,7 +957,11 @@ func TestParseByteSize(t *testing.T) {
 		{"2Gi", 2 << 30, false},
 		{"10Ti", 10 << 40, false},
 		{"1e3", 1000, false},
+		{"1E18", 1000000000000000000, false},
 		{" 64Mi ", 64 << 20, false},
+		// Found by FuzzParseByteSize: the parser would compute a billion digits.
+		{"99999999E999999999", 0, true},
+		{"1e-999999999", 0, true},
 		{"", 0, true},
 		{"-1", 0, true},
 		{"-1Mi", 0, true},

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -75,11 +76,21 @@ func (b *ByteSize) Set(s string) error {
 // grows quickly with long exponents, and no real size needs more.
 const maxByteSizeText = 32
 
+// decimalExponent is the exponent of a quantity in scientific notation.
+var decimalExponent = regexp.MustCompile(`[eE]([+-]?[0-9]+)$`)
+
 // ParseByteSize reads a quantity such as "128Mi" as a whole number of bytes.
 func ParseByteSize(text string) (ByteSize, error) {
 	s := strings.TrimSpace(text)
 	if len(s) > maxByteSizeText {
 		return 0, fmt.Errorf("%q is not a size such as 256Mi: too long", text)
+	}
+	// A decimal exponent far out of range ("1E999999999") would make the
+	// checks below compute a number of a billion digits: refuse it first.
+	if m := decimalExponent.FindStringSubmatch(s); m != nil {
+		if e, err := strconv.Atoi(m[1]); err != nil || e > 30 || e < -30 {
+			return 0, fmt.Errorf("%q is not a whole number of bytes that fits in 63 bits", text)
+		}
 	}
 	q, err := resource.ParseQuantity(s)
 	if err != nil {
