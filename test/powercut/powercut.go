@@ -811,21 +811,21 @@ func (h *handle) Release(ctx context.Context) syscall.Errno {
 // cannot: it needs /dev/fuse and root, to mount without fusermount.
 func Available() error {
 	if _, err := os.Stat("/dev/fuse"); err != nil {
-		return fmt.Errorf("no FUSE device: %w", err)
+		return fmt.Errorf("no FUSE device for the power-cut file system: %w", err)
 	}
 	if os.Geteuid() != 0 {
-		return errors.New("mounting a FUSE file system directly needs root")
+		return errors.New("mounting the power-cut file system directly needs root")
 	}
 	return nil
 }
 
-// Skip skips a test that needs the file system on a machine without it,
-// except in CI (CI set), where a power-cut test that cannot run is a
-// failure: the machine was meant to have it.
+// Skip skips a test that needs what this machine lacks (this file system,
+// or root and loop devices), except in CI (CI set), where such a test that
+// cannot run is a failure: the machine was meant to have it.
 func Skip(t testing.TB, why error) {
 	t.Helper()
 	if os.Getenv("CI") != "" {
-		t.Fatalf("power-cut file system: %v", why)
+		t.Fatalf("cannot run here: %v", why)
 	}
-	t.Skipf("power-cut file system: %v", why)
+	t.Skipf("cannot run here: %v", why)
 }
