@@ -130,10 +130,9 @@ func Start(ctx context.Context, dir datadir.Dir, cfg config.Etcd, log config.Log
 // etcd syncs a directory only where it renames a WAL segment, so on a
 // first start the member directory, the database file and the snap
 // directory are new names that a power cut could drop with everything
-// acknowledged since (test/e2e TestPowerCut found it); an online defrag
-// renames a new database file over the old one without a sync either.
-// Start runs it once etcd is ready, before the first request; from then
-// on syncSnapDir keeps snap/ synced.
+// acknowledged since (test/e2e TestPowerCut found it). Start runs it once
+// etcd is ready, before the first request; from then on syncSnapDir keeps
+// snap/ synced.
 func syncMemberDirs(dir datadir.Dir) error {
 	member := filepath.Join(dir.Etcd(), "member")
 	for _, d := range []string{filepath.Dir(filepath.Clean(string(dir))), string(dir), dir.Etcd(), member,

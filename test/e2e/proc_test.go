@@ -319,11 +319,18 @@ func runKubestore(t *testing.T, args ...string) (string, error) {
 
 func mustRunKubestore(t *testing.T, args ...string) string {
 	t.Helper()
-	out, err := runKubestore(t, args...)
+	return mustRun(t, binary(t), args...)
+}
+
+// mustRun runs a command to completion and returns its output; a failure
+// fails the test with the output.
+func mustRun(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
 	if err != nil {
-		t.Fatalf("kubestore %s: %v\n%s", strings.Join(args, " "), err, out)
+		t.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, out)
 	}
-	return out
+	return string(out)
 }
 
 // mustRV is a resourceVersion as a number.

@@ -56,7 +56,7 @@ func newExt4Disk(t *testing.T, size int64) *ext4Disk {
 		t.Fatal(err)
 	}
 	f.Close()
-	run(t, "mkfs.ext4", "-q", "-F", "-m", "0", d.image)
+	mustRun(t, "mkfs.ext4", "-q", "-F", "-m", "0", d.image)
 	d.mount()
 	t.Cleanup(func() {
 		if exec.Command("umount", d.mnt).Run() != nil {
@@ -66,17 +66,8 @@ func newExt4Disk(t *testing.T, size int64) *ext4Disk {
 	return d
 }
 
-func run(t *testing.T, name string, args ...string) string {
-	t.Helper()
-	out, err := exec.Command(name, args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
 func (d *ext4Disk) mount() {
-	run(d.t, "mount", "-o", "loop,errors=remount-ro", d.image, d.mnt)
+	mustRun(d.t, "mount", "-o", "loop,errors=remount-ro", d.image, d.mnt)
 }
 
 // free is what an unprivileged writer may still allocate.
@@ -92,7 +83,7 @@ func (d *ext4Disk) free() int64 {
 // as the logs of another program would.
 func (d *ext4Disk) fill(leave int64) string {
 	ballast := filepath.Join(d.mnt, "ballast")
-	run(d.t, "fallocate", "-l", strconv.FormatInt(d.free()-leave, 10), ballast)
+	mustRun(d.t, "fallocate", "-l", strconv.FormatInt(d.free()-leave, 10), ballast)
 	return ballast
 }
 
@@ -100,7 +91,7 @@ func (d *ext4Disk) fill(leave int64) string {
 // errors=remount-ro it stops every write to it from then on, as after a
 // failing flash block.
 func (d *ext4Disk) failWithError() {
-	src := strings.TrimSpace(run(d.t, "findmnt", "-no", "SOURCE", d.mnt))
+	src := strings.TrimSpace(mustRun(d.t, "findmnt", "-no", "SOURCE", d.mnt))
 	trigger := filepath.Join("/sys/fs/ext4", filepath.Base(src), "trigger_fs_error")
 	if err := os.WriteFile(trigger, []byte("kubestore test"), 0o200); err != nil {
 		d.t.Fatalf("making %s fail: %v", d.mnt, err)
@@ -259,22 +250,22 @@ func TestDataDirReadOnly(t *testing.T) {
 	if err := p.stop(30 * time.Second); err != nil {
 		t.Logf("stopping on a read-only file system: %v", err)
 	}
-	run(t, "umount", d.mnt)
+	mustRun(t, "umount", d.mnt)
 	if out, err := exec.Command("e2fsck", "-fy", d.image).CombinedOutput(); err != nil {
 		// 1: errors corrected; anything above is a failure.
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() > 1 {
 			t.Fatalf("e2fsck: %v\n%s", err, out)
 		}
 	}
-	run(t, "mount", "-o", "loop,ro", d.image, d.mnt)
-	out, err := exec.Command(binary(t), "--data-dir", dir, "--secure-port", "0").CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "read-only file system") {
+	mustRun(t, "mount", "-o", "loop,ro", d.image, d.mnt)
+	out, err := runKubestore(t, "--data-dir", dir, "--secure-port", "0")
+	if err == nil || !strings.Contains(out, "read-only file system") {
 		t.Errorf("starting on a read-only data directory: %v\n%s\nwant a failure naming the read-only file system", err, out)
 	}
-	if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); len(lines) > 3 {
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) > 3 {
 		t.Logf("start on a read-only data directory said %d lines:\n%s", len(lines), out)
 	}
-	run(t, "umount", d.mnt)
+	mustRun(t, "umount", d.mnt)
 	d.mount()
 	p = start(t, dir, args...)
 	cs = p.clientset()
