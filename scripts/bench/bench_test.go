@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,14 +18,16 @@ func TestOnly(t *testing.T) {
 		want    []string
 		wantErr bool
 	}{
-		{only: "", want: []string{sectionStore, sectionMirror, sectionControllers}},
+		{only: "", want: []string{sectionStore, sectionMirror, sectionControllers, sectionGateway}},
+		{only: "gateway", want: []string{sectionGateway}},
 		{only: "controllers", want: []string{sectionControllers}},
 		{only: "mirror", want: []string{sectionMirror}},
 		{only: "store", want: []string{sectionStore}},
 		{only: "mirrors", wantErr: true},
 	} {
 		t.Run("only="+tc.only, func(t *testing.T) {
-			o := options{Scale: 1, Clients: 1, ListRuns: 1, WriteRate: 1, WatchRate: 1, MirrorOutage: time.Second, Only: tc.only}
+			o := options{Scale: 1, Clients: 1, ListRuns: 1, WriteRate: 1, WatchRate: 1, MirrorOutage: time.Second, Only: tc.only,
+				BurstDuration: time.Second, SlowWriteRate: 1}
 			err := o.complete()
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("complete() = %v, want error %t", err, tc.wantErr)
@@ -51,6 +54,7 @@ func TestSmoke(t *testing.T) {
 	o := options{
 		Bin: bin, Out: out, Scale: 0.01, Clients: 4, ListRuns: 3, WriteRate: 200, WatchRate: 200,
 		Idle: time.Second, CPUWindow: time.Second, DataRoot: t.TempDir(), Log: &log, MirrorOutage: 2 * time.Second,
+		GatewayScales: []int{1}, BurstDuration: time.Second, SlowWriteRate: 50,
 	}
 	res, err := run(t.Context(), o)
 	if res != nil {
@@ -77,25 +81,26 @@ func TestSmoke(t *testing.T) {
 		t.Errorf("counts at scale 0.01 = %+v", got.Counts)
 	}
 	positive := map[string]float64{
-		"binary bytes":    float64(got.Binary.Bytes),
-		"ready fresh":     got.ReadyFreshMs,
-		"ready empty":     got.ReadyEmptyMs,
-		"ready with data": got.ReadyDataMs,
-		"idle RSS":        float64(got.MemIdle.VmRSS),
-		"idle anonymous":  float64(got.MemIdle.RssAnon),
-		"loaded RSS":      float64(got.MemLoaded.VmRSS),
-		"after lists HWM": float64(got.MemAfterLists.VmHWM),
-		"creates/s":       got.CreatesPerSec,
-		"updates/s":       got.UpdatesPerSec,
-		"create CPU":      got.CreateCPUMs,
-		"data dir bytes":  float64(got.DataDirBytes),
-		"WAL bytes":       float64(got.WALBytes),
-		"data dir phases": float64(len(got.DataDirs)),
-		"watch p50":       got.Watch.P50Ms,
-		"disk writes":     float64(got.Writes.WriteBytes),
-		"informer sync":   got.Informer.SyncMs,
-		"encode json":     got.encodeMs("json"),
-		"encode protobuf": got.encodeMs("protobuf"),
+		"binary bytes":     float64(got.Binary.Bytes),
+		"ready fresh":      got.ReadyFreshMs,
+		"ready empty":      got.ReadyEmptyMs,
+		"ready with data":  got.ReadyDataMs,
+		"idle RSS":         float64(got.MemIdle.VmRSS),
+		"idle anonymous":   float64(got.MemIdle.RssAnon),
+		"loaded RSS":       float64(got.MemLoaded.VmRSS),
+		"after lists HWM":  float64(got.MemAfterLists.VmHWM),
+		"creates/s":        got.CreatesPerSec,
+		"updates/s":        got.UpdatesPerSec,
+		"create CPU":       got.CreateCPUMs,
+		"data dir bytes":   float64(got.DataDirBytes),
+		"WAL bytes":        float64(got.WALBytes),
+		"data dir phases":  float64(len(got.DataDirs)),
+		"watch p50":        got.Watch.P50Ms,
+		"disk writes":      float64(got.Writes.WriteBytes),
+		"slow disk writes": float64(got.SlowWrites.WriteBytes),
+		"informer sync":    got.Informer.SyncMs,
+		"encode json":      got.encodeMs("json"),
+		"encode protobuf":  got.encodeMs("protobuf"),
 	}
 	for name, v := range positive {
 		if v <= 0 {
@@ -150,11 +155,36 @@ func TestSmoke(t *testing.T) {
 			}
 		}
 	}
+	if g := got.Gateway; g == nil || len(g.Runs) != 1 {
+		t.Errorf("gateway = %+v, want one run", g)
+	} else {
+		run := g.Runs[0]
+		if run.Scale != 1 || run.Objects != 1900 || run.Mem.VmRSS <= 0 || run.Mappings.Binary <= 0 || run.Mappings.Anon <= 0 {
+			t.Errorf("gateway run %+v: want 1,900 objects, memory and its mappings", run)
+		}
+		if g.BurstUpdates != 100 || g.BurstRate <= 0 || g.BurstPeak < g.BurstAfter.VmRSS/2 || g.BurstAfter.VmRSS <= 0 {
+			t.Errorf("gateway burst %+v: want 100 updates, a rate and a peak", g)
+		}
+	}
 	var table bytes.Buffer
 	printTable(&table, &got)
-	for _, want := range []string{"binary size", "creates/s", "cm protobuf rv=0 uncached", "informer cold sync", "mirror: resync after 2 s outage", "controllers: garbage-collector-controller, over none"} {
+	for _, want := range []string{"binary size", "creates/s", "gateway ×1 (1900 objects)", "peak RSS over a burst", "at 50/s", "disk writes at idle", "cm protobuf rv=0 uncached", "informer cold sync", "mirror: resync after 2 s outage", "controllers: garbage-collector-controller, over none"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q", want)
 		}
+	}
+}
+
+func TestXZSize(t *testing.T) {
+	if _, err := exec.LookPath("xz"); err != nil {
+		t.Skip("no xz")
+	}
+	path := filepath.Join(t.TempDir(), "zeros")
+	if err := os.WriteFile(path, make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n, err := xzSize(path)
+	if err != nil || n <= 0 || n > 4096 {
+		t.Errorf("xzSize of 1 MiB of zeros = %d, %v; want a few hundred bytes", n, err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -49,8 +50,10 @@ type options struct {
 	CPUWindow    time.Duration
 	DataRoot     string
 	Keep         bool
-	ProfileDir   string
-	Log          io.Writer
+	// XZ compresses the binary with xz -9 (about a minute on one core).
+	XZ         bool
+	ProfileDir string
+	Log        io.Writer
 	// Only is the one section to run; empty runs all.
 	Only string
 	// The mirror section: objects mirrored, how many change upstream
@@ -60,6 +63,13 @@ type options struct {
 	MirrorOutage  time.Duration
 	// The controllers section: namespaces of its data set.
 	ControllerNamespaces int
+	// The gateway section: the copies of the gateway set each server
+	// holds, the burst of updates, and the slow write stream.
+	GatewayScales    []int
+	BurstUpdates     int
+	BurstDuration    time.Duration
+	SlowWriteUpdates int
+	SlowWriteRate    float64
 }
 
 // The benchmark's sections, in the order they run.
@@ -67,9 +77,10 @@ const (
 	sectionStore       = "store"
 	sectionMirror      = "mirror"
 	sectionControllers = "controllers"
+	sectionGateway     = "gateway"
 )
 
-var allSections = []string{sectionStore, sectionMirror, sectionControllers}
+var allSections = []string{sectionStore, sectionMirror, sectionControllers, sectionGateway}
 
 // sections are the sections this run measures.
 func (o *options) sections() []string {
@@ -99,6 +110,22 @@ func (o *options) complete() error {
 	o.MirrorObjects = scaled(o.MirrorObjects, 10000, o.Scale)
 	o.MirrorChanges = scaled(o.MirrorChanges, 100, o.Scale)
 	o.ControllerNamespaces = scaled(o.ControllerNamespaces, 100, o.Scale)
+	o.BurstUpdates = scaled(o.BurstUpdates, 10000, o.Scale)
+	o.SlowWriteUpdates = scaled(o.SlowWriteUpdates, 600, o.Scale)
+	if o.GatewayScales == nil {
+		o.GatewayScales = []int{1, 5}
+	}
+	for _, s := range o.GatewayScales {
+		if s <= 0 {
+			return fmt.Errorf("invalid -gateway-scales %v: each must be > 0", o.GatewayScales)
+		}
+	}
+	if o.BurstDuration <= 0 {
+		return fmt.Errorf("invalid -burst-duration %v: must be > 0", o.BurstDuration)
+	}
+	if o.SlowWriteRate <= 0 {
+		return fmt.Errorf("invalid -slow-write-rate %v: must be > 0", o.SlowWriteRate)
+	}
 	if o.Only != "" && !slices.Contains(allSections, o.Only) {
 		return fmt.Errorf("invalid -only %q: must be one of %s, or empty for all", o.Only, strings.Join(allSections, ", "))
 	}
@@ -149,12 +176,28 @@ func main() {
 	flag.DurationVar(&o.CPUWindow, "cpu-window", 10*time.Second, "window of the idle CPU measurements")
 	flag.StringVar(&o.DataRoot, "data-root", "", "directory for the temporary data dir (default: the system temp dir; must be on the disk whose writes are measured)")
 	flag.BoolVar(&o.Keep, "keep", false, "keep the data dir and server logs")
+	flag.BoolVar(&o.XZ, "xz", true, "also measure the binary compressed with xz -9 (about a minute of one core, before anything else runs)")
 	flag.StringVar(&o.ProfileDir, "profile-dir", "", "if set, serve with --profiling and save heap profiles (idle, loaded, after the lists) and a CPU profile of the first cached LISTs there")
-	flag.StringVar(&o.Only, "only", "", "run one section only: store (one process: start-up, memory, LISTs, writes, watches, flash, informer) or mirror (an edge mirroring a second kubestore) or controllers (the memory of each of --controllers); empty runs all")
+	flag.StringVar(&o.Only, "only", "", "run one section only: store (one process: start-up, memory, LISTs, writes, watches, flash, informer) or mirror (an edge mirroring a second kubestore) or controllers (the memory of each of --controllers) or gateway (memory of the gateway data set x1 and x5, a burst of updates, flash at 10 updates/s); empty runs all")
 	flag.IntVar(&o.MirrorObjects, "mirror-objects", 0, "mirror: ConfigMaps of 1 KiB the edge mirrors (0: 10000 x scale)")
 	flag.IntVar(&o.MirrorChanges, "mirror-changes", 0, "mirror: ConfigMaps updated upstream during the outage (0: 100 x scale, 1 % of the mirrored ones)")
 	flag.DurationVar(&o.MirrorOutage, "mirror-outage", 60*time.Second, "mirror: how long the link between edge and upstream is cut")
 	flag.IntVar(&o.ControllerNamespaces, "controller-namespaces", 0, "controllers: namespaces, each with a ConfigMap owning 20 others and 4 Services (0: 100 x scale)")
+	flag.Func("gateway-scales", "gateway: copies of the gateway set (200 agent Pods, 1,000 ConfigMaps of 2.4 KiB, 500 Secrets, 50 headless Services with EndpointSlices, 100 Leases), one server per entry (default 1,5)", func(v string) error {
+		o.GatewayScales = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				return err
+			}
+			o.GatewayScales = append(o.GatewayScales, n)
+		}
+		return nil
+	})
+	flag.IntVar(&o.BurstUpdates, "burst-updates", 0, "gateway: ConfigMap updates of the burst (0: 10000 x scale)")
+	flag.DurationVar(&o.BurstDuration, "burst-duration", 10*time.Second, "gateway: the burst's updates are paced over this long")
+	flag.IntVar(&o.SlowWriteUpdates, "slow-write-updates", 0, "gateway: updates of the slow flash-write measurement (0: 600 x scale)")
+	flag.Float64Var(&o.SlowWriteRate, "slow-write-rate", 10, "gateway: updates per second of the slow flash-write measurement")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "bench: unexpected arguments %q\n", flag.Args())

@@ -33,13 +33,7 @@ const (
 )
 
 // clients returns n clientsets, each with its own connection.
-func (b *bench) clients(n int) []*kubernetes.Clientset {
-	cs := make([]*kubernetes.Clientset, n)
-	for i := range cs {
-		cs[i] = b.client(true)
-	}
-	return cs
-}
+func (b *bench) clients(n int) []*kubernetes.Clientset { return b.clientsOf(b.srv, n) }
 
 // load creates the namespace, the nodes, the ConfigMaps (timed: creates/s)
 // and the pods with a running status.
@@ -441,46 +435,64 @@ type WriteResult struct {
 	BytesPerUpdate float64 `json:"bytesPerUpdate"`
 }
 
+// flashWrites measures the disk bytes per 1 KiB ConfigMap update at
+// -write-rate and at -slow-write-rate: at the slow rate each bbolt batch
+// (5 s) holds fewer updates to share its commit.
 func (b *bench) flashWrites(ctx context.Context) error {
-	pid := b.srv.pid()
-	// Let the previous phase's batch reach the disk first.
-	if err := sleep(ctx, flushWait); err != nil {
-		return err
-	}
-	before, err := writeBytes(pid)
-	if err != nil {
-		return err
-	}
-	// A few clients, so that one slow answer does not lower the rate; each
-	// ConfigMap is written once per round, so they never race.
-	const writers = 4
-	cs := b.clients(writers)
-	elapsed, err := paced(ctx, writers, b.o.WriteUpdates, b.o.WriteRate, func(ctx context.Context, w, i int) error {
+	round := 2
+	update := func(ctx context.Context, c *kubernetes.Clientset, i int) error {
 		k := i % len(b.cms)
 		cm := b.cms[k].DeepCopy()
-		cm.Data["payload"] = payload(k, 2+i/len(b.cms))
-		cm, err := cs[w].CoreV1().ConfigMaps(benchNamespace).Update(ctx, cm, metav1.UpdateOptions{})
+		cm.Data["payload"] = payload(k, round+i/len(b.cms))
+		cm, err := c.CoreV1().ConfigMaps(benchNamespace).Update(ctx, cm, metav1.UpdateOptions{})
 		if err != nil {
 			return fmt.Errorf("updating configmap: %w", err)
 		}
 		b.cms[k] = cm
 		return nil
-	})
-	if err != nil {
+	}
+	var err error
+	if b.res.Writes, err = b.pacedWrites(ctx, b.srv, b.o.WriteUpdates, b.o.WriteRate, update); err != nil {
 		return err
 	}
+	round += b.o.WriteUpdates/len(b.cms) + 1
+	b.res.SlowWrites, err = b.pacedWrites(ctx, b.srv, b.o.SlowWriteUpdates, b.o.SlowWriteRate, update)
+	return err
+}
+
+// pacedWrites measures the disk bytes the server writes per update while
+// update(i) runs for i in [0,n) at rate per second. Each index is written
+// once, so callers that write each object once per round never race.
+func (b *bench) pacedWrites(ctx context.Context, srv *server, n int, rate float64, update func(ctx context.Context, c *kubernetes.Clientset, i int) error) (WriteResult, error) {
+	pid := srv.pid()
+	// Let the previous phase's batch reach the disk first.
 	if err := sleep(ctx, flushWait); err != nil {
-		return err
+		return WriteResult{}, err
+	}
+	before, err := writeBytes(pid)
+	if err != nil {
+		return WriteResult{}, err
+	}
+	// A few clients, so that one slow answer does not lower the rate.
+	const writers = 4
+	cs := b.clientsOf(srv, writers)
+	elapsed, err := paced(ctx, writers, n, rate, func(ctx context.Context, w, i int) error {
+		return update(ctx, cs[w], i)
+	})
+	if err != nil {
+		return WriteResult{}, err
+	}
+	if err := sleep(ctx, flushWait); err != nil {
+		return WriteResult{}, err
 	}
 	after, err := writeBytes(pid)
 	if err != nil {
-		return err
+		return WriteResult{}, err
 	}
-	r := WriteResult{Updates: b.o.WriteUpdates, TargetRate: b.o.WriteRate, AchievedRate: float64(b.o.WriteUpdates) / elapsed.Seconds(), WriteBytes: after - before}
+	r := WriteResult{Updates: n, TargetRate: rate, AchievedRate: float64(n) / elapsed.Seconds(), WriteBytes: after - before}
 	r.BytesPerUpdate = float64(r.WriteBytes) / float64(r.Updates)
-	b.res.Writes = r
 	b.logf("flash: %d updates at %.1f/s wrote %d bytes: %.0f bytes/update", r.Updates, r.AchievedRate, r.WriteBytes, r.BytesPerUpdate)
-	return nil
+	return r, nil
 }
 
 // InformerResult is a cold client-go informer on the ConfigMaps.

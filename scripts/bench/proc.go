@@ -150,6 +150,64 @@ type Mem struct {
 	VmHWM   int64 `json:"vmHWM"`
 }
 
+// Mappings splits a process's RSS by what backs it (/proc/PID/smaps):
+// the executable, etcd's bbolt database file, other files, and anonymous
+// memory (the Go heap, stacks, runtime metadata).
+type Mappings struct {
+	Binary int64 `json:"binary"`
+	DB     int64 `json:"db"`
+	Files  int64 `json:"files"`
+	Anon   int64 `json:"anon"`
+}
+
+func (m Mappings) String() string {
+	return fmt.Sprintf("binary %s, bbolt db %s, other files %s, anonymous %s", mib(m.Binary), mib(m.DB), mib(m.Files), mib(m.Anon))
+}
+
+func readMappings(pid int) (Mappings, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/smaps", pid))
+	if err != nil {
+		return Mappings{}, err
+	}
+	defer f.Close()
+	exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	var m Mappings
+	var cur *int64
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 0 {
+			continue
+		}
+		if !strings.HasSuffix(fields[0], ":") {
+			// A mapping's header: address perms offset dev inode [path].
+			path := ""
+			if len(fields) >= 6 {
+				path = fields[5]
+			}
+			switch {
+			case path == exe:
+				cur = &m.Binary
+			case strings.HasSuffix(path, "/member/snap/db"):
+				cur = &m.DB
+			case strings.HasPrefix(path, "/"):
+				cur = &m.Files
+			default:
+				cur = &m.Anon
+			}
+			continue
+		}
+		if fields[0] == "Rss:" && len(fields) == 3 && cur != nil {
+			n, err := strconv.ParseInt(fields[1], 10, 64)
+			if err != nil {
+				return Mappings{}, err
+			}
+			*cur += n << 10
+		}
+	}
+	return m, sc.Err()
+}
+
 func readMem(pid int) (Mem, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
@@ -264,9 +322,12 @@ type Binary struct {
 	Bytes    int64  `json:"bytes"`
 	Arch     string `json:"arch"`
 	Stripped bool   `json:"stripped"`
+	// XZBytes is the binary compressed with xz -9, what a firmware
+	// image's compressed file system pays; 0 when xz is not installed.
+	XZBytes int64 `json:"xzBytes"`
 }
 
-func inspectBinary(path string) (Binary, error) {
+func inspectBinary(path string, xz bool) (Binary, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return Binary{}, err
@@ -282,7 +343,36 @@ func inspectBinary(path string) (Binary, error) {
 		b.Arch = f.Machine.String()
 	}
 	b.Stripped = f.Section(".symtab") == nil
-	return b, nil
+	if xz {
+		b.XZBytes, err = xzSize(path)
+	}
+	return b, err
+}
+
+// xzSize is the size of path compressed with xz -9, or 0 without xz.
+func xzSize(path string) (int64, error) {
+	xz, err := exec.LookPath("xz")
+	if err != nil {
+		return 0, nil
+	}
+	// One thread: multi-threaded xz splits the input into blocks, which
+	// compresses worse and depends on the machine's core count.
+	cmd := exec.Command(xz, "-9", "-T1", "-c", path)
+	var n countingWriter
+	var stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &n, &stderr
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("xz -9 %s: %w %s", path, err, stderr.String())
+	}
+	return int64(n), nil
+}
+
+// countingWriter counts the bytes written to it.
+type countingWriter int64
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	*c += countingWriter(len(p))
+	return len(p), nil
 }
 
 // Machine describes where the benchmark ran; the machine may be shared, so

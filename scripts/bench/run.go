@@ -52,13 +52,18 @@ type Result struct {
 	// first start), loaded, after the writes.
 	DataDirs []DataDirSize `json:"dataDirs"`
 
-	Watch      WatchResult    `json:"watch"`      // updates as fast as the clients go
-	WatchPaced WatchResult    `json:"watchPaced"` // updates at -watch-rate
-	Writes     WriteResult    `json:"writes"`
-	Informer   InformerResult `json:"informer"`
+	Watch      WatchResult `json:"watch"`      // updates as fast as the clients go
+	WatchPaced WatchResult `json:"watchPaced"` // updates at -watch-rate
+	Writes     WriteResult `json:"writes"`
+	SlowWrites WriteResult `json:"slowWrites"` // at -slow-write-rate
+	// IdleWriteBytesPerSec is what the server writes to disk at idle, on
+	// the empty data dir: its own Leases and bookkeeping.
+	IdleWriteBytesPerSec float64        `json:"idleWriteBytesPerSec"`
+	Informer             InformerResult `json:"informer"`
 
 	Mirror      *MirrorResult      `json:"mirror,omitempty"`
 	Controllers *ControllersResult `json:"controllers,omitempty"`
+	Gateway     *GatewayResult     `json:"gateway,omitempty"`
 }
 
 // ran reports whether the run measured section.
@@ -76,7 +81,9 @@ type Counts struct {
 	WriteRate    float64 `json:"writeRate"`
 	WatchRate    float64 `json:"watchRate"`
 	IdleSec      float64 `json:"idleSec"`
-	CPUWindowSec float64 `json:"cpuWindowSec"`
+	// GatewayScales are the copies of the gateway set, one server each.
+	GatewayScales []int   `json:"gatewayScales"`
+	CPUWindowSec  float64 `json:"cpuWindowSec"`
 }
 
 // run performs the whole benchmark. On error it returns what it measured
@@ -90,7 +97,7 @@ func run(ctx context.Context, o options) (*Result, error) {
 		ServeArgs: append([]string{}, o.ServeArgs...),
 		Counts: Counts{ConfigMaps: o.ConfigMaps, Pods: o.Pods, Nodes: o.Nodes, Watchers: o.Watchers, Clients: o.Clients,
 			ListRuns: o.ListRuns, WriteUpdates: o.WriteUpdates, WriteRate: o.WriteRate, WatchRate: o.WatchRate,
-			IdleSec: o.Idle.Seconds(), CPUWindowSec: o.CPUWindow.Seconds()},
+			IdleSec: o.Idle.Seconds(), CPUWindowSec: o.CPUWindow.Seconds(), GatewayScales: o.GatewayScales},
 		Sections: o.sections(),
 	}
 	started := time.Now()
@@ -98,7 +105,7 @@ func run(ctx context.Context, o options) (*Result, error) {
 		res.Machine.LoadEnd = loadAvg()
 		res.Machine.DurationSec = int(time.Since(started).Seconds())
 	}()
-	bin, err := inspectBinary(o.Bin)
+	bin, err := inspectBinary(o.Bin, o.XZ)
 	if err != nil {
 		return nil, err
 	}
@@ -213,10 +220,14 @@ func (b *bench) memOf(srv *server, what string) (Mem, error) {
 
 // heapProfile saves the server's heap profile after a GC, with -profile-dir.
 func (b *bench) heapProfile(ctx context.Context, name string) error {
+	return b.heapProfileOf(ctx, b.srv, name)
+}
+
+func (b *bench) heapProfileOf(ctx context.Context, srv *server, name string) error {
 	if b.o.ProfileDir == "" {
 		return nil
 	}
-	return b.saveProfile(ctx, "heap?gc=1", name+".heap.pb.gz")
+	return saveProfile(ctx, srv, b.o.ProfileDir, "heap?gc=1", name+".heap.pb.gz")
 }
 
 // cpuProfile starts a CPU profile of the server over window, with
@@ -228,14 +239,14 @@ func (b *bench) cpuProfile(ctx context.Context, name string, window time.Duratio
 		return done
 	}
 	go func() {
-		done <- b.saveProfile(ctx, fmt.Sprintf("profile?seconds=%d", int(window.Seconds())), name+".cpu.pb.gz")
+		done <- saveProfile(ctx, b.srv, b.o.ProfileDir, fmt.Sprintf("profile?seconds=%d", int(window.Seconds())), name+".cpu.pb.gz")
 	}()
 	return done
 }
 
-func (b *bench) saveProfile(ctx context.Context, query, file string) error {
+func saveProfile(ctx context.Context, srv *server, dir, query, file string) error {
 	path, params, _ := strings.Cut(query, "?")
-	req := b.client(false).CoreV1().RESTClient().Get().AbsPath("/debug/pprof/" + path)
+	req := clientFor(srv, false).CoreV1().RESTClient().Get().AbsPath("/debug/pprof/" + path)
 	if k, v, ok := strings.Cut(params, "="); ok {
 		req = req.Param(k, v)
 	}
@@ -243,10 +254,10 @@ func (b *bench) saveProfile(ctx context.Context, query, file string) error {
 	if err != nil {
 		return fmt.Errorf("getting /debug/pprof/%s: %w", query, err)
 	}
-	if err := os.MkdirAll(b.o.ProfileDir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(b.o.ProfileDir, file), raw, 0o644)
+	return os.WriteFile(filepath.Join(dir, file), raw, 0o644)
 }
 
 // serverCPU is the CPU time the server has used so far.
@@ -311,6 +322,11 @@ func (b *bench) run(ctx context.Context) error {
 			return err
 		}
 	}
+	if b.res.ran(sectionGateway) {
+		if err := b.gateway(ctx); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -339,6 +355,11 @@ func (b *bench) store(ctx context.Context) error {
 
 	// Idle.
 	b.logf("idling %v", b.o.Idle)
+	idleWrites, err := writeBytes(b.srv.pid())
+	if err != nil {
+		return err
+	}
+	idleStart := time.Now()
 	if err := sleep(ctx, b.o.Idle); err != nil {
 		return err
 	}
@@ -352,6 +373,11 @@ func (b *bench) store(ctx context.Context) error {
 		return err
 	}
 	b.logf("idle CPU %.2f%%", res.IdleCPUPercent)
+	written, err := writeBytes(b.srv.pid())
+	if err != nil {
+		return err
+	}
+	res.IdleWriteBytesPerSec = float64(written-idleWrites) / time.Since(idleStart).Seconds()
 
 	// Load.
 	if err := b.load(ctx); err != nil {
@@ -401,11 +427,11 @@ func (b *bench) store(ctx context.Context) error {
 	if err := b.flashWrites(ctx); err != nil {
 		return err
 	}
-	written, err := b.dataDirSize("after the writes")
+	dir, err := b.dataDirSize("after the writes")
 	if err != nil {
 		return err
 	}
-	res.DataDirBytes, res.WALBytes = written.Bytes, written.WALBytes
+	res.DataDirBytes, res.WALBytes = dir.Bytes, dir.WALBytes
 	if err := b.informer(ctx); err != nil {
 		return err
 	}
