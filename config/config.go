@@ -20,21 +20,27 @@ import (
 // Defaults. Each one is what an unconfigured device gets; the flag help
 // repeats it.
 const (
-	DefaultBindAddress          = "127.0.0.1"
-	DefaultSecurePort           = 6443
-	DefaultShutdownTimeout      = 30 * time.Second
-	DefaultRequestTimeout       = 60 * time.Second
-	DefaultMinRequestTimeout    = 30 * time.Minute
-	DefaultMaxRequestsInFlight  = 400
-	DefaultMaxMutatingInFlight  = 200
-	DefaultMaxRequestBodyBytes  = 3 << 20
-	DefaultEtcdPrefix           = "/registry"
-	DefaultCompactionInterval   = 5 * time.Minute
-	DefaultEtcdStartTimeout     = 60 * time.Second
-	DefaultSnapshotCount        = 5000
-	DefaultSnapshotCatchUp      = 500
+	DefaultBindAddress         = "127.0.0.1"
+	DefaultSecurePort          = 6443
+	DefaultShutdownTimeout     = 30 * time.Second
+	DefaultRequestTimeout      = 60 * time.Second
+	DefaultMinRequestTimeout   = 30 * time.Minute
+	DefaultMaxRequestsInFlight = 400
+	DefaultMaxMutatingInFlight = 200
+	DefaultMaxRequestBodyBytes = 3 << 20
+	DefaultEtcdPrefix          = "/registry"
+	DefaultCompactionInterval  = 5 * time.Minute
+	DefaultEtcdStartTimeout    = 60 * time.Second
+	// etcd keeps the raft log since its last snapshot, plus the catch-up
+	// entries, in memory (~1.5–3 KB an entry), and its backend keeps every
+	// value of the largest batch referenced until the slot is reused
+	// (txBuffer.reset in go.etcd.io/etcd/server/v3/storage/backend keeps
+	// the slices): these three bound both near 3 MB (issue 15,
+	// docs/PERFORMANCE.md).
+	DefaultSnapshotCount        = 1000
+	DefaultSnapshotCatchUp      = 100
 	DefaultBackendBatchInterval = 5 * time.Second
-	DefaultBackendBatchLimit    = 10000
+	DefaultBackendBatchLimit    = 1000
 	DefaultMaxRequestBytes      = 1536 << 10
 	DefaultProgressNotify       = 5 * time.Second
 	DefaultWatchCacheSize       = 100
