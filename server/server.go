@@ -13,7 +13,6 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -461,7 +460,7 @@ func (b *builder) workers() error {
 		s.addWorker("kubestore-mirror", m.Run)
 		s.afterStop = append(s.afterStop, b.mirrorStores.close)
 	}
-	s.addWorker("kubestore-release-startup-memory", releaseStartupMemory)
+	s.addWorker("kubestore-release-memory", releaseMemory)
 	// The workers stop first when the server stops, while requests are
 	// still served: a controller's last write is not refused.
 	gs.AddPreShutdownHookOrDie("kubestore-stop-workers", func() error {
@@ -478,29 +477,6 @@ func (s *Server) addWorker(name string, fn func(ctx context.Context)) {
 		s.workers.start(fn)
 		return nil
 	})
-}
-
-// startupSettleTime is how long after the start the start-up garbage and
-// pages are released: the post-start hooks and the first clients' lists are
-// done by then.
-const startupSettleTime = 10 * time.Second
-
-// releaseStartupMemory returns what only the start needed: the garbage of
-// building the API (debug.FreeOSMemory) and the binary's start-up pages
-// (releaseStartupPages). Both are measured in docs/PERFORMANCE.md.
-func releaseStartupMemory(ctx context.Context) {
-	select {
-	case <-ctx.Done():
-		return
-	case <-time.After(startupSettleTime):
-	}
-	debug.FreeOSMemory()
-	released, err := releaseStartupPages()
-	if err != nil {
-		klog.ErrorS(err, "Releasing start-up pages")
-		return
-	}
-	klog.V(2).InfoS("Released start-up memory", "binaryMappings", released)
 }
 
 // Reload reads --token-auth-file and --authorization-policy-file again
