@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -41,7 +42,7 @@ func serve(c *cli.Context) error {
 			return err
 		}
 	}
-	setMemoryLimit(cfg.Memory)
+	limit, limitFrom := setMemoryLimit(cfg.Memory)
 	unlock, err := datadir.Dir(cfg.DataDir).Lock()
 	if err != nil {
 		return err
@@ -58,6 +59,7 @@ func serve(c *cli.Context) error {
 		return err
 	}
 	defer backend.Close()
+	backend.GuardHeap(cacher.NewHeapGuard(limit, limitFrom))
 	srv, err := server.New(cc, backend, listeners)
 	if err != nil {
 		return err
@@ -113,14 +115,45 @@ func reloadOnHangup(srv *server.Server, done <-chan struct{}) {
 	}
 }
 
-// setMemoryLimit sets the Go runtime's soft memory limit from
-// --memory-limit; without it GOMEMLIMIT, if set, applies as usual.
-func setMemoryLimit(m config.Memory) {
+// setMemoryLimit sets the Go runtime's soft memory limit and returns it
+// with where it comes from: --memory-limit; else GOMEMLIMIT, which the
+// runtime has already applied; else half of the device's memory (its
+// cgroup's limit or MemTotal, config.DeviceMemory), at least
+// config.MinMemoryLimit, so that a device is tuned without a flag. The
+// limit also sets the heap watermark above which creates are refused
+// (cacher.HeapGuard). Only --memory-limit gives resources their default
+// byte budgets. On a device of at most smallDevice, unless GOGC is set,
+// the collector runs at GOGC=50: the heap grows by half the live heap
+// between collections instead of all of it.
+func setMemoryLimit(m config.Memory) (int64, string) {
+	device, from := config.DeviceMemory("/")
+	if _, set := os.LookupEnv("GOGC"); !set && device > 0 && device <= smallDevice {
+		debug.SetGCPercent(smallDeviceGOGC)
+		klog.V(2).InfoS("Garbage collector tuned for a small device", "GOGC", smallDeviceGOGC, "device", config.ByteSize(device), "from", from)
+	}
 	if m.Limit > 0 {
 		debug.SetMemoryLimit(int64(m.Limit))
 		klog.InfoS("Memory limit", "limit", m.Limit, "defaultByteBudget", m.Limit/config.DefaultBudgetFraction)
+		return int64(m.Limit), fmt.Sprintf("--%s=%s", config.FlagMemoryLimit, m.Limit)
 	}
+	if limit := debug.SetMemoryLimit(-1); limit != math.MaxInt64 {
+		return limit, "GOMEMLIMIT"
+	}
+	if device == 0 {
+		return 0, ""
+	}
+	limit := max(device/2, config.MinMemoryLimit)
+	debug.SetMemoryLimit(limit)
+	klog.V(2).InfoS("Memory limit derived from the device", "limit", config.ByteSize(limit), "device", config.ByteSize(device), "from", from)
+	return limit, fmt.Sprintf("half of the device's %s, from %s; set --%s to change it", config.ByteSize(device), from, config.FlagMemoryLimit)
 }
+
+// A device of at most smallDevice runs the collector at smallDeviceGOGC
+// (docs/PERFORMANCE.md measures both).
+const (
+	smallDevice     = 1 << 30
+	smallDeviceGOGC = 50
+)
 
 // setupLogging sends klog to stderr at the configured verbosity, as text or
 // as JSON lines, without the noise of a normal start and stop (logging.go);

@@ -37,7 +37,13 @@ type Backend struct {
 	client    *kubernetes.Client
 	compactor compactor
 	closeOnce sync.Once
+	// heap, when set, refuses creates above the memory limit's watermark.
+	heap *HeapGuard
 }
+
+// GuardHeap makes every store built after it refuse creates while the
+// live heap is above g's watermark; nil guards nothing.
+func (b *Backend) GuardHeap(g *HeapGuard) { b.heap = g }
 
 // Open starts the embedded etcd, or connects to --etcd-servers, and waits
 // until etcd answers a read, at most --etcd-start-timeout. On error nothing

@@ -172,7 +172,7 @@ func (b *Backend) decorator(cached bool, budget config.Budget) generic.StorageDe
 		}
 		if !cached {
 			s, stopBudget := withBudget(store, sc.GroupResource, budget, resourcePrefix, keyFunc)
-			return s, sync.OnceFunc(func() {
+			return withHeapGuard(s, sc.GroupResource, b.heap), sync.OnceFunc(func() {
 				stopBudget()
 				store.Close()
 			}), nil
@@ -197,7 +197,7 @@ func (b *Backend) decorator(cached bool, budget config.Budget) generic.StorageDe
 		}
 		delegator := cacherstorage.NewCacheDelegator(c, store)
 		s, stopBudget := withBudget(delegator, sc.GroupResource, budget, resourcePrefix, keyFunc)
-		return s, sync.OnceFunc(func() {
+		return withHeapGuard(s, sc.GroupResource, b.heap), sync.OnceFunc(func() {
 			stopBudget()
 			delegator.Stop()
 			c.Stop()
