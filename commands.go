@@ -122,12 +122,12 @@ func reloadOnHangup(srv *server.Server, done <-chan struct{}) {
 // config.MinMemoryLimit, so that a device is tuned without a flag. The
 // limit also sets the heap watermark above which creates are refused
 // (cacher.HeapGuard). Only --memory-limit gives resources their default
-// byte budgets. On a device of at most smallDevice, unless GOGC is set,
-// the collector runs at GOGC=50: the heap grows by half the live heap
+// byte budgets. On a small device (config.SmallDevice), unless GOGC is
+// set, the collector runs at GOGC=50: the heap grows by half the live heap
 // between collections instead of all of it.
 func setMemoryLimit(m config.Memory) (int64, string) {
 	device, from := config.DeviceMemory("/")
-	if _, set := os.LookupEnv("GOGC"); !set && device > 0 && device <= smallDevice {
+	if _, set := os.LookupEnv("GOGC"); !set && config.IsSmallDevice("/") {
 		debug.SetGCPercent(smallDeviceGOGC)
 		klog.V(2).InfoS("Garbage collector tuned for a small device", "GOGC", smallDeviceGOGC, "device", config.ByteSize(device), "from", from)
 	}
@@ -148,12 +148,9 @@ func setMemoryLimit(m config.Memory) (int64, string) {
 	return limit, fmt.Sprintf("half of the device's %s, from %s; set --%s to change it", config.ByteSize(device), from, config.FlagMemoryLimit)
 }
 
-// A device of at most smallDevice runs the collector at smallDeviceGOGC
+// smallDeviceGOGC is the collector's setting on a small device
 // (docs/PERFORMANCE.md measures both).
-const (
-	smallDevice     = 1 << 30
-	smallDeviceGOGC = 50
-)
+const smallDeviceGOGC = 50
 
 // setupLogging sends klog to stderr at the configured verbosity, as text or
 // as JSON lines, without the noise of a normal start and stop (logging.go);

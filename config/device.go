@@ -8,6 +8,17 @@ import (
 	"strings"
 )
 
+// SmallDevice is the most memory a device may have for the defaults that
+// trade CPU for memory (GOGC=50, no cache snapshots) to apply.
+const SmallDevice = 1 << 30
+
+// IsSmallDevice reports whether DeviceMemory(root) is known and at most
+// SmallDevice.
+func IsSmallDevice(root string) bool {
+	m, _ := DeviceMemory(root)
+	return m > 0 && m <= SmallDevice
+}
+
 // DeviceMemory is the memory the device gives this process: the smaller of
 // its cgroup's limit (v2 memory.max, v1 memory.limit_in_bytes) and the
 // machine's MemTotal, with where it comes from; 0 when neither can be read.

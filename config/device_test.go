@@ -55,6 +55,10 @@ func TestDeviceMemory(t *testing.T) {
 			if got != tc.want || from != tc.wantFrom {
 				t.Errorf("DeviceMemory = %d, %q; want %d, %q", got, from, tc.want, tc.wantFrom)
 			}
+			// Every device here but the unreadable one has at most 1 GiB.
+			if small := config.IsSmallDevice(root); small != (tc.want > 0) {
+				t.Errorf("IsSmallDevice = %v with %d bytes", small, tc.want)
+			}
 		})
 	}
 }
