@@ -52,6 +52,9 @@ func releaseMemory(ctx context.Context) {
 		case <-tick.C:
 		}
 		live, held := heapSlack()
+		// The heap shrank (objects deleted, the cache's history moved
+		// on) and the runtime returned it: measure growth from there.
+		floor = min(floor, held)
 		if held <= floor+trimThreshold(live) {
 			continue
 		}
