@@ -42,7 +42,7 @@ func releaseMemory(ctx context.Context) {
 	}
 	// What the heap holds right after a trim: the live objects and the
 	// fragmentation of their spans, which no collection gives back.
-	_, floor := heapSlack()
+	_, floor, cycles := heapSlack()
 	tick := time.NewTicker(trimInterval)
 	defer tick.Stop()
 	for {
@@ -51,47 +51,57 @@ func releaseMemory(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		live, held := heapSlack()
+		live, held, now := heapSlack()
 		// The heap shrank (objects deleted, the cache's history moved
 		// on) and the runtime returned it: measure growth from there.
 		floor = min(floor, held)
-		if held <= floor+trimThreshold(live) {
+		// A collection since the last look means the runtime is busy
+		// collecting on its own; a forced one would only add to it.
+		busy := now != cycles
+		cycles = now
+		if busy || held <= floor+trimThreshold(live) {
 			continue
 		}
 		debug.FreeOSMemory()
-		_, floor = heapSlack()
+		_, floor, cycles = heapSlack()
 		klog.V(3).InfoS("Returned unused heap memory", "liveBytes", live, "heldBytes", held, "nowHeldBytes", floor)
 	}
 }
 
 // trimThreshold is how much more than after the last trim the heap may
 // hold before it is trimmed again: a quarter of the live heap, at least
-// 8 MiB. Under a steady load the heap grows by up to the live heap between
-// collections (GOGC=100), so a busy server is trimmed at most once per
-// trimInterval: one extra collection every 15 s.
+// 8 MiB. Only a quiet heap is trimmed (no collection in the last
+// trimInterval): under load the runtime collects on its own, and forcing
+// more took the idle CPU of a server with 10,000 ConfigMaps from 1.5 to
+// 4.2 % at GOGC=50.
 func trimThreshold(live uint64) uint64 { return max(live/4, 8<<20) }
 
 var heapMetrics = []metrics.Sample{
+	{Name: "/gc/cycles/total:gc-cycles"},
 	{Name: "/gc/heap/live:bytes"},
 	{Name: "/memory/classes/heap/objects:bytes"},
 	{Name: "/memory/classes/heap/unused:bytes"},
 	{Name: "/memory/classes/heap/free:bytes"},
 }
 
-// heapSlack reports the live heap as of the last collection and what the
-// heap holds from the system: objects (live and dead not yet swept),
-// unused span space, and free pages not yet returned.
-func heapSlack() (live, held uint64) {
+// heapSlack reports the live heap as of the last collection, what the
+// heap holds from the system (objects, live and dead not yet swept,
+// unused span space, and free pages not yet returned), and the number of
+// collections so far.
+func heapSlack() (live, held, cycles uint64) {
 	metrics.Read(heapMetrics)
 	for i, m := range heapMetrics {
 		if m.Value.Kind() != metrics.KindUint64 {
 			continue
 		}
-		if i == 0 {
+		switch i {
+		case 0:
+			cycles = m.Value.Uint64()
+		case 1:
 			live = m.Value.Uint64()
-		} else {
+		default:
 			held += m.Value.Uint64()
 		}
 	}
-	return live, held
+	return live, held, cycles
 }
