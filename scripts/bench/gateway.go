@@ -137,7 +137,8 @@ func (b *bench) gatewayBurst(ctx context.Context, srv *server, cms []*corev1.Con
 	cs := b.clientsOf(srv, b.o.Clients)
 	rate := float64(b.o.BurstUpdates) / b.o.BurstDuration.Seconds()
 	elapsed, err := paced(ctx, b.o.Clients, b.o.BurstUpdates, rate, func(ctx context.Context, w, i int) error {
-		return updateConfigMap(ctx, cs[w], cms[i%len(cms)], 100+i/len(cms))
+		k := i % len(cms)
+		return updateConfigMap(ctx, cs[w], cms[k], k, 100+i/len(cms))
 	})
 	if err != nil {
 		return fmt.Errorf("burst: %w", err)
@@ -158,13 +159,13 @@ func (b *bench) gatewayBurst(ctx context.Context, srv *server, cms []*corev1.Con
 	return b.heapProfileOf(ctx, srv, "gateway-after-burst")
 }
 
-// updateConfigMap rewrites a gateway ConfigMap's payload for round,
+// updateConfigMap rewrites the payload of gateway ConfigMap k for round,
 // unconditionally (no resourceVersion), so that paced writers never
 // conflict with each other.
-func updateConfigMap(ctx context.Context, c kubernetes.Interface, cm *corev1.ConfigMap, round int) error {
+func updateConfigMap(ctx context.Context, c kubernetes.Interface, cm *corev1.ConfigMap, k, round int) error {
 	cm = cm.DeepCopy()
 	cm.ResourceVersion = ""
-	cm.Data["agent.yaml"] = payload(round, len(cm.Name))[:gatewayConfigBytes/3]
+	cm.Data["agent.yaml"] = payload(k, round)[:gatewayConfigBytes/3]
 	_, err := c.CoreV1().ConfigMaps(cm.Namespace).Update(ctx, cm, metav1.UpdateOptions{})
 	return err
 }
