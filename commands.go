@@ -127,7 +127,7 @@ func reloadOnHangup(srv *server.Server, done <-chan struct{}) {
 // between collections instead of all of it.
 func setMemoryLimit(m config.Memory) (int64, string) {
 	device, from := config.DeviceMemory("/")
-	if _, set := os.LookupEnv("GOGC"); !set && config.IsSmallDevice("/") {
+	if _, set := os.LookupEnv("GOGC"); !set && config.IsSmallDevice(device) {
 		debug.SetGCPercent(smallDeviceGOGC)
 		klog.V(2).InfoS("Garbage collector tuned for a small device", "GOGC", smallDeviceGOGC, "device", config.ByteSize(device), "from", from)
 	}

@@ -12,12 +12,9 @@ import (
 // trade CPU for memory (GOGC=50, no cache snapshots) to apply.
 const SmallDevice = 1 << 30
 
-// IsSmallDevice reports whether DeviceMemory(root) is known and at most
-// SmallDevice.
-func IsSmallDevice(root string) bool {
-	m, _ := DeviceMemory(root)
-	return m > 0 && m <= SmallDevice
-}
+// IsSmallDevice reports whether a device's memory (DeviceMemory) is known
+// and at most SmallDevice.
+func IsSmallDevice(memory int64) bool { return memory > 0 && memory <= SmallDevice }
 
 // DeviceMemory is the memory the device gives this process: the smaller of
 // its cgroup's limit (v2 memory.max, v1 memory.limit_in_bytes) and the

@@ -56,7 +56,7 @@ func TestDeviceMemory(t *testing.T) {
 				t.Errorf("DeviceMemory = %d, %q; want %d, %q", got, from, tc.want, tc.wantFrom)
 			}
 			// Every device here but the unreadable one has at most 1 GiB.
-			if small := config.IsSmallDevice(root); small != (tc.want > 0) {
+			if small := config.IsSmallDevice(got); small != (tc.want > 0) {
 				t.Errorf("IsSmallDevice = %v with %d bytes", small, tc.want)
 			}
 		})

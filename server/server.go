@@ -194,7 +194,7 @@ type builder struct {
 func (b *builder) undo(f func()) { b.cleanup = append(b.cleanup, f) }
 
 func (b *builder) featureGates() error {
-	if err := applyFeatureGates(b.cc.FeatureGates(), b.cfg.Server.FeatureGates, config.IsSmallDevice("/")); err != nil {
+	if err := applyFeatureGates(b.cc.FeatureGates(), b.cfg.Server.FeatureGates, config.IsSmallDevice(deviceMemory())); err != nil {
 		return err
 	}
 	var err error
