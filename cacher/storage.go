@@ -170,9 +170,14 @@ func (b *Backend) decorator(cached bool, budget config.Budget) generic.StorageDe
 		if err != nil {
 			return nil, nil, fmt.Errorf("creating etcd store for %s: %w", sc.GroupResource, err)
 		}
+		// Every write passes the resource's budget, then the heap watermark.
+		guard := func(s storage.Interface) (storage.Interface, func()) {
+			s, stopBudget := withBudget(s, sc.GroupResource, budget, resourcePrefix, keyFunc)
+			return withHeapGuard(s, sc.GroupResource, b.heap), stopBudget
+		}
 		if !cached {
-			s, stopBudget := withBudget(store, sc.GroupResource, budget, resourcePrefix, keyFunc)
-			return withHeapGuard(s, sc.GroupResource, b.heap), sync.OnceFunc(func() {
+			s, stopBudget := guard(store)
+			return s, sync.OnceFunc(func() {
 				stopBudget()
 				store.Close()
 			}), nil
@@ -196,8 +201,8 @@ func (b *Backend) decorator(cached bool, budget config.Budget) generic.StorageDe
 			return nil, nil, fmt.Errorf("creating watch cache for %s: %w", sc.GroupResource, err)
 		}
 		delegator := cacherstorage.NewCacheDelegator(c, store)
-		s, stopBudget := withBudget(delegator, sc.GroupResource, budget, resourcePrefix, keyFunc)
-		return withHeapGuard(s, sc.GroupResource, b.heap), sync.OnceFunc(func() {
+		s, stopBudget := guard(delegator)
+		return s, sync.OnceFunc(func() {
 			stopBudget()
 			delegator.Stop()
 			c.Stop()
