@@ -6,6 +6,7 @@ import (
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 
 	"github.com/kubestore/kubestore/config"
 )
@@ -21,7 +22,8 @@ const (
 // ClientConfig is the configuration of a client to endpoints of the etcd
 // cfg names (see Endpoints): kube-apiserver's timeouts, the client
 // certificate and CA of --etcd-certfile, --etcd-keyfile and --etcd-cafile
-// when given, and etcd's logger.
+// when given, etcd's logger, and the settling of writes etcd stored but
+// answered with "no space" (settler).
 func ClientConfig(endpoints []string, cfg config.Etcd, log config.Log) (clientv3.Config, error) {
 	ccfg := clientv3.Config{
 		Endpoints:            endpoints,
@@ -42,5 +44,7 @@ func ClientConfig(endpoints []string, cfg config.Etcd, log config.Log) (clientv3
 		return clientv3.Config{}, err
 	}
 	ccfg.Logger = lg.Named("client")
+	// A write etcd stored and answered with "no space" is acknowledged.
+	ccfg.DialOptions = append(ccfg.DialOptions, grpc.WithChainUnaryInterceptor(newSettler().UnaryClientInterceptor()))
 	return ccfg, nil
 }
