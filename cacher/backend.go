@@ -64,8 +64,9 @@ func Open(ctx context.Context, cc config.Completed) (_ *Backend, err error) {
 			return nil, err
 		}
 		endpoints = b.embedded.Endpoints()
-		// Writes stay off a full or read-only data directory.
-		dialOpts = append(dialOpts, grpc.WithChainUnaryInterceptor(b.embedded.DiskGuard().UnaryClientInterceptor()))
+		// Writes stay off a full or read-only data directory, and below
+		// the quota.
+		dialOpts = append(dialOpts, b.embedded.WriteGuards())
 	}
 	if b.client, err = newClient(cfg, endpoints, dialOpts...); err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	"go.etcd.io/etcd/server/v3/storage/wal"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"google.golang.org/grpc"
 
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/datadir"
@@ -57,6 +58,7 @@ type Server struct {
 	snapSynced <-chan struct{}
 	guard      *DiskGuard
 	guarded    <-chan struct{} // closed when the guard has stopped
+	quota      *QuotaGuard
 }
 
 // SocketPath is where the embedded etcd of a data directory listens.
@@ -112,6 +114,7 @@ func Start(ctx context.Context, dir datadir.Dir, cfg config.Etcd, log config.Log
 		}
 		s.guard = newDiskGuard(dir, int64(cfg.ReservedDiskBytes), lg)
 		s.guarded = s.guard.run(closing)
+		s.quota = newQuotaGuard(e.Server, cfg, lg)
 		return s, nil
 	case err := <-e.Err():
 		s.Close()
@@ -211,9 +214,11 @@ func Logger(cfg config.Log) (*zap.Logger, error) {
 // Endpoints are the client URLs of the server.
 func (s *Server) Endpoints() []string { return []string{s.endpoint} }
 
-// DiskGuard is the guard of the member's file system; its interceptor goes
-// on every client that writes through the server.
-func (s *Server) DiskGuard() *DiskGuard { return s.guard }
+// WriteGuards goes on every client that writes through the server: the
+// DiskGuard and the QuotaGuard.
+func (s *Server) WriteGuards() grpc.DialOption {
+	return grpc.WithChainUnaryInterceptor(s.guard.UnaryClientInterceptor(), s.quota.UnaryClientInterceptor())
+}
 
 // watch waits for the first fatal error of the running member: one that
 // embed reports (a client listener that stops serving) or the etcd server
