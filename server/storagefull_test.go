@@ -36,11 +36,9 @@ func fillStorage(t *testing.T, client kubernetes.Interface, ns string) ([]string
 	t.Helper()
 	value := strings.Repeat("x", 256<<10)
 	var names []string
-	// etcd checks the quota against the database size as of its last
-	// bbolt commit, which comes every --etcd-backend-batch-interval (5s by
-	// default): writes within one interval can overshoot the quota, so
-	// allow many times the quota before giving up.
-	for i := range 16 * storageFullQuota / len(value) {
+	// The quota guard refuses before the database passes the quota: no
+	// more than the quota's worth of values is acknowledged.
+	for i := range storageFullQuota/len(value) + 1 {
 		name := fmt.Sprintf("fill-%03d", i)
 		start := time.Now()
 		_, err := client.CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{
@@ -200,6 +198,9 @@ func TestStorageFull(t *testing.T) {
 	}
 	t.Logf("database size when full: %.1f MiB (quota %d MiB, %d ConfigMaps of 256 KiB stored)",
 		float64(status.DbSize)/(1<<20), storageFullQuota>>20, len(names))
+	if status.DbSize > storageFullQuota {
+		t.Errorf("the database grew to %d bytes, past its quota of %d", status.DbSize, storageFullQuota)
+	}
 
 	// Every write now fails, even a tiny one, and fast.
 	for what, write := range map[string]func() error{

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,11 +16,13 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 )
 
-// The binary with a full etcd: writes fail at once with a Status, the
-// server stays ready and serves reads and watches, and after deleting
-// objects and `kubestore defrag` (which compacts first) writes work again
-// without a restart. The in-process TestStorageFull in package server
-// checks the same states in more detail.
+// The binary with a full etcd: writes fail at once with a Status before
+// the database passes its quota, the server stays ready and serves reads
+// and watches, every acknowledged create is stored and the refused one is
+// not, and after deleting objects and `kubestore defrag` (which compacts
+// first) writes work again without a restart. The in-process
+// TestStorageFull in package server checks the same states in more
+// detail.
 func TestStorageFullRecovery(t *testing.T) {
 	const quota = "16Mi"
 	dir := shortTempDir(t)
@@ -26,13 +30,12 @@ func TestStorageFullRecovery(t *testing.T) {
 	cms := p.clientset().CoreV1().ConfigMaps("default")
 	ctx := t.Context()
 
-	// etcd checks its quota against the database size as of the last
-	// bbolt commit (every --etcd-backend-batch-interval, 5s by default),
-	// so the first refusal can come well past the quota.
+	// The quota guard refuses before the database passes the quota, so
+	// no more than 16 MiB of 256 KiB values can be acknowledged.
 	value := strings.Repeat("x", 256<<10)
 	var names []string
 	var full error
-	for i := range 1024 {
+	for i := range 16<<20/len(value) + 1 {
 		name := fmt.Sprintf("fill-%03d", i)
 		start := time.Now()
 		_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"value": value}}, metav1.CreateOptions{})
@@ -45,15 +48,8 @@ func TestStorageFullRecovery(t *testing.T) {
 		}
 		names = append(names, name)
 	}
-	var status apierrors.APIStatus
-	if !errors.As(full, &status) {
-		t.Fatalf("create beyond the quota: %v (%T), want a Kubernetes Status error", full, full)
-	}
-	s := status.Status()
-	t.Logf("create %d of 256 KiB refused: code %d reason %q message %q", len(names), s.Code, s.Reason, s.Message)
-	if s.Code != http.StatusInternalServerError || !strings.Contains(s.Message, "database space exceeded") {
-		t.Fatalf("create beyond the quota: code %d message %q, want 500 and etcd's database space exceeded", s.Code, s.Message)
-	}
+	wantNoSpace(t, full, "create beyond the quota")
+	t.Logf("create %d of 256 KiB refused", len(names))
 
 	if !p.ready() {
 		t.Error("/readyz is not ok while etcd is full")
@@ -116,4 +112,83 @@ func TestStorageFullRecovery(t *testing.T) {
 	if err := p.stop(30 * time.Second); err != nil {
 		t.Fatalf("graceful stop: %v\n%s", err, p.logs())
 	}
+}
+
+// wantNoSpace checks that err is etcd's "database space exceeded" as
+// kube-apiserver answers it: a 500 Status with etcd's message.
+func wantNoSpace(t *testing.T, err error, what string) {
+	t.Helper()
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		t.Fatalf("%s: %v (%T), want a Kubernetes Status error", what, err, err)
+	}
+	if s := status.Status(); s.Code != http.StatusInternalServerError || !strings.Contains(s.Message, "database space exceeded") {
+		t.Fatalf("%s: code %d message %q, want 500 and etcd's database space exceeded", what, s.Code, s.Message)
+	}
+}
+
+// noSpaceWrites is the server's count of the writes etcd itself answered
+// with "database space exceeded", by what kubestore then found stored.
+func noSpaceWrites(t *testing.T, p *proc) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, line := range strings.Split(p.mustKubectl("get", "--raw", "/metrics"), "\n") {
+		if rest, ok := strings.CutPrefix(line, `kubestore_etcd_nospace_writes_total{stored="`); ok {
+			if label, value, ok := strings.Cut(rest, `"} `); ok {
+				out[label] = value
+			}
+		}
+	}
+	return out
+}
+
+// Sixteen clients create ConfigMaps of 256 KiB at once until each is
+// refused: the objects stored are exactly the ones acknowledged, and the
+// database stays within its quota.
+func TestStorageFullConcurrentCreates(t *testing.T) {
+	const quota = 16 << 20
+	dir := shortTempDir(t)
+	p := start(t, dir, "--etcd-quota-backend-bytes", strconv.Itoa(quota))
+	cms := p.clientset().CoreV1().ConfigMaps("default")
+	value := strings.Repeat("x", 256<<10)
+	var mu sync.Mutex
+	acked := map[string]bool{}
+	var wg sync.WaitGroup
+	for c := range 16 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				name := fmt.Sprintf("fill-%02d-%03d", c, i)
+				_, err := cms.Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"value": value}}, metav1.CreateOptions{})
+				if err != nil {
+					wantNoSpace(t, err, "create "+name)
+					return
+				}
+				mu.Lock()
+				acked[name] = true
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	list, err := cms.List(t.Context(), metav1.ListOptions{FieldSelector: "metadata.name!=kube-root-ca.crt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := map[string]bool{}
+	for _, cm := range list.Items {
+		stored[cm.Name] = true
+		if !acked[cm.Name] {
+			t.Errorf("%s is stored, and its create was refused", cm.Name)
+		}
+	}
+	for name := range acked {
+		if !stored[name] {
+			t.Errorf("%s was acknowledged, and is not stored", name)
+		}
+	}
+	if len(acked)*len(value) > quota {
+		t.Errorf("%d creates of %d KiB acknowledged: more than the %d MiB quota holds", len(acked), len(value)>>10, quota>>20)
+	}
+	t.Logf("16 clients: %d creates of 256 KiB acknowledged, all stored; etcd answered \"no space\" itself (by stored): %v",
+		len(acked), noSpaceWrites(t, p))
 }
