@@ -2,6 +2,7 @@ package access
 
 import (
 	"context"
+	"net/http"
 	"slices"
 	"strings"
 
@@ -34,8 +35,30 @@ func (a *Access) Authenticator(clientCA dynamiccertificates.CAContentProvider, t
 		conditions = append(conditions, apiserver.AnonymousAuthCondition{Path: p})
 	}
 	certs := x509.NewDynamic(clientCA.VerifyOptions, x509.CommonNameUserConversion)
-	bearer := tokenunion.New(append([]authenticator.Token{authenticator.TokenFunc(a.authenticateToken)}, tokens...)...)
-	return group.NewAuthenticatedGroupAdder(union.New(authenticatePeer, certs, bearertoken.New(bearer), anonymous.NewAuthenticator(conditions)))
+	return group.NewAuthenticatedGroupAdder(union.New(authenticatePeer, certs, a.bearer(nil, tokens), anonymous.NewAuthenticator(conditions)))
+}
+
+// TokenAuthenticator accepts the bearer tokens Authenticator accepts, and
+// nothing else: what a TokenReview asks about. It authenticates for the
+// audiences in the request's context, else for apiAudiences (as
+// kube-apiserver's --api-audiences), which are also what the tokens of
+// --token-auth-file, which name none, are good for.
+func (a *Access) TokenAuthenticator(apiAudiences []string, tokens ...authenticator.Token) authenticator.Request {
+	bearer := group.NewAuthenticatedGroupAdder(a.bearer(apiAudiences, tokens))
+	return authenticator.RequestFunc(func(req *http.Request) (*authenticator.Response, bool, error) {
+		if _, ok := authenticator.AudiencesFrom(req.Context()); !ok {
+			req = req.WithContext(authenticator.WithAudiences(req.Context(), apiAudiences))
+		}
+		return bearer.AuthenticateRequest(req)
+	})
+}
+
+func (a *Access) bearer(apiAudiences []string, tokens []authenticator.Token) authenticator.Request {
+	file := authenticator.Token(authenticator.TokenFunc(a.authenticateToken))
+	if len(apiAudiences) > 0 {
+		file = authenticator.WrapAudienceAgnosticToken(apiAudiences, file)
+	}
+	return bearertoken.New(tokenunion.New(append([]authenticator.Token{file}, tokens...)...))
 }
 
 // Authorizer allows the admin identity and the health endpoints

@@ -2,7 +2,9 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -13,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
@@ -21,7 +24,9 @@ import (
 )
 
 // The review APIs answer questions instead of storing objects: who am I
-// (authentication.k8s.io SelfSubjectReview), may I / may they
+// (authentication.k8s.io SelfSubjectReview), who is this token
+// (TokenReview, which a kubelet asks about the bearer tokens on its own
+// port), may I / may they
 // (authorization.k8s.io SelfSubjectAccessReview, SubjectAccessReview,
 // LocalSubjectAccessReview), what may I (SelfSubjectRulesReview). Each is
 // create-only and answered by the server's own authorizer, so `kubectl auth
@@ -32,7 +37,7 @@ import (
 // reviewTypes are registered in the scheme with the served kinds.
 var reviewTypes = map[schema.GroupVersion][]runtime.Object{
 	// TokenRequest is served as serviceaccounts/token in the core group.
-	authenticationv1.SchemeGroupVersion: {&authenticationv1.SelfSubjectReview{}, &authenticationv1.TokenRequest{}},
+	authenticationv1.SchemeGroupVersion: {&authenticationv1.SelfSubjectReview{}, &authenticationv1.TokenRequest{}, &authenticationv1.TokenReview{}},
 	authorizationv1.SchemeGroupVersion: {&authorizationv1.SelfSubjectAccessReview{}, &authorizationv1.SelfSubjectRulesReview{},
 		&authorizationv1.SubjectAccessReview{}, &authorizationv1.LocalSubjectAccessReview{}},
 }
@@ -51,13 +56,18 @@ func addReviewTypes(s *runtime.Scheme) error {
 	return nil
 }
 
-// InstallReviews installs the review APIs in gs, answered by az (the
-// server's authorizer) and rules (its rule resolver).
-func (a *API) InstallReviews(gs *genericapiserver.GenericAPIServer, az authorizer.Authorizer, rules authorizer.RuleResolver) error {
+// InstallReviews installs the review APIs in gs, answered by tokens (the
+// server's bearer-token authenticators), az (its authorizer) and rules (its
+// rule resolver).
+func (a *API) InstallReviews(gs *genericapiserver.GenericAPIServer, tokens authenticator.Request, az authorizer.Authorizer, rules authorizer.RuleResolver) error {
 	authn := genericapiserver.NewDefaultAPIGroupInfo(authenticationv1.GroupName, a.scheme, runtime.NewParameterCodec(a.scheme), a.codecs)
 	authn.VersionedResourcesStorageMap["v1"] = map[string]rest.Storage{
 		"selfsubjectreviews": &reviewREST{singular: "selfsubjectreview", new: func() runtime.Object { return &authenticationv1.SelfSubjectReview{} },
 			create: selfSubjectReview},
+		"tokenreviews": &reviewREST{singular: "tokenreview", new: func() runtime.Object { return &authenticationv1.TokenReview{} },
+			create: func(ctx context.Context, obj runtime.Object) (runtime.Object, error) {
+				return tokenReview(tokens, obj.(*authenticationv1.TokenReview))
+			}},
 	}
 	authz := genericapiserver.NewDefaultAPIGroupInfo(authorizationv1.GroupName, a.scheme, runtime.NewParameterCodec(a.scheme), a.codecs)
 	authz.VersionedResourcesStorageMap["v1"] = map[string]rest.Storage{
@@ -124,6 +134,41 @@ func selfSubjectReview(ctx context.Context, _ runtime.Object) (runtime.Object, e
 	if err != nil {
 		return nil, err
 	}
+	return &authenticationv1.SelfSubjectReview{
+		ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(time.Now())},
+		Status:     authenticationv1.SelfSubjectReviewStatus{UserInfo: userInfo(u)},
+	}, nil
+}
+
+// tokenReview is upstream's TokenReview (pkg/registry/authentication/
+// tokenreview): the token is authenticated as if it came in a request's
+// Authorization header, for the audiences the review names (else the
+// API's), and the review says who it is.
+func tokenReview(tokens authenticator.Request, r *authenticationv1.TokenReview) (runtime.Object, error) {
+	if r.Spec.Token == "" {
+		return nil, apierrors.NewBadRequest("token is required for TokenReview in authentication")
+	}
+	req := &http.Request{Header: http.Header{"Authorization": {"Bearer " + r.Spec.Token}}}
+	if len(r.Spec.Audiences) > 0 {
+		req = req.WithContext(authenticator.WithAudiences(req.Context(), r.Spec.Audiences))
+	}
+	resp, ok, err := tokens.AuthenticateRequest(req)
+	r.Status = authenticationv1.TokenReviewStatus{Authenticated: ok}
+	if err != nil {
+		r.Status.Error = err.Error()
+	}
+	if len(r.Spec.Audiences) > 0 && resp != nil && len(authenticator.Audiences(r.Spec.Audiences).Intersect(resp.Audiences)) == 0 {
+		return nil, apierrors.NewInternalError(errors.New("error validating audiences"))
+	}
+	if ok && resp != nil && resp.User != nil {
+		r.Status.User = userInfo(resp.User)
+		r.Status.Audiences = resp.Audiences
+	}
+	return r, nil
+}
+
+// userInfo is u as the authentication API reports a user.
+func userInfo(u user.Info) authenticationv1.UserInfo {
 	info := authenticationv1.UserInfo{Username: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups()}
 	if extra := u.GetExtra(); len(extra) > 0 {
 		info.Extra = make(map[string]authenticationv1.ExtraValue, len(extra))
@@ -131,10 +176,7 @@ func selfSubjectReview(ctx context.Context, _ runtime.Object) (runtime.Object, e
 			info.Extra[k] = v
 		}
 	}
-	return &authenticationv1.SelfSubjectReview{
-		ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(time.Now())},
-		Status:     authenticationv1.SelfSubjectReviewStatus{UserInfo: info},
-	}, nil
+	return info
 }
 
 func selfSubjectAccessReview(ctx context.Context, az authorizer.Authorizer, r *authorizationv1.SelfSubjectAccessReview) (runtime.Object, error) {

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -400,4 +401,56 @@ func TestUnixSocketPeers(t *testing.T) {
 	if out := as(4242, 4242, http.MethodGet, list, ""); !strings.Contains(out, "permission denied") {
 		t.Errorf("uid 4242 outside the group: %s, want permission denied", out)
 	}
+}
+
+// A TokenReview says who a bearer token is, as kube-apiserver's does (a
+// kubelet asks it about the tokens on its own port): a token of
+// --token-auth-file and a ServiceAccount token for the API are
+// authenticated; a ServiceAccount token for another audience only when
+// the review asks for that audience; an unknown token is not; a review
+// without a token is a bad request.
+func TestTokenReview(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Server.TokenAuthFile = writeFile(t, filepath.Join(t.TempDir(), "tokens.csv"), readerToken+",reader,1001,\"readers\"\n")
+	ts := startServer(t, cfg)
+	ctx := t.Context()
+	if _, err := ts.client.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "agent"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	token := func(audiences ...string) string {
+		tr, err := ts.client.CoreV1().ServiceAccounts("default").CreateToken(ctx, "agent",
+			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{Audiences: audiences}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr.Status.Token
+	}
+	issuer := cfg.Server.ServiceAccountIssuer
+	for _, tc := range []struct {
+		name      string
+		token     string
+		audiences []string
+		user      string
+		want      []string // the audiences reported; nil when not authenticated
+	}{
+		{"token file", readerToken, nil, "reader", []string{issuer}},
+		{"service account, the API's audience", token(), nil, "system:serviceaccount:default:agent", []string{issuer}},
+		{"service account for vault, asked for vault", token("vault"), []string{"vault"}, "system:serviceaccount:default:agent", []string{"vault"}},
+		{"service account for vault, asked for the API", token("vault"), nil, "", nil},
+		{"unknown token", "not-a-token-0123456789", nil, "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			review, err := ts.client.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{
+				Spec: authenticationv1.TokenReviewSpec{Token: tc.token, Audiences: tc.audiences}}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := review.Status
+			if st.Authenticated != (tc.want != nil) || st.User.Username != tc.user || strings.Join(st.Audiences, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("status %+v, want authenticated=%v user %q audiences %v", st, tc.want != nil, tc.user, tc.want)
+			}
+		})
+	}
+	_, err := ts.client.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{}, metav1.CreateOptions{})
+	wantStatus(t, "a review without a token", err, apierrors.IsBadRequest, "400 Bad Request")
 }

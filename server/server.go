@@ -371,7 +371,8 @@ func (b *builder) install() error {
 	if err := b.api.Install(b.gs); err != nil {
 		return err
 	}
-	return b.kinds.InstallReviews(b.gs, b.c.Authorization.Authorizer, b.access)
+	tokens := b.access.TokenAuthenticator([]string{b.cfg.Server.ServiceAccountIssuer}, b.saKeys.Authenticator(b.saLookup))
+	return b.kinds.InstallReviews(b.gs, tokens, b.c.Authorization.Authorizer, b.access)
 }
 
 // workers adds the post-start hooks and kubestore's workers, which run

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -75,7 +74,7 @@ type Lookup interface {
 
 // Authenticator accepts the tokens Issue signs (of any published key),
 // as upstream's bound token validator does: signature, issuer, audience
-// (the API's: the issuer), expiry, and the ServiceAccount and bound object
+// (the request's, a TokenReview's; else the API's: the issuer), expiry, and the ServiceAccount and bound object
 // still existing with the token's uids. Tokens of other issuers are left
 // to the other authenticators.
 func (k *Keys) Authenticator(lookup func() (Lookup, error)) authenticator.Token {
@@ -100,8 +99,15 @@ func (k *Keys) Authenticator(lookup func() (Lookup, error)) authenticator.Token 
 		if err != nil || !parsed.Valid {
 			return nil, false, fmt.Errorf("invalid service account token: %w", err)
 		}
-		if !slices.Contains(c.Audience, k.issuer) {
-			return nil, false, errors.New("invalid service account token: token audiences do not include the API's")
+		// The audiences the request is for (a TokenReview's), else the
+		// API's own, as upstream's jwtTokenAuthenticator.
+		want, ok := authenticator.AudiencesFrom(ctx)
+		if !ok {
+			want = authenticator.Audiences{k.issuer}
+		}
+		auds := want.Intersect(authenticator.Audiences(c.Audience))
+		if len(auds) == 0 {
+			return nil, false, fmt.Errorf("invalid service account token: token audiences %q is invalid for the target audiences %q", c.Audience, want)
 		}
 		l, err := lookup()
 		if err != nil {
@@ -134,6 +140,6 @@ func (k *Keys) Authenticator(lookup func() (Lookup, error)) authenticator.Token 
 				return nil, false, fmt.Errorf("the secret %s/%s the token is bound to no longer exists", kc.Namespace, s.Name)
 			}
 		}
-		return &authenticator.Response{User: u, Audiences: authenticator.Audiences(c.Audience)}, true, nil
+		return &authenticator.Response{User: u, Audiences: auds}, true, nil
 	})
 }
