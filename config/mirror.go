@@ -41,11 +41,15 @@ type MirrorRule struct {
 	LabelSelector string `json:"labelSelector,omitempty"`
 	FieldSelector string `json:"fieldSelector,omitempty"`
 	// ReferencedBy names another rule: only the objects that rule's pods
-	// reference (volumes, env, envFrom, image pull secrets) are mirrored,
-	// each watched by name, as the kubelet watches them. Only configmaps
-	// and secrets can be referenced, only by a rule of pods.
+	// reference (volumes, env, envFrom, image pull secrets, the
+	// ServiceAccount) are mirrored, each watched by name, as the kubelet
+	// watches them. Only configmaps, secrets and serviceaccounts can be
+	// referenced, only by a rule of pods.
 	ReferencedBy string `json:"referencedBy,omitempty"`
 }
+
+// referenceable are the resources a rule may mirror as referenced by pods.
+var referenceable = map[schema.GroupResource]bool{{Resource: "configmaps"}: true, {Resource: "secrets"}: true, {Resource: "serviceaccounts"}: true}
 
 // NodeNameVar is replaced by the node name in a rule's selectors.
 const NodeNameVar = "$(NODE_NAME)"
@@ -154,8 +158,8 @@ func (r MirrorRule) validate(i int, node string, byName map[string]MirrorRule) [
 	if r.ReferencedBy != "" {
 		by, ok := byName[r.ReferencedBy]
 		switch {
-		case gr != schema.GroupResource{Resource: "configmaps"} && gr != schema.GroupResource{Resource: "secrets"}:
-			errs = append(errs, ruleInvalid(i, r, "referencedBy", r.ReferencedBy, "only configmaps and secrets can be mirrored as referenced by pods"))
+		case !referenceable[gr]:
+			errs = append(errs, ruleInvalid(i, r, "referencedBy", r.ReferencedBy, "only configmaps, secrets and serviceaccounts can be mirrored as referenced by pods"))
 		case !ok:
 			errs = append(errs, ruleInvalid(i, r, "referencedBy", r.ReferencedBy, "names no rule"))
 		case by.GroupResource() != schema.GroupResource{Resource: "pods"}:

@@ -40,7 +40,7 @@ func TestValidateMirror(t *testing.T) {
 		{"referenced by no rule", mirrorOn(config.MirrorRule{Resource: "secrets", ReferencedBy: "agents"}), []string{"mirror.rules[0]", "referencedBy", `"agents"`, "names no rule"}},
 		{"referenced by a rule of services", mirrorOn(config.MirrorRule{Resource: "services"}, config.MirrorRule{Resource: "secrets", ReferencedBy: "services"}),
 			[]string{"mirror.rules[1]", "referencedBy", "a rule of pods"}},
-		{"services referenced by pods", mirrorOn(pods, config.MirrorRule{Resource: "services", ReferencedBy: "pods"}), []string{"mirror.rules[1]", "configmaps and secrets"}},
+		{"services referenced by pods", mirrorOn(pods, config.MirrorRule{Resource: "services", ReferencedBy: "pods"}), []string{"mirror.rules[1]", "configmaps, secrets and serviceaccounts"}},
 		{"referenced with a selector", mirrorOn(pods, config.MirrorRule{Resource: "secrets", ReferencedBy: "pods", LabelSelector: "a=b"}), []string{"mirror.rules[1]", "takes no namespaces or selectors"}},
 	}
 	for _, tc := range cases {

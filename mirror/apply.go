@@ -95,6 +95,11 @@ func (m *Mirror) applyHinted(ctx context.Context, r *rule, store *Store, u *unst
 			return nil, nil, err
 		}
 		if cur.GetUID() != a.GetUID() {
+			if m.mirroredBy(cur) == nil {
+				// A local object of the same name: it is not the
+				// mirror's to replace.
+				return nil, nil, fmt.Errorf("%w: %s %s exists locally and no rule mirrored it", errLocalObject, r.gr, key)
+			}
 			// Deleted and created again upstream while the link was
 			// down: the local copy goes the same way.
 			op = opRecreated
@@ -126,6 +131,10 @@ func (m *Mirror) applyHinted(ctx context.Context, r *rule, store *Store, u *unst
 
 var errRecreated = errors.New("recreated upstream")
 
+// errLocalObject refuses to mirror an object over a local one of the same
+// name.
+var errLocalObject = errors.New("not mirrored over a local object")
+
 const (
 	opCreated   = "created"
 	opUpdated   = "updated"
@@ -135,7 +144,7 @@ const (
 )
 
 // remove deletes the local copy of namespace/name if rule r mirrored it
-// (or any rule, when anyRule) and, when upstreamRV is set, it is not newer
+// (or any rule, when anyRule; never a local object) and, when upstreamRV is set, it is not newer
 // than that deletion. It reports whether it deleted.
 func (m *Mirror) remove(ctx context.Context, r *rule, store *Store, namespace, name, upstreamRV string, anyRule bool) (bool, error) {
 	out := store.New()
@@ -145,7 +154,8 @@ func (m *Mirror) remove(ctx context.Context, r *rule, store *Store, namespace, n
 			return err
 		}
 		ann := a.GetAnnotations()
-		if ann[AnnotationRule] != r.name && !anyRule {
+		// A local object (no rule's) is never the mirror's to delete.
+		if owner := ann[AnnotationRule]; owner == "" || owner != r.name && !anyRule {
 			return errUnchanged
 		}
 		if have := ann[AnnotationUpstreamResourceVersion]; upstreamRV != "" && have != "" && newer(have, upstreamRV) {

@@ -40,6 +40,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -73,6 +74,26 @@ type Store struct {
 	New     func() runtime.Object
 	NewList func() runtime.Object
 	Convert func(u map[string]any) (runtime.Object, error)
+	// Attrs are a stored object's labels and selectable fields, those the
+	// local server selects by: a rule's selectors match an object as a
+	// list of the local server would.
+	Attrs func(obj runtime.Object) (labels.Set, fields.Set, error)
+}
+
+// MetadataAttrs are the attributes of a kind with no selectable fields but
+// metadata.name and, when namespaced, metadata.namespace.
+func MetadataAttrs(namespaced bool) func(obj runtime.Object) (labels.Set, fields.Set, error) {
+	return func(obj runtime.Object) (labels.Set, fields.Set, error) {
+		a, err := meta.Accessor(obj)
+		if err != nil {
+			return nil, nil, err
+		}
+		fs := fields.Set{"metadata.name": a.GetName()}
+		if namespaced {
+			fs["metadata.namespace"] = a.GetNamespace()
+		}
+		return labels.Set(a.GetLabels()), fs, nil
+	}
 }
 
 // ErrStopping is Stores' error once the server stops.

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/endpoints/request"
@@ -22,6 +23,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubestore/kubestore/config"
+	"github.com/kubestore/kubestore/registry"
 )
 
 // noStores serves no resource: these tests exercise the rules, not
@@ -66,8 +68,30 @@ func obj(t *testing.T, js string) *unstructured.Unstructured {
 	return u
 }
 
+// testStore is the store of gr as the server builds it for the mirror,
+// without the storage: the registry's kinds, metadata-only attributes for
+// custom resources and their definitions.
+func testStore(t *testing.T, gr schema.GroupResource) *Store {
+	t.Helper()
+	api, err := registry.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, ok := api.Kind(gr); ok {
+		return &Store{GVR: k.GVR, Namespaced: k.Namespaced, New: k.New, NewList: k.NewList, Attrs: k.Attrs,
+			Convert: func(u map[string]any) (runtime.Object, error) {
+				obj := k.New()
+				return obj, runtime.DefaultUnstructuredConverter.FromUnstructured(u, obj)
+			}}
+	}
+	namespaced := gr != crdResource
+	return &Store{Namespaced: namespaced, Attrs: MetadataAttrs(namespaced),
+		Convert: func(u map[string]any) (runtime.Object, error) { return &unstructured.Unstructured{Object: u}, nil }}
+}
+
 func TestMatching(t *testing.T) {
 	m := newTestMirror(t,
+		config.MirrorRule{Name: "host-net-off", Resource: "pods", FieldSelector: "spec.nodeName=$(NODE_NAME),spec.hostNetwork=false"},
 		config.MirrorRule{Name: "pods", Resource: "pods", FieldSelector: "spec.nodeName=$(NODE_NAME)"},
 		config.MirrorRule{Name: "apps-cm", Resource: "configmaps", Namespaces: []string{"apps"}, LabelSelector: "mirror in (yes),!local"},
 		config.MirrorRule{Name: "refs", Resource: "secrets", ReferencedBy: "pods"},
@@ -81,9 +105,12 @@ func TestMatching(t *testing.T) {
 		obj       string
 		want      string // the rule, "" when local
 	}{
-		{"pod of this node", pods, "default", `{"kind":"Pod","metadata":{"name":"a"},"spec":{"nodeName":"edge-1"}}`, "pods"},
+		{"pod of this node", pods, "default", `{"kind":"Pod","metadata":{"name":"a"},"spec":{"nodeName":"edge-1","hostNetwork":true}}`, "pods"},
 		{"pod of another node", pods, "default", `{"kind":"Pod","metadata":{"name":"a"},"spec":{"nodeName":"edge-2"}}`, ""},
 		{"pod of no node", pods, "default", `{"kind":"Pod","metadata":{"name":"a"},"spec":{}}`, ""},
+		// The registry's fields: an unset spec.hostNetwork selects as
+		// "false", as a list of the local server selects it.
+		{"pod selected by an unset field", pods, "default", `{"kind":"Pod","metadata":{"name":"a"},"spec":{"nodeName":"edge-1"}}`, "host-net-off"},
 		{"configmap selected", cms, "apps", `{"kind":"ConfigMap","metadata":{"name":"a","labels":{"mirror":"yes"}}}`, "apps-cm"},
 		{"configmap namespace in the body", cms, "", `{"kind":"ConfigMap","metadata":{"name":"a","namespace":"apps","labels":{"mirror":"yes"}}}`, "apps-cm"},
 		{"configmap excluded by label", cms, "apps", `{"kind":"ConfigMap","metadata":{"name":"a","labels":{"mirror":"yes","local":""}}}`, ""},
@@ -96,7 +123,7 @@ func TestMatching(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := ""
-			if r := m.matching(tc.gr, tc.namespace, obj(t, tc.obj)); r != nil {
+			if r := m.matching(testStore(t, tc.gr), tc.gr, tc.namespace, obj(t, tc.obj)); r != nil {
 				got = r.name
 			}
 			if got != tc.want {
@@ -108,18 +135,24 @@ func TestMatching(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "apps"},
 		Spec: corev1.PodSpec{ImagePullSecrets: []corev1.LocalObjectReference{{Name: "s"}}}}
 	m.refs.changed(m.rule("pods"), pod)
-	if r := m.matching(secrets, "apps", obj(t, `{"kind":"Secret","metadata":{"name":"s"}}`)); r == nil || r.name != "refs" {
+	if r := m.matching(testStore(t, secrets), secrets, "apps", obj(t, `{"kind":"Secret","metadata":{"name":"s"}}`)); r == nil || r.name != "refs" {
 		t.Errorf("referenced secret: matching = %v, want refs", r)
 	}
 	m.refs.changed(m.rule("pods"), deletedObject{pod})
-	if r := m.matching(secrets, "apps", obj(t, `{"kind":"Secret","metadata":{"name":"s"}}`)); r != nil {
+	if r := m.matching(testStore(t, secrets), secrets, "apps", obj(t, `{"kind":"Secret","metadata":{"name":"s"}}`)); r != nil {
 		t.Errorf("secret no longer referenced: matching = %v, want none", r.name)
 	}
 }
 
+// The references are upstream's VisitPodSecretNames and
+// VisitPodConfigmapNames (k8s.io/kubernetes pkg/api/v1/pod/util_test.go
+// TestPodSecrets, TestPodConfigmaps: every volume plugin that names a
+// secret), and the pod's ServiceAccount.
 func TestPodReferences(t *testing.T) {
 	cmRule := &rule{name: "cm", gr: configMaps}
 	secretRule := &rule{name: "sec", gr: secrets}
+	saRule := &rule{name: "sa", gr: serviceAccounts}
+	ref := func(name string) *corev1.LocalObjectReference { return &corev1.LocalObjectReference{Name: name} }
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"},
 		Spec: corev1.PodSpec{
@@ -131,7 +164,17 @@ func TestPodReferences(t *testing.T) {
 					{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "proj-secret"}}},
 				}}}},
 				{Name: "d", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+				{Name: "azure", VolumeSource: corev1.VolumeSource{AzureFile: &corev1.AzureFileVolumeSource{SecretName: "azure-secret"}}},
+				{Name: "cephfs", VolumeSource: corev1.VolumeSource{CephFS: &corev1.CephFSVolumeSource{SecretRef: ref("cephfs-secret")}}},
+				{Name: "cinder", VolumeSource: corev1.VolumeSource{Cinder: &corev1.CinderVolumeSource{SecretRef: ref("cinder-secret")}}},
+				{Name: "flex", VolumeSource: corev1.VolumeSource{FlexVolume: &corev1.FlexVolumeSource{SecretRef: ref("flex-secret")}}},
+				{Name: "rbd", VolumeSource: corev1.VolumeSource{RBD: &corev1.RBDVolumeSource{SecretRef: ref("rbd-secret")}}},
+				{Name: "scaleio", VolumeSource: corev1.VolumeSource{ScaleIO: &corev1.ScaleIOVolumeSource{SecretRef: ref("scaleio-secret")}}},
+				{Name: "iscsi", VolumeSource: corev1.VolumeSource{ISCSI: &corev1.ISCSIVolumeSource{SecretRef: ref("iscsi-secret")}}},
+				{Name: "storageos", VolumeSource: corev1.VolumeSource{StorageOS: &corev1.StorageOSVolumeSource{SecretRef: ref("storageos-secret")}}},
+				{Name: "csi", VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: "d", NodePublishSecretRef: ref("csi-secret")}}},
 			},
+			ServiceAccountName: "runner",
 			InitContainers: []corev1.Container{{Name: "init", EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "init-cm"}}}}}},
 			Containers: []corev1.Container{{Name: "c", Env: []corev1.EnvVar{
 				{Name: "A", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "env-secret"}, Key: "k"}}},
@@ -142,19 +185,21 @@ func TestPodReferences(t *testing.T) {
 			ImagePullSecrets: []corev1.LocalObjectReference{{Name: "pull"}},
 		},
 	}
-	got := podReferences(pod, []*rule{cmRule, secretRule})
-	want := sets.New[refKey]()
+	got := podReferences(pod, []*rule{cmRule, secretRule, saRule})
+	want := sets.New(refKey{saRule, "ns", "runner"})
 	for _, n := range []string{"vol-cm", "proj-cm", "init-cm", "debug-cm"} {
 		want.Insert(refKey{cmRule, "ns", n})
 	}
-	for _, n := range []string{"vol-secret", "proj-secret", "env-secret", "envfrom-secret", "pull"} {
+	secretNames := []string{"vol-secret", "proj-secret", "env-secret", "envfrom-secret", "pull", "azure-secret", "cephfs-secret",
+		"cinder-secret", "flex-secret", "rbd-secret", "scaleio-secret", "iscsi-secret", "storageos-secret", "csi-secret"}
+	for _, n := range secretNames {
 		want.Insert(refKey{secretRule, "ns", n})
 	}
 	if !got.Equal(want) {
 		t.Errorf("missing %v, extra %v", want.Difference(got).UnsortedList(), got.Difference(want).UnsortedList())
 	}
-	if only := podReferences(pod, []*rule{secretRule}); only.Len() != 5 {
-		t.Errorf("with a secrets rule only: %d references, want the 5 secrets", only.Len())
+	if only := podReferences(pod, []*rule{secretRule}); only.Len() != len(secretNames) {
+		t.Errorf("with a secrets rule only: %d references, want the %d secrets", only.Len(), len(secretNames))
 	}
 }
 

@@ -124,8 +124,8 @@ func (x *references) changed(r *rule, obj runtime.Object) {
 	if a, err := meta.Accessor(obj); err == nil {
 		key = a.GetNamespace() + "/" + a.GetName()
 	}
+	var stopped []stoppedRef
 	x.mu.Lock()
-	defer x.mu.Unlock()
 	old := x.byPod[key]
 	if refs.Len() == 0 {
 		delete(x.byPod, key)
@@ -142,9 +142,25 @@ func (x *references) changed(r *rule, obj runtime.Object) {
 		x.count[k]--
 		if x.count[k] == 0 {
 			delete(x.count, k)
-			x.stopLocked(k)
+			if rs, ok := x.running[k]; ok {
+				delete(x.running, k)
+				stopped = append(stopped, stoppedRef{k, rs})
+			}
 		}
 	}
+	ctx := x.ctx
+	x.mu.Unlock()
+	// Outside the lock: the pods' applies do not wait for a stream to end
+	// or for an etcd delete.
+	for _, s := range stopped {
+		x.stop(ctx, s)
+	}
+}
+
+// stoppedRef is a reference no pod holds any more, and its stream.
+type stoppedRef struct {
+	key refKey
+	rs  *refStream
 }
 
 func (x *references) startLocked(k refKey) {
@@ -161,26 +177,46 @@ func (x *references) startLocked(k refKey) {
 	}()
 }
 
-// stopLocked ends the stream of k and deletes its object: no mirrored pod
-// references it any more.
-func (x *references) stopLocked(k refKey) {
-	rs, ok := x.running[k]
-	if !ok {
+// stop ends the stream of a reference and deletes its object, unless a
+// pod references it again by then: no mirrored pod references it.
+func (x *references) stop(ctx context.Context, s stoppedRef) {
+	k := s.key
+	s.rs.cancel()
+	<-s.rs.done
+	x.mu.Lock()
+	again := x.count[k] > 0
+	if !again {
+		x.m.dropStream(&stream{rule: k.rule, namespace: k.namespace, name: k.name})
+	}
+	x.mu.Unlock()
+	if again || ctx == nil || ctx.Err() != nil {
 		return
 	}
-	delete(x.running, k)
-	rs.cancel()
-	<-rs.done
-	x.m.dropStream(&stream{rule: k.rule, namespace: k.namespace, name: k.name})
-	if x.ctx == nil || x.ctx.Err() != nil {
-		return
-	}
-	store, err := x.m.stores.Store(x.ctx, k.rule.gr)
+	store, err := x.m.stores.Store(ctx, k.rule.gr)
 	if err == nil {
-		_, err = x.m.remove(x.ctx, k.rule, store, k.namespace, k.name, "", false)
+		_, err = x.m.remove(ctx, k.rule, store, k.namespace, k.name, "", false)
 	}
 	if err != nil {
 		klog.V(2).InfoS("Mirror: deleting an object no pod references", "rule", k.rule.name, "namespace", k.namespace, "name", k.name, "err", err)
+	}
+	// A pod that came to reference it during the delete started a stream
+	// that may have resumed before it: that stream starts again, from a
+	// relist of the object.
+	x.mu.Lock()
+	rs, restart := x.running[k]
+	if restart {
+		delete(x.running, k)
+	}
+	x.mu.Unlock()
+	if !restart {
+		return
+	}
+	rs.cancel()
+	<-rs.done
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.count[k] > 0 {
+		x.startLocked(k)
 	}
 }
 
@@ -198,14 +234,17 @@ func (x *references) wait() {
 }
 
 var (
-	configMaps = schema.GroupResource{Resource: "configmaps"}
-	secrets    = schema.GroupResource{Resource: "secrets"}
+	configMaps      = schema.GroupResource{Resource: "configmaps"}
+	secrets         = schema.GroupResource{Resource: "secrets"}
+	serviceAccounts = schema.GroupResource{Resource: "serviceaccounts"}
 )
 
-// podReferences are the ConfigMaps and Secrets pod uses, as the kubelet
-// reads them: volumes (projected ones too), env and envFrom of every
-// container, and image pull secrets; each under the dependent rule of its
-// resource.
+// podReferences are the objects pod uses, each under the dependent rule of
+// its resource, as the kubelet reads them: the Secrets and ConfigMaps of
+// upstream's VisitPodSecretNames and VisitPodConfigmapNames
+// (k8s.io/kubernetes pkg/api/v1/pod/util.go: image pull secrets, env and
+// envFrom of every container, and volumes, projected and those of volume
+// plugins that take a secret), and the ServiceAccount its tokens are for.
 func podReferences(pod *corev1.Pod, deps []*rule) sets.Set[refKey] {
 	out := sets.New[refKey]()
 	add := func(gr schema.GroupResource, name string) {
@@ -218,22 +257,47 @@ func podReferences(pod *corev1.Pod, deps []*rule) sets.Set[refKey] {
 			}
 		}
 	}
+	secret := func(ref *corev1.LocalObjectReference) {
+		if ref != nil {
+			add(secrets, ref.Name)
+		}
+	}
+	add(serviceAccounts, pod.Spec.ServiceAccountName)
 	for _, v := range pod.Spec.Volumes {
-		if v.ConfigMap != nil {
-			add(configMaps, v.ConfigMap.Name)
-		}
-		if v.Secret != nil {
-			add(secrets, v.Secret.SecretName)
-		}
-		if v.Projected != nil {
-			for _, src := range v.Projected.Sources {
-				if src.ConfigMap != nil {
-					add(configMaps, src.ConfigMap.Name)
+		switch src := v.VolumeSource; {
+		case src.ConfigMap != nil:
+			add(configMaps, src.ConfigMap.Name)
+		case src.Secret != nil:
+			add(secrets, src.Secret.SecretName)
+		case src.Projected != nil:
+			for _, p := range src.Projected.Sources {
+				if p.ConfigMap != nil {
+					add(configMaps, p.ConfigMap.Name)
 				}
-				if src.Secret != nil {
-					add(secrets, src.Secret.Name)
+				if p.Secret != nil {
+					add(secrets, p.Secret.Name)
 				}
 			}
+		case src.AzureFile != nil:
+			add(secrets, src.AzureFile.SecretName)
+		case src.CephFS != nil:
+			secret(src.CephFS.SecretRef)
+		case src.Cinder != nil:
+			secret(src.Cinder.SecretRef)
+		case src.FlexVolume != nil:
+			secret(src.FlexVolume.SecretRef)
+		case src.RBD != nil:
+			secret(src.RBD.SecretRef)
+		case src.ScaleIO != nil:
+			secret(src.ScaleIO.SecretRef)
+		case src.ISCSI != nil:
+			secret(src.ISCSI.SecretRef)
+		case src.StorageOS != nil:
+			if src.StorageOS.SecretRef != nil {
+				add(secrets, src.StorageOS.SecretRef.Name)
+			}
+		case src.CSI != nil:
+			secret(src.CSI.NodePublishSecretRef)
 		}
 	}
 	containers := append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...)

@@ -16,8 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -137,7 +135,7 @@ func (wt *writeThrough) serve() bool {
 	wt.r.Body = io.NopCloser(bytes.NewReader(wt.body))
 	if wt.info.Verb == "create" {
 		obj, err := wt.decode(wt.body)
-		if err != nil || wt.m.matching(wt.gr, wt.info.Namespace, obj) == nil {
+		if err != nil || wt.m.matching(store, wt.gr, wt.info.Namespace, obj) == nil {
 			// Local, or malformed: the local server answers either.
 			return false
 		}
@@ -198,14 +196,35 @@ func (r *rule) covers(namespace string) bool {
 	return false
 }
 
-// matching is the rule that would mirror obj of gr, or nil when obj is
-// local.
-func (m *Mirror) matching(gr schema.GroupResource, namespace string, obj *unstructured.Unstructured) *rule {
+// matching is the rule that would mirror obj, of store's resource gr, or
+// nil when obj is local. A rule's selectors match as the local server's
+// list would select obj (store.Attrs: an unset spec.hostNetwork is
+// "false" there).
+func (m *Mirror) matching(store *Store, gr schema.GroupResource, namespace string, obj *unstructured.Unstructured) *rule {
 	if obj.GetNamespace() != "" {
 		namespace = obj.GetNamespace()
 	}
-	for _, r := range m.rulesFor(gr) {
-		if !r.covers(namespace) || !r.labels.Matches(labels.Set(obj.GetLabels())) || !r.fields.Matches(objectFields{obj, namespace}) {
+	rules := m.rulesFor(gr)
+	if len(rules) == 0 {
+		return nil
+	}
+	typed, err := store.Convert(obj.Object)
+	if err != nil {
+		return nil
+	}
+	a, err := meta.Accessor(typed)
+	if err != nil {
+		return nil
+	}
+	if store.Namespaced {
+		a.SetNamespace(namespace)
+	}
+	ls, fs, err := store.Attrs(typed)
+	if err != nil {
+		return nil
+	}
+	for _, r := range rules {
+		if !r.covers(namespace) || !r.labels.Matches(ls) || !r.fields.Matches(fs) {
 			continue
 		}
 		if r.referencedBy != "" && !m.refs.referenced(r, namespace, obj.GetName()) || r.object != "" && r.object != obj.GetName() {
@@ -215,37 +234,6 @@ func (m *Mirror) matching(gr schema.GroupResource, namespace string, obj *unstru
 	}
 	return nil
 }
-
-// objectFields are an object's fields by their selector names, which are
-// their JSON paths (spec.nodeName, metadata.name).
-type objectFields struct {
-	obj       *unstructured.Unstructured
-	namespace string
-}
-
-func (f objectFields) Has(field string) bool {
-	_, ok := f.lookup(field)
-	return ok
-}
-
-func (f objectFields) Get(field string) string {
-	v, _ := f.lookup(field)
-	return v
-}
-
-func (f objectFields) lookup(field string) (string, bool) {
-	if field == "metadata.namespace" {
-		return f.namespace, true
-	}
-	v, ok, err := unstructured.NestedFieldNoCopy(f.obj.Object, strings.Split(field, ".")...)
-	if err != nil || !ok {
-		// An unset field selects as empty, as upstream's field sets.
-		return "", true
-	}
-	return fmt.Sprint(v), true
-}
-
-var _ fields.Fields = objectFields{}
 
 // decode reads a create or update body (JSON, YAML or protobuf).
 func (wt *writeThrough) decode(body []byte) (*unstructured.Unstructured, error) {
@@ -328,7 +316,7 @@ func (wt *writeThrough) forward() {
 		wt.writeRaw(code, raw)
 		return
 	}
-	rl := wt.m.matching(wt.gr, wt.info.Namespace, u)
+	rl := wt.m.matching(wt.store, wt.gr, wt.info.Namespace, u)
 	if wt.local != nil {
 		if owner := wt.m.mirroredBy(wt.local); owner != nil {
 			rl = owner

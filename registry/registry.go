@@ -15,6 +15,8 @@ package registry
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -80,13 +82,16 @@ type Kind struct {
 	Namespaced bool
 	// New and NewList make the stored types.
 	New, NewList func() runtime.Object
+	// Attrs are an object's labels and selectable fields, as list and
+	// watch select them.
+	Attrs func(obj runtime.Object) (labels.Set, fields.Set, error)
 }
 
 // Kind is the built-in resource gr, if kubestore serves it.
 func (a *API) Kind(gr schema.GroupResource) (Kind, bool) {
 	for _, d := range a.defs {
 		if d.gvr.GroupResource() == gr {
-			return Kind{GVR: d.gvr, Namespaced: d.namespaced, New: d.newFunc, NewList: d.newListFunc}, true
+			return Kind{GVR: d.gvr, Namespaced: d.namespaced, New: d.newFunc, NewList: d.newListFunc, Attrs: d.getAttrs}, true
 		}
 	}
 	return Kind{}, false

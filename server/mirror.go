@@ -66,7 +66,7 @@ func (s *mirrorStores) build(gr schema.GroupResource) (*mirror.Store, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &mirror.Store{RawStore: raw, GVR: k.GVR, Namespaced: k.Namespaced, New: k.New, NewList: k.NewList,
+		return &mirror.Store{RawStore: raw, GVR: k.GVR, Namespaced: k.Namespaced, New: k.New, NewList: k.NewList, Attrs: k.Attrs,
 			Convert: func(u map[string]any) (runtime.Object, error) {
 				obj := k.New()
 				return obj, runtime.DefaultUnstructuredConverter.FromUnstructured(u, obj)
@@ -82,7 +82,7 @@ func (s *mirrorStores) build(gr schema.GroupResource) (*mirror.Store, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &mirror.Store{RawStore: raw, GVR: crdResource, New: newFunc, NewList: newList,
+		return &mirror.Store{RawStore: raw, GVR: crdResource, New: newFunc, NewList: newList, Attrs: mirror.MetadataAttrs(false),
 			Convert: func(u map[string]any) (runtime.Object, error) {
 				out := newFunc()
 				err := apiextensionsapiserver.Scheme.Convert(&unstructured.Unstructured{Object: u}, out, nil)
@@ -105,8 +105,9 @@ func (s *mirrorStores) build(gr schema.GroupResource) (*mirror.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &mirror.Store{RawStore: raw, GVR: gr.WithVersion(version), Namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
-		New: newFunc, NewList: newList,
+	namespaced := crd.Spec.Scope == apiextensionsv1.NamespaceScoped
+	return &mirror.Store{RawStore: raw, GVR: gr.WithVersion(version), Namespaced: namespaced,
+		New: newFunc, NewList: newList, Attrs: mirror.MetadataAttrs(namespaced),
 		Convert: func(u map[string]any) (runtime.Object, error) { return &unstructured.Unstructured{Object: u}, nil }}, nil
 }
 
