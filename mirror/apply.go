@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -12,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apiserver/pkg/storage"
@@ -42,14 +45,33 @@ func newer(a, b string) bool {
 // resourceVersion), in which case nothing is written and no local event
 // happens. It reports what it did: opCreated, opUpdated or opUnchanged.
 func (m *Mirror) apply(ctx context.Context, r *rule, store *Store, u *unstructured.Unstructured) (string, error) {
-	return m.applyHinted(ctx, r, store, u, false)
+	return m.applyObject(ctx, r, store, u, applyHow{})
 }
 
-// applyHinted is apply; absent says a relist found no local copy, so the
-// object is created without reading it first (a concurrent write of it
-// makes that fail, and apply's read-compare-write then runs).
-func (m *Mirror) applyHinted(ctx context.Context, r *rule, store *Store, u *unstructured.Unstructured, absent bool) (string, error) {
+// applyHow says where an object to apply comes from.
+type applyHow struct {
+	// absent says a relist found no local copy, so the object is created
+	// without reading it first (a concurrent write of it makes that fail,
+	// and the read-compare-write then runs).
+	absent bool
+	// answer says it is the upstream's answer to a write: it updates the
+	// local copy of the same uid, and creates one only when mayCreate (the
+	// answer to a create). A late answer never brings back an object the
+	// upstream deleted meanwhile.
+	answer, mayCreate bool
+	// overPending writes over the node's pending writes: the answer to a
+	// forwarded or reconciled write of the node holds them.
+	overPending bool
+}
+
+// applyObject is apply, as how says.
+func (m *Mirror) applyObject(ctx context.Context, r *rule, store *Store, u *unstructured.Unstructured, how applyHow) (string, error) {
 	upstreamRV := u.GetResourceVersion()
+	if m.deleted.has(u.GetUID()) {
+		// Deleted upstream: a late event, relist page or answer.
+		applied.WithLabelValues(r.name, opUnchanged).Inc()
+		return opUnchanged, nil
+	}
 	obj, err := store.Convert(u.Object)
 	if err != nil {
 		return "", localError{fmt.Errorf("converting %s %s/%s: %w", r.gr, u.GetNamespace(), u.GetName(), err)}
@@ -73,7 +95,17 @@ func (m *Mirror) applyHinted(ctx context.Context, r *rule, store *Store, u *unst
 		return "", localError{err}
 	}
 	key := store.Key(a.GetNamespace(), a.GetName())
-	if absent {
+	// held reports whether the node's own pending writes keep the local
+	// copy as it is until they are reconciled (or, for a pending final
+	// delete, keep the pod deleted).
+	held := func() bool {
+		if how.overPending {
+			return false
+		}
+		rec, ok := m.pending.get(r.gr, a.GetNamespace(), a.GetName())
+		return ok && (!rec.has(ownDelete) || rec.UID == string(a.GetUID()))
+	}
+	if how.absent && !held() {
 		err := store.Create(ctx, key, obj.DeepCopyObject(), store.New(), 0)
 		if err == nil {
 			applied.WithLabelValues(r.name, opCreated).Inc()
@@ -85,8 +117,19 @@ func (m *Mirror) applyHinted(ctx context.Context, r *rule, store *Store, u *unst
 		}
 	}
 	var op string
+	// The checks run in the update function, on the local copy it read:
+	// a write of the node that lands between them and the write makes the
+	// store read again and check again.
 	err = store.GuaranteedUpdate(ctx, key, store.New(), true, nil, func(input runtime.Object, res storage.ResponseMeta) (runtime.Object, *uint64, error) {
+		if held() {
+			op = opUnchanged
+			return nil, nil, errUnchanged
+		}
 		if res.ResourceVersion == 0 {
+			if how.answer && !how.mayCreate {
+				op = opUnchanged
+				return nil, nil, errUnchanged
+			}
 			op = opCreated
 			return obj.DeepCopyObject(), nil, nil
 		}
@@ -100,8 +143,13 @@ func (m *Mirror) applyHinted(ctx context.Context, r *rule, store *Store, u *unst
 				// mirror's to replace.
 				return nil, nil, fmt.Errorf("%w: %s %s exists locally and no rule mirrored it", errLocalObject, r.gr, key)
 			}
+			if how.answer && !how.mayCreate {
+				op = opUnchanged
+				return nil, nil, errUnchanged
+			}
 			// Deleted and created again upstream while the link was
-			// down: the local copy goes the same way.
+			// down (or created by the node while offline, and now by the
+			// upstream): the local copy goes the same way.
 			op = opRecreated
 			return nil, nil, errRecreated
 		}
@@ -120,7 +168,8 @@ func (m *Mirror) applyHinted(ctx context.Context, r *rule, store *Store, u *unst
 		if _, err := m.remove(ctx, r, store, a.GetNamespace(), a.GetName(), "", true); err != nil {
 			return "", err
 		}
-		return m.apply(ctx, r, store, u)
+		how.absent = false
+		return m.applyObject(ctx, r, store, u, how)
 	case err != nil:
 		return "", localError{fmt.Errorf("storing %s %s: %w", r.gr, key, err)}
 	}
@@ -264,4 +313,53 @@ func (m *Mirror) ensureNamespace(ctx context.Context, ns string) error {
 	}
 	m.namespaces.Store(ns, struct{}{})
 	return nil
+}
+
+// deletedFor is how long the uid of an object the upstream deleted is
+// remembered; maxDeleted bounds how many are.
+const (
+	deletedFor = 30 * time.Minute
+	maxDeleted = 10000
+)
+
+// deletedUIDs are the uids of objects the upstream deleted. A uid is never
+// reused, so an object that carries one is a late copy (an answer, a
+// relist page or an event racing the deletion) and is not applied: the
+// edge never brings back what the upstream deleted.
+type deletedUIDs struct {
+	mu sync.Mutex
+	at map[types.UID]time.Time
+}
+
+func (d *deletedUIDs) add(uid types.UID) {
+	if uid == "" {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.at == nil {
+		d.at = map[types.UID]time.Time{}
+	}
+	now := time.Now()
+	if len(d.at) >= maxDeleted {
+		oldest, first := types.UID(""), now
+		for u, t := range d.at {
+			if now.Sub(t) > deletedFor {
+				delete(d.at, u)
+			} else if t.Before(first) {
+				oldest, first = u, t
+			}
+		}
+		if len(d.at) >= maxDeleted {
+			delete(d.at, oldest)
+		}
+	}
+	d.at[uid] = now
+}
+
+func (d *deletedUIDs) has(uid types.UID) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	t, ok := d.at[uid]
+	return ok && time.Since(t) <= deletedFor
 }

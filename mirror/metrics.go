@@ -60,12 +60,43 @@ var (
 		Help:           "Local writes to mirrored objects refused with 503 because the upstream was not reachable.",
 		StabilityLevel: metrics.ALPHA,
 	})
+	pendingWrites = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "kubestore", Subsystem: "mirror", Name: "offline_writes_total",
+		Help:           "The node's own writes to mirrored objects applied locally while the upstream was not reachable, by write: status, spec (Lease, CSINode), create, delete.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"write"})
+	pendingObjects = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace: "kubestore", Subsystem: "mirror", Name: "pending_objects",
+		Help:           "Objects the node wrote while the upstream was not reachable, not yet reconciled with it.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	pendingAge = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace: "kubestore", Subsystem: "mirror", Name: "pending_oldest_seconds",
+		Help:           "Age of the oldest pending write of the node; 0 when none is pending.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	reconciled = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "kubestore", Subsystem: "mirror", Name: "reconciled_total",
+		Help:           "Pending writes of the node reconciled with the upstream, by outcome: pushed (the upstream took the node's state), gone (the object is gone upstream, or was recreated there), refused (the upstream refused it; its own state is kept).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"outcome"})
+	eventsSent = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "kubestore", Subsystem: "mirror", Name: "events_total",
+		Help:           "Events of the node's agents about mirrored objects, by what became of them: sent upstream, dropped (the queue was full: the oldest go), refused by the upstream, or expired locally before the link came back.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"outcome"})
+	eventsQueued = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace: "kubestore", Subsystem: "mirror", Name: "events_queued",
+		Help:           "Events of the node's agents queued for the upstream.",
+		StabilityLevel: metrics.ALPHA,
+	})
 	registerOnce sync.Once
 )
 
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(connected, lastSync, lagSeconds, lagEvents, objects, relists, resumes, applied, writeThroughs, writeRefused)
+		legacyregistry.MustRegister(connected, lastSync, lagSeconds, lagEvents, objects, relists, resumes, applied, writeThroughs, writeRefused,
+			pendingWrites, pendingObjects, pendingAge, reconciled, eventsSent, eventsQueued)
 	})
 }
 
@@ -75,6 +106,15 @@ func (m *Mirror) updateMetrics(context.Context) {
 		connected.Set(1)
 	} else {
 		connected.Set(0)
+	}
+	n, _ := m.events.queued()
+	eventsQueued.Set(float64(n))
+	recs := m.pending.all()
+	pendingObjects.Set(float64(len(recs)))
+	if len(recs) > 0 {
+		pendingAge.Set(time.Since(recs[0].Since).Seconds())
+	} else {
+		pendingAge.Set(0)
 	}
 	type agg struct {
 		lastSync, lastSeen time.Time

@@ -32,6 +32,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
+	"net/http"
 	"net/url"
 	"slices"
 	"sort"
@@ -67,8 +69,9 @@ const (
 type Store struct {
 	*cacher.RawStore
 	// GVR is the resource and the version it is stored in, the version
-	// the mirror reads from the upstream.
+	// the mirror reads from the upstream; GVK its kind.
 	GVR        schema.GroupVersionResource
+	GVK        schema.GroupVersionKind
 	Namespaced bool
 	// New makes the stored type; Convert turns an upstream object into it.
 	New     func() runtime.Object
@@ -133,6 +136,8 @@ type Mirror struct {
 	// old or has the feature off, and every relist lists.
 	noWatchList atomic.Bool
 	linkUp      atomic.Bool
+	// probed is when the probe last asked (its goroutine's only).
+	probed time.Time
 	// upNow is closed when the link comes up: streams waiting to retry
 	// go at once.
 	upNow chan struct{}
@@ -140,6 +145,12 @@ type Mirror struct {
 	mu      sync.Mutex
 	streams map[string]*stream
 	refs    *references
+	// pending are the node's own writes made while the link was down, to
+	// reconcile; deleted the uids of objects the upstream deleted.
+	pending *pending
+	deleted deletedUIDs
+	// events sends the node's agents' Events upstream.
+	events *outbox
 	// namespaces are the local namespaces known to exist.
 	namespaces sync.Map
 }
@@ -181,6 +192,9 @@ func New(cfg config.Mirror, stores Stores, state State) (*Mirror, error) {
 		return nil, err
 	}
 	upstream.UserAgent = userAgent
+	if err := healthChecked(upstream); err != nil {
+		return nil, fmt.Errorf("upstream client: %w", err)
+	}
 	// Starting the streams of a node's references opens a watch each, as
 	// the kubelet's configmap and secret managers do.
 	upstream.QPS, upstream.Burst = 50, 100
@@ -197,7 +211,7 @@ func New(cfg config.Mirror, stores Stores, state State) (*Mirror, error) {
 	if u, err := url.Parse(host); err == nil && u.Host != "" {
 		host = u.Host
 	}
-	m := &Mirror{host: host, dyn: dyn, raw: raw, stores: stores, state: state,
+	m := &Mirror{host: host, dyn: dyn, raw: raw, stores: stores, state: state, pending: newPending(state),
 		node: cfg.EffectiveNodeName(), streams: map[string]*stream{}, upNow: make(chan struct{})}
 	for _, r := range cfg.Rules {
 		label, field := r.Selectors(m.node)
@@ -231,6 +245,7 @@ func New(cfg config.Mirror, stores Stores, state State) (*Mirror, error) {
 		}
 	}
 	m.refs = newReferences(m)
+	m.events = newOutbox(m)
 	registerMetrics()
 	return m, nil
 }
@@ -274,6 +289,11 @@ func (m *Mirror) Run(ctx context.Context) {
 	if err := m.forgetRemovedRules(ctx); err != nil {
 		klog.ErrorS(err, "Mirror: deleting the copies of rules no longer configured")
 	}
+	// The node's writes of a previous run that were not reconciled: their
+	// objects stay as the node left them until they are.
+	if err := m.pending.load(ctx); err != nil {
+		klog.ErrorS(err, "Mirror: reading the node's pending writes")
+	}
 	// The references of the pods already mirrored first: a referenced
 	// object no pod needs any more is deleted before anything is synced.
 	if err := m.refs.seed(ctx); err != nil {
@@ -297,10 +317,18 @@ func (m *Mirror) Run(ctx context.Context) {
 			}()
 		}
 	}
-	wg.Add(2)
+	wg.Add(4)
+	go func() {
+		defer wg.Done()
+		m.events.run(ctx)
+	}()
 	go func() {
 		defer wg.Done()
 		wait.UntilWithContext(ctx, m.updateMetrics, time.Second)
+	}()
+	go func() {
+		defer wg.Done()
+		m.reconcileLoop(ctx)
 	}()
 	go func() {
 		defer wg.Done()
@@ -347,21 +375,74 @@ func (m *Mirror) linkComesUp() <-chan struct{} {
 
 // probeEvery is how often the link is tried while it is down: one cheap
 // request, where every stream retrying on its own back-off would reconnect
-// seconds late, or make many.
-const probeEvery = 2 * time.Second
+// seconds late, or make many. While it is up it is tried every
+// upProbeEvery, with upProbeTimeout to answer: a link that hangs
+// (connections open, nothing moves) fails that, on top of the HTTP/2 pings
+// of the upstream's connections (pingEvery).
+const (
+	probeEvery     = 2 * time.Second
+	upProbeEvery   = 10 * time.Second
+	upProbeTimeout = 3 * time.Second
+)
 
-// probe asks the upstream for /version while the link is down; any HTTP
-// answer, even a refusal, means it is up again, and the streams go.
+// probe asks the upstream for /version; any HTTP answer, even a refusal,
+// means it is up, and the streams go; no answer in time means it is down.
 func (m *Mirror) probe(ctx context.Context) {
+	timeout := probeEvery
 	if m.linkUp.Load() {
-		return
+		if time.Since(m.probed) < upProbeEvery {
+			return
+		}
+		timeout = upProbeTimeout
 	}
-	pctx, cancel := context.WithTimeout(ctx, probeEvery)
+	m.probed = time.Now()
+	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	err := m.raw.Get().AbsPath("/version").Do(pctx).Error()
 	if ctx.Err() == nil {
 		m.reached(err)
 	}
+}
+
+// HTTP/2 health checks of the upstream's connections: one that reads
+// nothing for pingEvery is pinged, and closed when the ping is not
+// answered within pingTimeout, failing the watches and writes on it.
+const (
+	pingEvery   = 5 * time.Second
+	pingTimeout = 5 * time.Second
+	dialTimeout = 5 * time.Second
+)
+
+// healthChecked gives cfg a transport of its own that pings its HTTP/2
+// connections (client-go's default waits 30 s, then 15 s more) and gives
+// up dialling and TLS handshakes after dialTimeout. A kubeconfig whose
+// credentials come from an exec plugin keeps client-go's transport (its
+// certificates are not a static TLS config) and relies on the probe.
+func healthChecked(cfg *rest.Config) error {
+	if cfg.ExecProvider != nil || cfg.Transport != nil || cfg.WrapTransport != nil {
+		return nil
+	}
+	tlsConfig, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		return err
+	}
+	proxy := cfg.Proxy
+	if proxy == nil {
+		proxy = http.ProxyFromEnvironment
+	}
+	cfg.Transport = &http.Transport{
+		Proxy:               proxy,
+		DialContext:         (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		TLSClientConfig:     tlsConfig,
+		TLSHandshakeTimeout: dialTimeout,
+		ForceAttemptHTTP2:   true,
+		MaxIdleConnsPerHost: 25,
+		IdleConnTimeout:     90 * time.Second,
+		HTTP2:               &http.HTTP2Config{SendPingTimeout: pingEvery, PingTimeout: pingTimeout},
+	}
+	// The transport holds the TLS settings now; client-go refuses both.
+	cfg.TLSClientConfig = rest.TLSClientConfig{}
+	return nil
 }
 
 // Connected reports whether the link is up: the upstream answered the
@@ -406,7 +487,8 @@ func (m *Mirror) Problems() []string {
 	return out
 }
 
-// Report is the per-stream state, one line each, for /mirrorz?verbose.
+// Report is the per-stream state, one line each, then the node's pending
+// writes and the Events queued for the upstream, for /mirrorz?verbose.
 func (m *Mirror) Report() []string {
 	var out []string
 	for _, s := range m.allStreams() {
@@ -420,6 +502,12 @@ func (m *Mirror) Report() []string {
 		}
 		out = append(out, line)
 	}
+	now := time.Now()
+	for _, rec := range m.pending.all() {
+		out = append(out, rec.describe(now))
+	}
+	n, bytes := m.events.queued()
+	out = append(out, fmt.Sprintf("events queued=%d bytes=%d", n, bytes))
 	return slices.Clip(out)
 }
 

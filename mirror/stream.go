@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/storage"
@@ -458,7 +459,7 @@ func (rl *relisting) apply(ctx context.Context, s *stream, store *Store, u *unst
 			<-rl.slots
 			rl.wg.Done()
 		}()
-		op, err := s.m.applyHinted(ctx, s.rule, store, u, !ok)
+		op, err := s.m.applyObject(ctx, s.rule, store, u, applyHow{absent: !ok})
 		rl.mu.Lock()
 		defer rl.mu.Unlock()
 		switch {
@@ -498,9 +499,15 @@ func (s *stream) synced(ctx context.Context, store *Store, rl *relisting, rv str
 		if rl.seen.Has(key) {
 			continue
 		}
+		if rec, ok := s.m.pending.get(s.rule.gr, ref.namespace, ref.name); ok && rec.has(ownCreate) {
+			// Created by the node while offline: the upstream gets it
+			// when the write is reconciled.
+			continue
+		}
 		if deleted, err := s.m.remove(ctx, s.rule, store, ref.namespace, ref.name, "", false); err != nil {
 			return err
 		} else if deleted {
+			s.m.deleted.add(types.UID(ref.uid))
 			rl.applied++
 		}
 	}
@@ -605,6 +612,7 @@ func (s *stream) watch(ctx context.Context, store *Store, rv string, ws *watchSt
 				catchUp++
 			}
 		case watch.Deleted:
+			s.m.deleted.add(u.GetUID())
 			deleted, err := s.m.remove(ctx, s.rule, store, u.GetNamespace(), u.GetName(), u.GetResourceVersion(), false)
 			if err != nil {
 				return rv, err
@@ -651,10 +659,23 @@ func (s *stream) watch(ctx context.Context, store *Store, rv string, ws *watchSt
 func isNetworkError(err error) bool {
 	var status apierrors.APIStatus
 	if errors.As(err, &status) {
-		// client-go reports some transport failures as statuses too.
+		// client-go reports some transport failures as statuses too: a
+		// watch whose connection broke ("http2: client connection lost")
+		// ends with a 500 of its own making.
 		s := status.Status()
+		if s.Details != nil {
+			for _, c := range s.Details.Causes {
+				if c.Type == clientWatchDecoding {
+					return true
+				}
+			}
+		}
 		return s.Code == 0 || s.Code == http.StatusServiceUnavailable || s.Code == http.StatusGatewayTimeout ||
 			s.Reason == metav1.StatusReasonServerTimeout
 	}
 	return true
 }
+
+// clientWatchDecoding is the cause client-go gives a watch it could not
+// read on (k8s.io/client-go/rest: the stream broke, or was not a watch).
+const clientWatchDecoding metav1.CauseType = "ClientWatchDecoding"

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,11 +26,10 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// retryAfterSeconds is the Retry-After of a write refused while the link is
-// down. client-go retries such an answer up to ten times, waiting this long
-// each time, before its caller sees the 503: a node agent's write must not
-// hang for minutes.
-const retryAfterSeconds = 1
+// forwardTimeout bounds a forwarded write: an upstream that does not answer
+// in time is taken as not reachable, and the write is refused (or, for the
+// node's own writes, applied locally) instead of hanging on a dead link.
+const forwardTimeout = 5 * time.Second
 
 // deleteSettle bounds the wait, after the upstream deleted an object, for
 // the stream to bring the deletion; the local copy is then deleted
@@ -60,6 +60,10 @@ func (m *Mirror) WithWriteThrough(next http.Handler, serializer runtime.Negotiat
 			return
 		}
 		gr := schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}
+		if isEvents(gr) && info.Verb != "delete" && info.Verb != "deletecollection" {
+			m.serveEvent(next, w, r, info, decoder, maxBody)
+			return
+		}
 		if gr == namespaces && info.Verb == "delete" && info.Subresource == "" {
 			if err := m.namespaceDeletable(r.Context(), info.Name); err != nil {
 				responsewriters.ErrorNegotiated(err, serializer, schema.GroupVersion{Version: info.APIVersion}, w, r)
@@ -92,8 +96,15 @@ type writeThrough struct {
 	maxBody    int64
 	store      *Store
 	body       []byte
-	// local is the local copy of the object written, nil on create.
-	local metav1.Object
+	// local is the local copy of the object written, nil on create;
+	// localObj is the same, typed. created is the object a create sends.
+	local    metav1.Object
+	localObj runtime.Object
+	created  *unstructured.Unstructured
+	// rule mirrors the object; own says whether the write is one of the
+	// node's own, which the link's state does not refuse.
+	rule *rule
+	own  ownWrite
 }
 
 // serve handles the write if it concerns a mirrored object, and reports
@@ -135,9 +146,22 @@ func (wt *writeThrough) serve() bool {
 	wt.r.Body = io.NopCloser(bytes.NewReader(wt.body))
 	if wt.info.Verb == "create" {
 		obj, err := wt.decode(wt.body)
-		if err != nil || wt.m.matching(store, wt.gr, wt.info.Namespace, obj) == nil {
-			// Local, or malformed: the local server answers either.
+		if err != nil {
+			// Malformed: the local server answers.
 			return false
+		}
+		if wt.rule = wt.m.matching(store, wt.gr, wt.info.Namespace, obj); wt.rule == nil {
+			return false
+		}
+		wt.created = obj
+		// A create of an object that exists answers 409, online or not,
+		// as the upstream would.
+		if name := obj.GetName(); name != "" {
+			existing := store.New()
+			if err := store.Get(ctx, store.Key(wt.namespace(), name), storage.GetOptions{}, existing); err == nil {
+				wt.fail(apierrors.NewAlreadyExists(wt.gr, name), "")
+				return true
+			}
 		}
 	} else {
 		obj := store.New()
@@ -146,17 +170,115 @@ func (wt *writeThrough) serve() bool {
 			return false
 		}
 		a, err := meta.Accessor(obj)
-		if err != nil || wt.m.mirroredBy(a) == nil {
+		if err != nil {
 			return false
 		}
-		wt.local = a
+		if wt.rule = wt.m.mirroredBy(a); wt.rule == nil {
+			return false
+		}
+		wt.local, wt.localObj = a, obj
 	}
+	wt.own = wt.ownWrite()
 	if !wt.m.Connected() {
-		wt.refuse(nil)
+		wt.offline(nil)
 		return true
 	}
 	wt.forward()
 	return true
+}
+
+// namespace is the namespace of the object written: the URL's, or a
+// create body's.
+func (wt *writeThrough) namespace() string {
+	if !wt.store.Namespaced {
+		return ""
+	}
+	if wt.created != nil && wt.created.GetNamespace() != "" {
+		return wt.created.GetNamespace()
+	}
+	return wt.info.Namespace
+}
+
+// ownWrite says whether the write is one of the node's own (see ownWrite)
+// and which.
+func (wt *writeThrough) ownWrite() ownWrite {
+	node, info := wt.m.node, wt.info
+	name := info.Name
+	if wt.created != nil {
+		name = wt.created.GetName()
+	}
+	update := info.Verb == "update" || info.Verb == "patch"
+	switch wt.gr {
+	case nodesResource:
+		switch {
+		case name != node:
+		case info.Verb == "create":
+			return ownCreate
+		case update && info.Subresource == "status":
+			return ownStatus
+		}
+	case leasesResource, csiNodesResource:
+		switch {
+		case name != node || wt.gr == leasesResource && wt.namespace() != leaseNS || info.Subresource != "":
+		case info.Verb == "create":
+			return ownCreate
+		case update:
+			return ownSpec
+		}
+	case podsResource:
+		pod, ok := wt.localObj.(*corev1.Pod)
+		switch {
+		case !ok || pod.Spec.NodeName != node:
+		case update && info.Subresource == "status":
+			return ownStatus
+		case info.Verb == "delete" && info.Subresource == "" && pod.DeletionTimestamp != nil:
+			return ownDelete
+		}
+	}
+	return ownNotOwned
+}
+
+// offline serves the write while the upstream is not reachable (cause, when
+// known, says why): the node's own writes are applied locally and kept
+// pending, to be reconciled once the link is back; any other is refused.
+func (wt *writeThrough) offline(cause error) {
+	if wt.own == ownNotOwned {
+		wt.refuse(cause)
+		return
+	}
+	ctx := wt.r.Context()
+	rec := pendingRecord{Resource: wt.gr.String(), Namespace: wt.namespace(), Name: wt.info.Name, Rule: wt.rule.name}
+	if wt.local != nil {
+		rec.UID = string(wt.local.GetUID())
+	} else {
+		rec.Name = wt.created.GetName()
+	}
+	if err := wt.m.pending.record(ctx, rec, wt.own); err != nil {
+		wt.fail(apierrors.NewInternalError(fmt.Errorf("recording the node's write while the upstream %s is not reachable: %w", wt.m.host, err)), "")
+		return
+	}
+	pendingWrites.WithLabelValues(string(wt.own)).Inc()
+	body := wt.body
+	if wt.created != nil {
+		// Created while offline, the object is the rule's from the
+		// start: the stream and the relist leave it to the
+		// reconciliation, which creates it upstream.
+		obj := wt.created.DeepCopy()
+		ann := obj.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[AnnotationRule] = wt.rule.name
+		obj.SetAnnotations(ann)
+		var err error
+		if body, err = obj.MarshalJSON(); err != nil {
+			wt.fail(apierrors.NewBadRequest(err.Error()), "")
+			return
+		}
+		wt.r.Header.Set("Content-Type", runtime.ContentTypeJSON)
+	}
+	wt.r.Body, wt.r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	wt.next.ServeHTTP(wt.w, wt.r)
 }
 
 // namespaceDeletable refuses the deletion of a namespace that holds
@@ -237,11 +359,17 @@ func (m *Mirror) matching(store *Store, gr schema.GroupResource, namespace strin
 
 // decode reads a create or update body (JSON, YAML or protobuf).
 func (wt *writeThrough) decode(body []byte) (*unstructured.Unstructured, error) {
-	mediaType, _, _ := mime.ParseMediaType(wt.r.Header.Get("Content-Type"))
+	return decodeBody(wt.r.Header.Get("Content-Type"), body, wt.decoder)
+}
+
+// decodeBody reads a body of contentType (JSON, YAML or protobuf, which
+// decoder reads) as an object.
+func decodeBody(contentType string, body []byte, decoder runtime.Decoder) (*unstructured.Unstructured, error) {
+	mediaType, _, _ := mime.ParseMediaType(contentType)
 	var data []byte
 	switch mediaType {
 	case runtime.ContentTypeProtobuf:
-		obj, gvk, err := wt.decoder.Decode(body, nil, nil)
+		obj, gvk, err := decoder.Decode(body, nil, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -269,9 +397,13 @@ func (wt *writeThrough) decode(body []byte) (*unstructured.Unstructured, error) 
 	return &unstructured.Unstructured{Object: object}, nil
 }
 
-// forward sends the write to the upstream and answers the client.
+// forward sends the write to the upstream and answers the client. An
+// upstream that does not answer within forwardTimeout, or answers that it
+// cannot serve (a 5xx), is taken as not reachable for the node's own
+// writes, which are then applied locally.
 func (wt *writeThrough) forward() {
-	ctx := wt.r.Context()
+	ctx, cancel := context.WithTimeout(wt.r.Context(), forwardTimeout)
+	defer cancel()
 	body, contentType, err := wt.upstreamBody()
 	if err != nil {
 		wt.fail(err, "")
@@ -289,10 +421,14 @@ func (wt *writeThrough) forward() {
 	var code int
 	res := req.Do(ctx).StatusCode(&code)
 	raw, err := res.Raw()
+	if wt.r.Context().Err() != nil {
+		// The client went away: that says nothing of the link.
+		return
+	}
 	wt.m.reached(err)
 	if err != nil {
-		if isNetworkError(err) {
-			wt.refuse(err)
+		if isNetworkError(err) || wt.own != ownNotOwned && code >= http.StatusInternalServerError {
+			wt.offline(err)
 			return
 		}
 		writeThroughs.WithLabelValues(fmt.Sprint(code)).Inc()
@@ -309,24 +445,22 @@ func (wt *writeThrough) forward() {
 		wt.writeRaw(code, raw)
 		return
 	}
-	if u.GetKind() == "Status" {
-		// The object is gone upstream: the stream brings the deletion;
-		// if it is late, the local copy goes now.
-		wt.awaitDeletion(ctx)
+	if u.GetKind() == "Status" || wt.info.Verb == "delete" {
+		// Gone upstream, or going: the stream brings the deletion, or the
+		// deletion's mark; a deleted object's copy goes now if it is late.
+		if u.GetKind() == "Status" {
+			if wt.local != nil {
+				wt.m.deleted.add(wt.local.GetUID())
+			}
+			wt.awaitDeletion(ctx)
+		}
 		wt.writeRaw(code, raw)
 		return
 	}
-	rl := wt.m.matching(wt.store, wt.gr, wt.info.Namespace, u)
-	if wt.local != nil {
-		if owner := wt.m.mirroredBy(wt.local); owner != nil {
-			rl = owner
-		}
-	}
-	if rl != nil {
-		if _, err := wt.m.apply(ctx, rl, wt.store, u); err != nil {
-			wt.fail(apierrors.NewInternalError(fmt.Errorf("the upstream accepted the write, storing its answer failed (the mirror will retry): %w", err)), "")
-			return
-		}
+	how := applyHow{answer: true, mayCreate: wt.info.Verb == "create", overPending: wt.own != ownNotOwned}
+	if _, err := wt.m.applyObject(ctx, wt.rule, wt.store, u, how); err != nil {
+		wt.fail(apierrors.NewInternalError(fmt.Errorf("the upstream accepted the write, storing its answer failed (the mirror will retry): %w", err)), "")
+		return
 	}
 	wt.serveLocal(code, u.GetName())
 }
@@ -466,17 +600,27 @@ func (wt *writeThrough) serveLocal(code int, name string) {
 	wt.next.ServeHTTP(&codeWriter{ResponseWriter: wt.w, code: code}, r)
 }
 
-// codeWriter replaces a 200 with code.
+// codeWriter replaces a 200 with code, when set, and records the code
+// written.
 type codeWriter struct {
 	http.ResponseWriter
-	code int
+	code    int
+	written int
 }
 
 func (c *codeWriter) WriteHeader(code int) {
-	if code == http.StatusOK {
+	if code == http.StatusOK && c.code != 0 {
 		code = c.code
 	}
+	c.written = code
 	c.ResponseWriter.WriteHeader(code)
+}
+
+func (c *codeWriter) Write(b []byte) (int, error) {
+	if c.written == 0 {
+		c.written = http.StatusOK
+	}
+	return c.ResponseWriter.Write(b)
 }
 
 func (c *codeWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
@@ -487,7 +631,9 @@ func (wt *writeThrough) writeRaw(code int, raw []byte) {
 	wt.w.Write(raw) //nolint:errcheck // the client went away
 }
 
-// refuse answers 503 naming the upstream, with Retry-After.
+// refuse answers 503 naming the upstream, at once and with no Retry-After:
+// client-go retries a 503 that has one ten times before its caller hears
+// of it.
 func (wt *writeThrough) refuse(cause error) {
 	writeRefused.Inc()
 	name := wt.info.Name
@@ -500,7 +646,7 @@ func (wt *writeThrough) refuse(cause error) {
 	}
 	err := apierrors.NewServiceUnavailable(fmt.Sprintf("%s %s/%s is mirrored from the upstream %s, which is not reachable%s: writes to it are refused until the link is back",
 		wt.gr, wt.info.Namespace, name, wt.m.host, why))
-	err.ErrStatus.Details = &metav1.StatusDetails{Group: wt.gr.Group, Kind: wt.gr.Resource, Name: wt.info.Name, RetryAfterSeconds: retryAfterSeconds}
+	err.ErrStatus.Details = &metav1.StatusDetails{Group: wt.gr.Group, Kind: wt.gr.Resource, Name: wt.info.Name}
 	responsewriters.ErrorNegotiated(err, wt.serializer, wt.gv, wt.w, wt.r)
 }
 

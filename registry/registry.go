@@ -79,6 +79,7 @@ func catalog() []*resourceDef {
 // REST layer (the mirror).
 type Kind struct {
 	GVR        schema.GroupVersionResource
+	GVK        schema.GroupVersionKind
 	Namespaced bool
 	// New and NewList make the stored types.
 	New, NewList func() runtime.Object
@@ -91,7 +92,7 @@ type Kind struct {
 func (a *API) Kind(gr schema.GroupResource) (Kind, bool) {
 	for _, d := range a.defs {
 		if d.gvr.GroupResource() == gr {
-			return Kind{GVR: d.gvr, Namespaced: d.namespaced, New: d.newFunc, NewList: d.newListFunc, Attrs: d.getAttrs}, true
+			return Kind{GVR: d.gvr, GVK: d.gvk(), Namespaced: d.namespaced, New: d.newFunc, NewList: d.newListFunc, Attrs: d.getAttrs}, true
 		}
 	}
 	return Kind{}, false

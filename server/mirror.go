@@ -66,7 +66,7 @@ func (s *mirrorStores) build(gr schema.GroupResource) (*mirror.Store, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &mirror.Store{RawStore: raw, GVR: k.GVR, Namespaced: k.Namespaced, New: k.New, NewList: k.NewList, Attrs: k.Attrs,
+		return &mirror.Store{RawStore: raw, GVR: k.GVR, GVK: k.GVK, Namespaced: k.Namespaced, New: k.New, NewList: k.NewList, Attrs: k.Attrs,
 			Convert: func(u map[string]any) (runtime.Object, error) {
 				obj := k.New()
 				return obj, runtime.DefaultUnstructuredConverter.FromUnstructured(u, obj)
@@ -82,7 +82,7 @@ func (s *mirrorStores) build(gr schema.GroupResource) (*mirror.Store, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &mirror.Store{RawStore: raw, GVR: crdResource, New: newFunc, NewList: newList, Attrs: mirror.MetadataAttrs(false),
+		return &mirror.Store{RawStore: raw, GVR: crdResource, GVK: apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"), New: newFunc, NewList: newList, Attrs: mirror.MetadataAttrs(false),
 			Convert: func(u map[string]any) (runtime.Object, error) {
 				out := newFunc()
 				err := apiextensionsapiserver.Scheme.Convert(&unstructured.Unstructured{Object: u}, out, nil)
@@ -106,7 +106,7 @@ func (s *mirrorStores) build(gr schema.GroupResource) (*mirror.Store, error) {
 		return nil, err
 	}
 	namespaced := crd.Spec.Scope == apiextensionsv1.NamespaceScoped
-	return &mirror.Store{RawStore: raw, GVR: gr.WithVersion(version), Namespaced: namespaced,
+	return &mirror.Store{RawStore: raw, GVR: gr.WithVersion(version), GVK: gr.WithVersion(version).GroupVersion().WithKind(crd.Spec.Names.Kind), Namespaced: namespaced,
 		New: newFunc, NewList: newList, Attrs: mirror.MetadataAttrs(namespaced),
 		Convert: func(u map[string]any) (runtime.Object, error) { return &unstructured.Unstructured{Object: u}, nil }}, nil
 }

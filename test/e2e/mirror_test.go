@@ -699,8 +699,10 @@ func TestMirror(t *testing.T) {
 			t.Errorf("%s{code=200|201} grew by %v, want >= 10 (the writes above)", metricWriteThrough, forwarded)
 		}
 
-		// Offline: every write to a mirrored object gets 503 naming the
-		// upstream, with Retry-After; local objects are unaffected.
+		// Offline: every write to a mirrored object that is not one of the
+		// node's own gets 503 naming the upstream, at once: no Retry-After,
+		// which client-go would retry ten times; local objects are
+		// unaffected.
 		name = seeded[6]
 		localBefore, err := edgeCMs.Get(t.Context(), name, metav1.GetOptions{})
 		must(t, err)
@@ -713,13 +715,16 @@ func TestMirror(t *testing.T) {
 		if code != http.StatusServiceUnavailable || status.Reason != metav1.StatusReasonServiceUnavailable || !strings.Contains(status.Message, env.link.addr) {
 			t.Errorf("PATCH of a mirrored object with the link down: %d %s, want 503 with a Status of reason ServiceUnavailable naming the upstream %s", code, body, env.link.addr)
 		}
-		if ra, err := strconv.Atoi(header.Get("Retry-After")); err != nil || ra < 1 {
-			t.Errorf("PATCH of a mirrored object with the link down: Retry-After %q, want a number of seconds", header.Get("Retry-After"))
+		if ra := header.Get("Retry-After"); ra != "" {
+			t.Errorf("PATCH of a mirrored object with the link down: Retry-After %q, want none (client-go retries it ten times)", ra)
 		}
-		// The other writes, raw too: client-go retries a 503 with
-		// Retry-After (up to 10 times, Retry-After seconds apart), so a
-		// client-go call would only see it after minutes.
-		refused := 1
+		// Through client-go, as kubectl and agents write: refused at once.
+		start := time.Now()
+		_, err = edgeCMs.Patch(t.Context(), name, types.MergePatchType, []byte(`{"data":{"v":"offline"}}`), metav1.PatchOptions{})
+		if took := time.Since(start); !apierrors.IsServiceUnavailable(err) || took > time.Second {
+			t.Errorf("client-go PATCH of a mirrored object with the link down: %v after %s, want 503 within a second", err, took)
+		}
+		refused := 2
 		cmPath := "/api/v1/namespaces/mirror-a/configmaps"
 		upd := localBefore.DeepCopy()
 		upd.Data["v"] = "offline"
@@ -727,24 +732,43 @@ func TestMirror(t *testing.T) {
 		must(t, err)
 		createBody, err := json.Marshal(kinded(cm("mirror-a", "offline-created", "x"), "ConfigMap"))
 		must(t, err)
-		pod, err = edgePods.Get(t.Context(), "p-edge-1", metav1.GetOptions{})
-		must(t, err)
-		pod.Status.Phase = corev1.PodFailed
-		statusBody, err := json.Marshal(kinded(pod, "Pod"))
-		must(t, err)
 		for _, w := range []struct{ what, method, path, contentType, body string }{
 			{"update of mirror-a/" + name, http.MethodPut, cmPath + "/" + name, "application/json", string(updBody)},
 			{"delete of mirror-a/" + name, http.MethodDelete, cmPath + "/" + name, "", ""},
 			{"create in mirror-a", http.MethodPost, cmPath, "application/json", string(createBody)},
-			{"pod status update", http.MethodPut, "/api/v1/namespaces/mirror-p/pods/p-edge-1/status", "application/json", string(statusBody)},
-			{"pod status patch", http.MethodPatch, "/api/v1/namespaces/mirror-p/pods/p-edge-1/status", "application/merge-patch+json", `{"status":{"phase":"Failed"}}`},
 			{"node patch", http.MethodPatch, "/api/v1/nodes/" + edgeNode, "application/merge-patch+json", `{"metadata":{"labels":{"offline":"x"}}}`},
+			{"spec patch of the node's pod", http.MethodPatch, "/api/v1/namespaces/mirror-p/pods/p-edge-1", "application/merge-patch+json", `{"metadata":{"labels":{"offline":"x"}}}`},
 		} {
 			refused++
 			code, header, body := edgeA.request(t, w.method, w.path, w.contentType, w.body)
-			if code != http.StatusServiceUnavailable || header.Get("Retry-After") == "" || !strings.Contains(body, env.link.addr) {
-				t.Errorf("%s with the link down: %d Retry-After=%q %s, want 503 naming %s with Retry-After", w.what, code, header.Get("Retry-After"), body, env.link.addr)
+			if code != http.StatusServiceUnavailable || header.Get("Retry-After") != "" || !strings.Contains(body, env.link.addr) {
+				t.Errorf("%s with the link down: %d Retry-After=%q %s, want 503 naming %s without Retry-After", w.what, code, header.Get("Retry-After"), body, env.link.addr)
 			}
+		}
+		// A create of an object that exists is 409, online or not, as
+		// upstream: what a kubelet registering its Node needs.
+		existing, err := json.Marshal(kinded(cm("mirror-a", name, "x"), "ConfigMap"))
+		must(t, err)
+		if code, _, body := edgeA.request(t, http.MethodPost, cmPath, "application/json", string(existing)); code != http.StatusConflict || !strings.Contains(body, "AlreadyExists") {
+			t.Errorf("create of an existing mirrored object with the link down: %d %s, want 409 AlreadyExists", code, body)
+		}
+		// The node's own writes are applied locally and kept pending: the
+		// status of its pod, by update and by patch.
+		pod, err = edgePods.Get(t.Context(), "p-edge-1", metav1.GetOptions{})
+		must(t, err)
+		pod.Status.Phase = corev1.PodRunning
+		pod.Status.Message = "offline update"
+		if _, err := edgePods.UpdateStatus(t.Context(), pod, metav1.UpdateOptions{}); err != nil {
+			t.Errorf("status update of the node's pod with the link down: %v, want it applied locally", err)
+		}
+		if _, err := edgePods.Patch(t.Context(), "p-edge-1", types.MergePatchType, []byte(`{"status":{"message":"offline patch"}}`), metav1.PatchOptions{}, "status"); err != nil {
+			t.Errorf("status patch of the node's pod with the link down: %v, want it applied locally", err)
+		}
+		if got, err := edgePods.Get(t.Context(), "p-edge-1", metav1.GetOptions{}); err != nil || got.Status.Message != "offline patch" || got.Status.Phase != corev1.PodRunning {
+			t.Errorf("the node's pod after its offline status writes: %v %+v, want phase Running, message \"offline patch\"", err, got.Status)
+		}
+		if code, body := edgeA.mirrorz(t, true); !strings.Contains(body, "pending pods mirror-p/p-edge-1 writes=status") {
+			t.Errorf("/mirrorz?verbose with the node's pod status pending: %d\n%s", code, body)
 		}
 		// A body without apiVersion and kind is valid (the API server
 		// takes them from the URL); it is still a mirrored object.
@@ -790,6 +814,22 @@ func TestMirror(t *testing.T) {
 		}
 		env.link.restore()
 		edgeA.waitMirrorz(t, http.StatusOK, "ok")
+		// The pod's offline status reached the upstream once the link was
+		// back, and the upstream's copy came back to the edge.
+		if !eventually(10*time.Second, func() bool {
+			up, err := env.upCS.CoreV1().Pods("mirror-p").Get(t.Context(), "p-edge-1", metav1.GetOptions{})
+			return err == nil && up.Status.Message == "offline patch" && up.Status.Phase == corev1.PodRunning
+		}) {
+			up, err := env.upCS.CoreV1().Pods("mirror-p").Get(t.Context(), "p-edge-1", metav1.GetOptions{})
+			t.Errorf("upstream pod 10 s after the link came back: %v %+v, want the status written offline", err, up.Status)
+		}
+		if !eventually(10*time.Second, func() bool {
+			_, body := edgeA.mirrorz(t, true)
+			return !strings.Contains(body, "pending ")
+		}) {
+			_, body := edgeA.mirrorz(t, true)
+			t.Errorf("/mirrorz?verbose 10 s after the link came back still lists pending writes:\n%s", body)
+		}
 		convergedAll(t)
 		checkNoRelist(t, views, relists)
 	})
@@ -929,8 +969,8 @@ func TestMirror(t *testing.T) {
 		edgeA.waitMirrorz(t, http.StatusServiceUnavailable, env.link.addr)
 		// Until it has reached the upstream, writes to mirrored objects
 		// are refused, not applied locally.
-		if code, header, body := edgeA.request(t, http.MethodPatch, "/api/v1/namespaces/mirror-a/configmaps/"+changed, "application/merge-patch+json", `{"data":{"v":"fork"}}`); code != http.StatusServiceUnavailable || header.Get("Retry-After") == "" {
-			t.Errorf("PATCH of a mirrored object on the edge restarted offline: %d Retry-After=%q %s, want 503 with Retry-After", code, header.Get("Retry-After"), body)
+		if code, header, body := edgeA.request(t, http.MethodPatch, "/api/v1/namespaces/mirror-a/configmaps/"+changed, "application/merge-patch+json", `{"data":{"v":"fork"}}`); code != http.StatusServiceUnavailable || header.Get("Retry-After") != "" {
+			t.Errorf("PATCH of a mirrored object on the edge restarted offline: %d Retry-After=%q %s, want 503 without Retry-After", code, header.Get("Retry-After"), body)
 		}
 		env.link.restore()
 		// The watchers of the old process relist (a restart of the

@@ -1,0 +1,198 @@
+package mirror
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// ownWrite is a write the node makes to a mirrored object of its own, as
+// upstream's NodeRestriction admission scopes a node: its Node's status,
+// its Lease and CSINode, the status of its pods, the final delete of a pod
+// the upstream marked for deletion, and the registration of its Node. While
+// the link is down these are applied locally and kept pending; every other
+// write to a mirrored object is refused.
+type ownWrite string
+
+const (
+	ownStatus   ownWrite = "status"   // nodes/<node>/status, pods/<pod>/status of the node's pods
+	ownSpec     ownWrite = "spec"     // the node's Lease and CSINode: the node writes them whole
+	ownCreate   ownWrite = "create"   // the node's Node, Lease or CSINode, created while offline
+	ownDelete   ownWrite = "delete"   // the final delete of a pod of the node marked for deletion
+	ownNotOwned ownWrite = ""         // any other write
+	leaseNS              = "kube-node-lease"
+)
+
+var (
+	nodesResource    = schema.GroupResource{Resource: "nodes"}
+	podsResource     = schema.GroupResource{Resource: "pods"}
+	leasesResource   = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
+	csiNodesResource = schema.GroupResource{Group: "storage.k8s.io", Resource: "csinodes"}
+)
+
+// pendingRecord is what the local etcd keeps of an object the node wrote
+// while the link was down, until the write is reconciled with the
+// upstream: which writes, the object's uid then, and since when.
+type pendingRecord struct {
+	Resource  string     `json:"resource"`
+	Namespace string     `json:"namespace,omitempty"`
+	Name      string     `json:"name"`
+	Rule      string     `json:"rule"`
+	UID       string     `json:"uid,omitempty"`
+	Writes    []ownWrite `json:"writes"`
+	Since     time.Time  `json:"since"`
+}
+
+func (p *pendingRecord) gr() schema.GroupResource { return schema.ParseGroupResource(p.Resource) }
+
+func (p *pendingRecord) has(w ownWrite) bool { return slices.Contains(p.Writes, w) }
+
+// pendingState names the records in the mirror's state.
+const pendingState = "mirror-pending/"
+
+func pendingKey(gr schema.GroupResource, namespace, name string) string {
+	ns := namespace
+	if ns == "" {
+		ns = "-"
+	}
+	return pendingState + gr.String() + "/" + ns + "/" + name
+}
+
+// pending holds the records, in memory and, durably, in the local etcd.
+type pending struct {
+	state State
+
+	mu      sync.Mutex
+	records map[string]*pendingRecord
+	// dirty are the records written again since a reconciliation of them
+	// began: that reconciliation does not clear them.
+	dirty map[string]bool
+}
+
+func newPending(state State) *pending {
+	return &pending{state: state, records: map[string]*pendingRecord{}, dirty: map[string]bool{}}
+}
+
+// load reads the records a previous run left.
+func (p *pending) load(ctx context.Context) error {
+	recs, err := p.state.ListState(ctx, pendingState)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for key, data := range recs {
+		var r pendingRecord
+		if err := json.Unmarshal(data, &r); err != nil {
+			return fmt.Errorf("reading the pending write %s: %w", key, err)
+		}
+		p.records[key] = &r
+	}
+	return nil
+}
+
+// record marks w to obj pending, durably before it returns: the write is
+// applied locally after it, so a power cut in between leaves a record of a
+// write that did not happen, which reconciles to the same state, rather
+// than a write nobody reconciles.
+func (p *pending) record(ctx context.Context, rec pendingRecord, w ownWrite) error {
+	key := pendingKey(rec.gr(), rec.Namespace, rec.Name)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.dirty[key] = true
+	cur, ok := p.records[key]
+	if ok && cur.has(w) && (rec.UID == "" || cur.UID == rec.UID) {
+		return nil
+	}
+	next := rec
+	next.Writes = []ownWrite{w}
+	next.Since = time.Now()
+	if ok {
+		next = *cur
+		next.Writes = append(slices.Clone(cur.Writes), w)
+		if rec.UID != "" {
+			next.UID = rec.UID
+		}
+	}
+	data, err := json.Marshal(next)
+	if err != nil {
+		return err
+	}
+	if err := p.state.PutState(ctx, key, data); err != nil {
+		return err
+	}
+	p.records[key] = &next
+	return nil
+}
+
+// get is the record of an object, if one is pending.
+func (p *pending) get(gr schema.GroupResource, namespace, name string) (pendingRecord, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r, ok := p.records[pendingKey(gr, namespace, name)]
+	if !ok {
+		return pendingRecord{}, false
+	}
+	return *r, true
+}
+
+// all are the pending records, oldest first.
+func (p *pending) all() []pendingRecord {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]pendingRecord, 0, len(p.records))
+	for _, r := range p.records {
+		out = append(out, *r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Since.Equal(out[j].Since) {
+			return out[i].Since.Before(out[j].Since)
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// begin starts a reconciliation of rec: writes recorded from now on keep
+// it pending.
+func (p *pending) begin(rec pendingRecord) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.dirty, pendingKey(rec.gr(), rec.Namespace, rec.Name))
+}
+
+// clear drops rec once reconciled, unless it was written again since
+// begin; it reports whether it did.
+func (p *pending) clear(ctx context.Context, rec pendingRecord) (bool, error) {
+	key := pendingKey(rec.gr(), rec.Namespace, rec.Name)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.dirty[key] {
+		return false, nil
+	}
+	if err := p.state.DeleteState(ctx, key); err != nil {
+		return false, err
+	}
+	delete(p.records, key)
+	return true, nil
+}
+
+// describe is one record for /mirrorz?verbose.
+func (r pendingRecord) describe(now time.Time) string {
+	ws := make([]string, len(r.Writes))
+	for i, w := range r.Writes {
+		ws[i] = string(w)
+	}
+	obj := r.Name
+	if r.Namespace != "" {
+		obj = r.Namespace + "/" + r.Name
+	}
+	return fmt.Sprintf("pending %s %s writes=%s age=%s", r.Resource, obj, strings.Join(ws, ","), now.Sub(r.Since).Round(time.Second))
+}
