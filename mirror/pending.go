@@ -22,13 +22,15 @@ import (
 type ownWrite string
 
 const (
-	ownStatus   ownWrite = "status"   // nodes/<node>/status, pods/<pod>/status of the node's pods
-	ownSpec     ownWrite = "spec"     // the node's Lease and CSINode: the node writes them whole
-	ownCreate   ownWrite = "create"   // the node's Node, Lease or CSINode, created while offline
-	ownDelete   ownWrite = "delete"   // the final delete of a pod of the node marked for deletion
-	ownNotOwned ownWrite = ""         // any other write
-	leaseNS              = "kube-node-lease"
+	ownStatus   ownWrite = "status" // nodes/<node>/status, pods/<pod>/status of the node's pods
+	ownSpec     ownWrite = "spec"   // the node's Lease and CSINode: the node writes them whole
+	ownCreate   ownWrite = "create" // the node's Node, Lease or CSINode, created while offline
+	ownDelete   ownWrite = "delete" // the final delete of a pod of the node marked for deletion
+	ownNotOwned ownWrite = ""       // any other write
 )
+
+// leaseNS holds the nodes' Leases.
+const leaseNS = "kube-node-lease"
 
 var (
 	nodesResource    = schema.GroupResource{Resource: "nodes"}
