@@ -70,6 +70,7 @@ func catalog() []*resourceDef {
 		serviceAccountDef(),
 		leaseDef(),
 		endpointSliceDef(),
+		serviceCIDRDef(),
 	}
 }
 
