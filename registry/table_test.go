@@ -62,6 +62,7 @@ func TestColumns(t *testing.T) {
 		"ServiceAccount": {"Name", "Secrets", "Age"},
 		"Lease":          {"Name", "Holder", "Age"},
 		"EndpointSlice":  {"Name", "AddressType", "Ports", "Endpoints", "Age"},
+		"ServiceCIDR":    {"Name", "CIDRs", "Age"},
 	}
 	for _, d := range catalog() {
 		var got []string
