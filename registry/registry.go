@@ -71,6 +71,7 @@ func catalog() []*resourceDef {
 		leaseDef(),
 		endpointSliceDef(),
 		serviceCIDRDef(),
+		resourceSliceDef(),
 	}
 }
 

@@ -63,6 +63,7 @@ func TestColumns(t *testing.T) {
 		"Lease":          {"Name", "Holder", "Age"},
 		"EndpointSlice":  {"Name", "AddressType", "Ports", "Endpoints", "Age"},
 		"ServiceCIDR":    {"Name", "CIDRs", "Age"},
+		"ResourceSlice":  {"Name", "Node", "Driver", "Pool", "Age"},
 	}
 	for _, d := range catalog() {
 		var got []string

@@ -34,6 +34,7 @@ var builtins = []builtin{
 	{schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}, true, "apiVersion: coordination.k8s.io/v1\nkind: Lease\nspec:\n  holderIdentity: a\n  leaseDurationSeconds: 10\n"},
 	{schema.GroupVersionResource{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices"}, true, "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\naddressType: IPv4\nendpoints:\n- addresses: [10.0.0.1]\n"},
 	{schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "servicecidrs"}, false, "apiVersion: networking.k8s.io/v1\nkind: ServiceCIDR\nspec:\n  cidrs: [10.96.0.0/16]\n"},
+	{schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1", Resource: "resourceslices"}, false, "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nspec:\n  driver: dra.example.com\n  nodeName: worker\n  pool:\n    name: worker\n    resourceSliceCount: 1\n  devices:\n  - name: gpu-0\n    attributes:\n      model:\n        string: t4\n"},
 	{schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1", Resource: "events"}, true, "apiVersion: events.k8s.io/v1\nkind: Event\neventTime: \"2026-11-24T00:00:00.000000Z\"\nreportingController: kubestore.io/test\nreportingInstance: t1\naction: Testing\nreason: Started\ntype: Normal\nnote: hello\nregarding:\n  kind: Pod\n  name: p\n  namespace: default\n"},
 }
 
@@ -238,6 +239,9 @@ func TestValidationRefusals(t *testing.T) {
 		{"endpointslice bad address", builtins[10], func(u *unstructured.Unstructured) {
 			_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"addresses": []any{"not-an-ip"}}}, "endpoints")
 		}, "endpoints[0].addresses[0]"},
+		{"resourceslice without a node", builtins[12], func(u *unstructured.Unstructured) {
+			unstructured.RemoveNestedField(u.Object, "spec", "nodeName")
+		}, "spec"},
 		{"servicecidr not canonical", builtins[11], func(u *unstructured.Unstructured) {
 			_ = unstructured.SetNestedStringSlice(u.Object, []string{"10.96.0.1/16"}, "spec", "cidrs")
 		}, "spec.cidrs[0]"},
