@@ -49,8 +49,16 @@ type resourceDef struct {
 
 	prepareForCreate func(obj runtime.Object)
 	prepareForUpdate func(obj, old runtime.Object)
-	validate         func(obj runtime.Object) field.ErrorList
-	validateUpdate   func(obj, old runtime.Object) field.ErrorList
+	// validate checks the kind's fields on create, and on update too
+	// unless ownUpdateValidation is set.
+	validate       func(obj runtime.Object) field.ErrorList
+	validateUpdate func(obj, old runtime.Object) field.ErrorList
+	// ownUpdateValidation makes validateUpdate the whole of the kind's
+	// update validation, for kinds whose upstream update validation is not
+	// the create validation plus checks (ValidateServiceCIDRUpdate does not
+	// revalidate unchanged CIDRs; ValidateResourceSliceUpdate skips
+	// unchanged capacities and taints).
+	ownUpdateValidation bool
 	// validateRequest, when set, adds the validation of the group version
 	// the request came in (old is nil on create): events.k8s.io/v1 is
 	// stricter than core/v1 about the same stored Event.

@@ -72,6 +72,8 @@ func catalog() []*resourceDef {
 		serviceAccountDef(),
 		leaseDef(),
 		endpointSliceDef(),
+		serviceCIDRDef(),
+		resourceSliceDef(),
 	}
 }
 

@@ -33,6 +33,8 @@ func TestCatalog(t *testing.T) {
 		{Version: "v1", Resource: "serviceaccounts"}:                           {"ServiceAccount", "serviceaccount", true, []string{"sa"}, nil, "serviceaccounts"},
 		{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}:      {"Lease", "lease", true, nil, nil, "leases"},
 		{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices"}: {"EndpointSlice", "endpointslice", true, nil, nil, "endpointslices"},
+		{Group: "networking.k8s.io", Version: "v1", Resource: "servicecidrs"}:  {"ServiceCIDR", "servicecidr", false, nil, nil, "servicecidrs"},
+		{Group: "resource.k8s.io", Version: "v1", Resource: "resourceslices"}:  {"ResourceSlice", "resourceslice", false, nil, nil, "resourceslices"},
 	}
 	defs := catalog()
 	if len(defs) != len(want) {

@@ -7,6 +7,8 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -23,7 +25,8 @@ import (
 func newScheme(catalog []*resourceDef) (*runtime.Scheme, serializer.CodecFactory, error) {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
-		corev1.AddToScheme, coordinationv1.AddToScheme, discoveryv1.AddToScheme,
+		corev1.AddToScheme, coordinationv1.AddToScheme, discoveryv1.AddToScheme, networkingv1.AddToScheme,
+		resourcev1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return nil, serializer.CodecFactory{}, err
@@ -58,7 +61,7 @@ func newScheme(catalog []*resourceDef) (*runtime.Scheme, serializer.CodecFactory
 			}
 		}
 	}
-	for _, gv := range []schema.GroupVersion{corev1.SchemeGroupVersion, coordinationv1.SchemeGroupVersion, discoveryv1.SchemeGroupVersion} {
+	for _, gv := range []schema.GroupVersion{corev1.SchemeGroupVersion, coordinationv1.SchemeGroupVersion, discoveryv1.SchemeGroupVersion, networkingv1.SchemeGroupVersion, resourcev1.SchemeGroupVersion} {
 		if err := s.SetVersionPriority(gv); err != nil {
 			return nil, serializer.CodecFactory{}, err
 		}

@@ -89,7 +89,7 @@ func (s strategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorL
 
 func (s strategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
 	errs := validateMetaUpdate(obj, old)
-	if s.def.validate != nil {
+	if s.def.validate != nil && !s.def.ownUpdateValidation {
 		errs = append(errs, s.def.validate(obj)...)
 	}
 	if s.def.validateUpdate != nil {

@@ -62,6 +62,8 @@ func TestColumns(t *testing.T) {
 		"ServiceAccount": {"Name", "Secrets", "Age"},
 		"Lease":          {"Name", "Holder", "Age"},
 		"EndpointSlice":  {"Name", "AddressType", "Ports", "Endpoints", "Age"},
+		"ServiceCIDR":    {"Name", "CIDRs", "Age"},
+		"ResourceSlice":  {"Name", "Node", "Driver", "Pool", "Age"},
 	}
 	for _, d := range catalog() {
 		var got []string

@@ -33,6 +33,8 @@ var builtins = []builtin{
 	{schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}, true, "apiVersion: v1\nkind: ServiceAccount\n"},
 	{schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}, true, "apiVersion: coordination.k8s.io/v1\nkind: Lease\nspec:\n  holderIdentity: a\n  leaseDurationSeconds: 10\n"},
 	{schema.GroupVersionResource{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices"}, true, "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\naddressType: IPv4\nendpoints:\n- addresses: [10.0.0.1]\n"},
+	{schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "servicecidrs"}, false, "apiVersion: networking.k8s.io/v1\nkind: ServiceCIDR\nspec:\n  cidrs: [10.96.0.0/16]\n"},
+	{schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1", Resource: "resourceslices"}, false, "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nspec:\n  driver: dra.example.com\n  nodeName: worker\n  pool:\n    name: worker\n    resourceSliceCount: 1\n  devices:\n  - name: gpu-0\n    attributes:\n      model:\n        string: t4\n"},
 	{schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1", Resource: "events"}, true, "apiVersion: events.k8s.io/v1\nkind: Event\neventTime: \"2026-11-24T00:00:00.000000Z\"\nreportingController: kubestore.io/test\nreportingInstance: t1\naction: Testing\nreason: Started\ntype: Normal\nnote: hello\nregarding:\n  kind: Pod\n  name: p\n  namespace: default\n"},
 }
 
@@ -145,13 +147,17 @@ func TestStatusSubresources(t *testing.T) {
 	ts := startServer(t, testConfig(t))
 	cases := []struct {
 		builtin
-		status string // a status field to set: path and value
+		status any // a status field to set: path and value
 		path   []string
 		spec   []string
+		// specValue is what a status update tries to set spec to.
+		specValue any
 	}{
-		{builtins[1], "Running", []string{"status", "phase"}, []string{"spec", "restartPolicy"}},
-		{builtins[2], "1.2.3", []string{"status", "nodeInfo", "kubeletVersion"}, []string{"spec", "podCIDR"}},
-		{builtins[5], "10.9.8.7", []string{"status", "loadBalancer", "ingress"}, []string{"spec", "type"}},
+		{builtins[1], "Running", []string{"status", "phase"}, []string{"spec", "restartPolicy"}, "changed-by-status"},
+		{builtins[2], "1.2.3", []string{"status", "nodeInfo", "kubeletVersion"}, []string{"spec", "podCIDR"}, "changed-by-status"},
+		{builtins[5], []any{map[string]any{"ip": "10.9.8.7"}}, []string{"status", "loadBalancer", "ingress"}, []string{"spec", "type"}, "changed-by-status"},
+		{builtins[11], []any{map[string]any{"type": "Ready", "status": "True", "reason": "Test", "message": "m", "lastTransitionTime": "2026-11-24T00:00:00Z"}},
+			[]string{"status", "conditions"}, []string{"spec", "cidrs"}, []any{"10.97.0.0/16"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.gvr.Resource, func(t *testing.T) {
@@ -164,14 +170,10 @@ func TestStatusSubresources(t *testing.T) {
 			specBefore, _, _ := unstructured.NestedFieldCopy(obj.Object, tc.spec...)
 
 			withStatus := obj.DeepCopy()
-			value := any(tc.status)
-			if tc.gvr.Resource == "services" {
-				value = []any{map[string]any{"ip": tc.status}}
-			}
-			if err := unstructured.SetNestedField(withStatus.Object, value, tc.path...); err != nil {
+			if err := unstructured.SetNestedField(withStatus.Object, tc.status, tc.path...); err != nil {
 				t.Fatal(err)
 			}
-			if err := unstructured.SetNestedField(withStatus.Object, "changed-by-status", tc.spec...); err != nil {
+			if err := unstructured.SetNestedField(withStatus.Object, tc.specValue, tc.spec...); err != nil {
 				t.Fatal(err)
 			}
 			got, err := c.UpdateStatus(ctx, withStatus, metav1.UpdateOptions{})
@@ -181,7 +183,7 @@ func TestStatusSubresources(t *testing.T) {
 			if v, _, _ := unstructured.NestedFieldCopy(got.Object, tc.path...); v == nil {
 				t.Errorf("status update did not set %v", tc.path)
 			}
-			if v, _, _ := unstructured.NestedFieldCopy(got.Object, tc.spec...); v != specBefore && !equalJSON(v, specBefore) {
+			if v, _, _ := unstructured.NestedFieldCopy(got.Object, tc.spec...); !equalJSON(v, specBefore) {
 				t.Errorf("status update changed spec %v to %v", tc.spec, v)
 			}
 
@@ -237,6 +239,12 @@ func TestValidationRefusals(t *testing.T) {
 		{"endpointslice bad address", builtins[10], func(u *unstructured.Unstructured) {
 			_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"addresses": []any{"not-an-ip"}}}, "endpoints")
 		}, "endpoints[0].addresses[0]"},
+		{"resourceslice without a node", builtins[12], func(u *unstructured.Unstructured) {
+			unstructured.RemoveNestedField(u.Object, "spec", "nodeName")
+		}, "spec"},
+		{"servicecidr not canonical", builtins[11], func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedStringSlice(u.Object, []string{"10.96.0.1/16"}, "spec", "cidrs")
+		}, "spec.cidrs[0]"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -34,6 +34,7 @@ import (
 	"k8s.io/apiserver/pkg/storage/value"
 	"k8s.io/apiserver/pkg/util/notfoundhandler"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	networkingv1client "k8s.io/client-go/kubernetes/typed/networking/v1"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
@@ -416,6 +417,20 @@ func (b *builder) workers() error {
 	}
 	if ips := b.clusterIPs; ips != nil {
 		loopback := gs.LoopbackClientConfig
+		// The default ServiceCIDR "kubernetes" stands for the range, as
+		// kube-apiserver keeps it: /readyz waits for it, as upstream's
+		// start does, and then it is checked every 10 s.
+		cidrs := b.cc.ServiceCIDRs()
+		gs.AddPostStartHookOrDie("kubestore-default-service-cidr", func(ctx genericapiserver.PostStartHookContext) error {
+			client, err := networkingv1client.NewForConfig(loopback)
+			if err != nil {
+				return err
+			}
+			d := registry.NewDefaultServiceCIDR(cidrs, client.ServiceCIDRs())
+			d.Start(ctx)
+			s.workers.start(d.Run)
+			return nil
+		})
 		s.addWorker("kubestore-clusterip-repair", func(ctx context.Context) {
 			client, err := corev1client.NewForConfig(loopback)
 			if err != nil {

@@ -135,7 +135,7 @@ func TestWireFormats(t *testing.T) {
 		if err := json.Unmarshal(body, &idx); err != nil {
 			t.Fatal(err)
 		}
-		for _, p := range []string{"api/v1", "apis/coordination.k8s.io/v1", "apis/discovery.k8s.io/v1"} {
+		for _, p := range []string{"api/v1", "apis/coordination.k8s.io/v1", "apis/discovery.k8s.io/v1", "apis/networking.k8s.io/v1", "apis/resource.k8s.io/v1"} {
 			if _, ok := idx.Paths[p]; !ok {
 				t.Errorf("/openapi/v3 lacks %s: %v", p, idx.Paths)
 			}
