@@ -70,6 +70,8 @@ func catalog() []*resourceDef {
 		serviceAccountDef(),
 		leaseDef(),
 		endpointSliceDef(),
+		certificateSigningRequestDef(),
+		podCertificateRequestDef(),
 	}
 }
 

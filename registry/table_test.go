@@ -62,6 +62,9 @@ func TestColumns(t *testing.T) {
 		"ServiceAccount": {"Name", "Secrets", "Age"},
 		"Lease":          {"Name", "Holder", "Age"},
 		"EndpointSlice":  {"Name", "AddressType", "Ports", "Endpoints", "Age"},
+		// pkg/printers/internalversion/printers.go
+		"CertificateSigningRequest": {"Name", "Age", "SignerName", "Requestor", "RequestedDuration", "Condition"},
+		"PodCertificateRequest":     {"Name", "PodName", "ServiceAccountName", "NodeName", "SignerName", "State", "UnverifiedUserAnnotations*"},
 	}
 	for _, d := range catalog() {
 		var got []string
