@@ -308,12 +308,15 @@ func (b *builder) stores() error {
 	// One namespace lifecycle for built-in and custom resources: it
 	// remembers the namespaces whose deletion it admitted.
 	b.nsLifecycle = b.api.NamespaceLifecycle()
-	b.c.AdmissionControl = b.nsLifecycle
+	// Who may approve and sign for a certificate signer: the authorizer's
+	// answer, as kube-apiserver's certificates admission plugins ask it.
+	handlers := []admission.Interface{b.nsLifecycle, registry.NewCertificatesAdmission(b.c.Authorization.Authorizer)}
 	if b.cc.ControllerEnabled(config.ControllerServiceAccount) {
 		// Only while default ServiceAccounts are made: otherwise no pod
 		// without one named could be created.
-		b.c.AdmissionControl = admission.NewChainHandler(b.nsLifecycle, serviceaccount.NewAdmission(b.saLookup))
+		handlers = append(handlers, serviceaccount.NewAdmission(b.saLookup))
 	}
+	b.c.AdmissionControl = admission.NewChainHandler(handlers...)
 	b.api.AddCoreSubresource("serviceaccounts/token", serviceaccount.NewTokenREST(b.saKeys, b.saLookup))
 	return nil
 }
