@@ -39,6 +39,7 @@ import (
 
 	"github.com/kubestore/kubestore/access"
 	"github.com/kubestore/kubestore/cacher"
+	"github.com/kubestore/kubestore/certificates"
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/datadir"
 	"github.com/kubestore/kubestore/gc"
@@ -416,6 +417,20 @@ func (b *builder) workers() error {
 			}
 		})
 	}
+	if signing, approving := b.cc.ControllerEnabled(config.ControllerCSRSigning), b.cc.ControllerEnabled(config.ControllerCSRApproving); signing || approving {
+		loopback := gs.LoopbackClientConfig
+		opts := certificates.Options{Approve: approving}
+		if signing {
+			// kubestore's CA, the one its client certificates are
+			// verified with: a kubelet's issued certificate logs it in.
+			opts.CACert, opts.CAKey = b.pkiFiles.CA()
+		}
+		s.addWorker("kubestore-certificate-controllers", func(ctx context.Context) {
+			if err := certificates.Run(ctx, loopback, opts); err != nil {
+				klog.ErrorS(err, "Certificate signing request controllers")
+			}
+		})
+	}
 	if ips := b.clusterIPs; ips != nil {
 		loopback := gs.LoopbackClientConfig
 		s.addWorker("kubestore-clusterip-repair", func(ctx context.Context) {
@@ -498,7 +513,8 @@ func (s *Server) Kubeconfig() string { return s.kubeconfig }
 //  0. A stop asked for during the start first waits for the post-start
 //     hooks (waitStarted).
 //  1. /readyz fails and kubestore's workers stop and are waited for: the
-//     namespace controller, the manifests applier, the certificate renewal,
+//     namespace controller, the certificate signing request controllers,
+//     the manifests applier, the certificate renewal,
 //     the mirror (each stream records where it stopped), the unix socket
 //     (its connections, watches included, are closed within a quarter of
 //     --shutdown-timeout).
