@@ -98,6 +98,11 @@ func ServingHosts(s config.Server) []string {
 // CAPEM is the CA certificate, for clients to trust the server.
 func (p *PKI) CAPEM() []byte { return slices.Clone(p.caPEM) }
 
+// CA is the certificate authority's certificate and key: the CSR signing
+// controller issues client and kubelet serving certificates with them, so
+// that the client certificates it issues authenticate here.
+func (p *PKI) CA() (*x509.Certificate, crypto.Signer) { return p.caCert, p.caKey }
+
 // ClientCA verifies client certificates: those the CA signed.
 func (p *PKI) ClientCA() dynamiccertificates.CAContentProvider { return p.clientCA }
 

@@ -18,6 +18,8 @@ const (
 	ControllerRootCAPublisher   = "root-ca-certificate-publisher-controller"
 	ControllerGarbageCollector  = "garbage-collector-controller"
 	ControllerClusterIPAllocate = "service-cluster-ip-allocator"
+	ControllerCSRSigning        = "certificatesigningrequest-signing-controller"
+	ControllerCSRApproving      = "certificatesigningrequest-approving-controller"
 )
 
 // Controllers lists every controller --controllers may name.
@@ -27,6 +29,8 @@ var Controllers = []string{
 	ControllerRootCAPublisher,
 	ControllerGarbageCollector,
 	ControllerClusterIPAllocate,
+	ControllerCSRSigning,
+	ControllerCSRApproving,
 }
 
 // DefaultServiceClusterIPRange is kube-apiserver's default of

@@ -16,6 +16,7 @@ import (
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/storage"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
 // resourceDef is everything kubestore knows about one built-in resource
@@ -47,7 +48,9 @@ type resourceDef struct {
 	// or list selecting one value does not scan every object.
 	index *fieldIndex
 
-	prepareForCreate func(obj runtime.Object)
+	// prepareForCreate gets the request's context: a
+	// CertificateSigningRequest records who asked for it.
+	prepareForCreate func(ctx context.Context, obj runtime.Object)
 	prepareForUpdate func(obj, old runtime.Object)
 	// validate checks the kind's fields on create, and on update too
 	// unless ownUpdateValidation is set.
@@ -69,6 +72,10 @@ type resourceDef struct {
 	// the kind's Go type as each one's internal version and converts.
 	alsoServedAs        []servedAs
 	allowCreateOnUpdate bool
+	// conditionalUpdate refuses an update that names no resourceVersion
+	// (AllowUnconditionalUpdate false), as upstream does for
+	// PodCertificateRequests.
+	conditionalUpdate   bool
 	returnDeletedObject bool
 	// gracefulDelete implements rest.RESTGracefulDeleteStrategy for kinds
 	// whose deletion waits for an agent (pods).
@@ -77,6 +84,13 @@ type resourceDef struct {
 	ttl time.Duration
 
 	status *statusDef
+	// subresources are further subresources that each update one part of
+	// the object, by name ("approval" of CertificateSigningRequests).
+	subresources map[string]*statusDef
+	// resetFields, when set, are the fields a write to the main resource
+	// does not own in server-side apply; by default status, when the kind
+	// has a status subresource.
+	resetFields []fieldpath.Path
 
 	columns []metav1.TableColumnDefinition
 	row     func(obj runtime.Object) []any
@@ -94,18 +108,27 @@ type servedAs struct {
 	addConversions func(s *runtime.Scheme) error
 }
 
-// statusDef describes a status subresource ("<resource>/status").
+// statusDef describes a status subresource ("<resource>/status"), or
+// another subresource that updates one part of the object.
 type statusDef struct {
 	// keepStatus copies old's status into obj: updates of the main
-	// resource do not change status.
+	// resource do not change status. Only for status.
 	keepStatus func(obj, old runtime.Object)
 	// keepSpec copies old's spec into obj: status updates do not change
-	// spec.
+	// spec. A subresource owning less than the whole status also copies
+	// the rest of it.
 	keepSpec func(obj, old runtime.Object)
+	// prepare, when set, runs after keepSpec on an update of the
+	// subresource (a CSR's status keeps its approval conditions).
+	prepare func(obj, old runtime.Object)
 	// resetOnCreate, when set, drops the status a client sent on create.
+	// Only for status.
 	resetOnCreate func(obj runtime.Object)
-	// validate checks a status update.
+	// validate checks an update of the subresource.
 	validate func(obj, old runtime.Object) field.ErrorList
+	// resetFields, when set, are the fields an update of the subresource
+	// does not own in server-side apply; spec by default.
+	resetFields []fieldpath.Path
 }
 
 type fieldIndex struct {

@@ -37,7 +37,7 @@ func namespaceDef() *resourceDef {
 		fieldLabels: []string{"status.phase"},
 		// A new namespace carries the finalizer of its content: deleting it
 		// first deletes what it contains.
-		prepareForCreate: func(obj runtime.Object) {
+		prepareForCreate: func(_ context.Context, obj runtime.Object) {
 			ns := obj.(*corev1.Namespace)
 			if !slices.Contains(ns.Spec.Finalizers, corev1.FinalizerKubernetes) {
 				ns.Spec.Finalizers = append(ns.Spec.Finalizers, corev1.FinalizerKubernetes)

@@ -110,7 +110,7 @@ func TestNodeValidateUpdate(t *testing.T) {
 		})
 	}
 	t.Run("status update", func(t *testing.T) {
-		st := statusStrategy{newStrategy(nil, nodeDef())}
+		st := statusStrategy{strategy: newStrategy(nil, nodeDef())}
 		errorsContain(t, st.ValidateUpdate(t.Context(), node(corev1.NodeSpec{}, internal, internal), node(corev1.NodeSpec{})), "status.addresses[1]: Duplicate value")
 	})
 }

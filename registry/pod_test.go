@@ -923,7 +923,7 @@ func TestPodStatus(t *testing.T) {
 		t.Errorf("status on create = %+v, want %+v", p.Status, want)
 	}
 
-	status := statusStrategy{st}
+	status := statusStrategy{strategy: st}
 	old := makePod("foo")
 	updated := makePod("foo", func(p *corev1.Pod) {
 		p.Spec.NodeName = "elsewhere"

@@ -74,6 +74,8 @@ func catalog() []*resourceDef {
 		endpointSliceDef(),
 		serviceCIDRDef(),
 		resourceSliceDef(),
+		certificateSigningRequestDef(),
+		podCertificateRequestDef(),
 	}
 }
 

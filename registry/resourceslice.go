@@ -1,6 +1,8 @@
 package registry
 
 import (
+	"context"
+
 	"fmt"
 	"math"
 	"regexp"
@@ -63,7 +65,7 @@ func resourceSliceDef() *resourceDef {
 		},
 		fieldLabels: []string{resourceSliceNodeName, resourceSliceDriver, resourceSlicePoolName},
 		index:       &fieldIndex{field: resourceSliceNodeName, value: nodeName},
-		prepareForCreate: func(obj runtime.Object) {
+		prepareForCreate: func(_ context.Context, obj runtime.Object) {
 			s := obj.(*resourcev1.ResourceSlice)
 			s.Generation = 1
 			dropDisabledResourceSliceFields(s, nil)

@@ -39,7 +39,7 @@ func newResourceSlice(name, nodeName, driver string, numDevices int) *resourcev1
 
 // sameErrors compares error lists by type, field and detail, in order
 // (upstream's assertFailures also compares the values).
-func sameErrors(t *testing.T, got, want field.ErrorList) {
+func sameErrorList(t *testing.T, got, want field.ErrorList) {
 	t.Helper()
 	key := func(errs field.ErrorList) []string {
 		var out []string
@@ -252,7 +252,7 @@ func TestResourceSliceValidate(t *testing.T) {
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
-			sameErrors(t, validateCreate(t, resourceSliceDef(), tt.slice), tt.want)
+			sameErrorList(t, validateCreate(t, resourceSliceDef(), tt.slice), tt.want)
 		})
 	}
 }
@@ -307,7 +307,7 @@ func TestResourceSliceValidateUpdate(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := tt.old.DeepCopy()
 			tt.update(s)
-			sameErrors(t, validateUpdate(t, resourceSliceDef(), s, tt.old), tt.want)
+			sameErrorList(t, validateUpdate(t, resourceSliceDef(), s, tt.old), tt.want)
 		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -26,7 +27,7 @@ func newScheme(catalog []*resourceDef) (*runtime.Scheme, serializer.CodecFactory
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		corev1.AddToScheme, coordinationv1.AddToScheme, discoveryv1.AddToScheme, networkingv1.AddToScheme,
-		resourcev1.AddToScheme,
+		resourcev1.AddToScheme, certificatesv1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return nil, serializer.CodecFactory{}, err
@@ -61,7 +62,7 @@ func newScheme(catalog []*resourceDef) (*runtime.Scheme, serializer.CodecFactory
 			}
 		}
 	}
-	for _, gv := range []schema.GroupVersion{corev1.SchemeGroupVersion, coordinationv1.SchemeGroupVersion, discoveryv1.SchemeGroupVersion, networkingv1.SchemeGroupVersion, resourcev1.SchemeGroupVersion} {
+	for _, gv := range []schema.GroupVersion{corev1.SchemeGroupVersion, coordinationv1.SchemeGroupVersion, discoveryv1.SchemeGroupVersion, networkingv1.SchemeGroupVersion, resourcev1.SchemeGroupVersion, certificatesv1.SchemeGroupVersion} {
 		if err := s.SetVersionPriority(gv); err != nil {
 			return nil, serializer.CodecFactory{}, err
 		}

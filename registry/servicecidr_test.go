@@ -120,7 +120,7 @@ func TestServiceCIDRStrategy(t *testing.T) {
 		t.Errorf("update: %d errors, want 1: %v", len(errs), errs)
 	}
 	badStatus := &networkingv1.ServiceCIDR{Status: networkingv1.ServiceCIDRStatus{Conditions: []metav1.Condition{{Type: "bad type", Status: "bad status"}}}}
-	if errs := (statusStrategy{st}).ValidateUpdate(ctx, badStatus, &networkingv1.ServiceCIDR{}); len(errs) != 1 {
+	if errs := (statusStrategy{strategy: st}).ValidateUpdate(ctx, badStatus, &networkingv1.ServiceCIDR{}); len(errs) != 1 {
 		t.Errorf("status update: %d errors, want 1: %v", len(errs), errs)
 	}
 
@@ -141,7 +141,7 @@ func TestServiceCIDRStrategy(t *testing.T) {
 
 	status := newServiceCIDR("c", "10.1.0.0/24")
 	status.Labels = map[string]string{"by": "status"}
-	statusStrategy{st}.PrepareForUpdate(ctx, status, old)
+	statusStrategy{strategy: st}.PrepareForUpdate(ctx, status, old)
 	if !reflect.DeepEqual(status.Spec, old.Spec) || status.Labels != nil {
 		t.Errorf("a status update changed spec %v or labels %v", status.Spec, status.Labels)
 	}

@@ -171,7 +171,10 @@ func (s *Storage) Install(gs *genericapiserver.GenericAPIServer) error {
 			m[d.gvr.Resource] = &resourceREST{Store: store, def: d}
 		}
 		if d.status != nil {
-			m[d.gvr.Resource+"/status"] = &subresourceREST{store: subresourceStore(store, statusStrategy{newStrategy(scheme, d)})}
+			m[d.gvr.Resource+"/status"] = &subresourceREST{store: subresourceStore(store, statusStrategy{strategy: newStrategy(scheme, d)})}
+		}
+		for name, part := range d.subresources {
+			m[d.gvr.Resource+"/"+name] = &subresourceREST{store: subresourceStore(store, statusStrategy{strategy: newStrategy(scheme, d), part: part})}
 		}
 	}
 	for name, st := range s.extra {

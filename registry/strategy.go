@@ -49,12 +49,12 @@ func (s strategy) deleteStrategy() rest.RESTDeleteStrategy {
 
 func (s strategy) NamespaceScoped() bool { return s.def.namespaced }
 
-func (s strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
+func (s strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 	if s.def.status != nil && s.def.status.resetOnCreate != nil {
 		s.def.status.resetOnCreate(obj)
 	}
 	if s.def.prepareForCreate != nil {
-		s.def.prepareForCreate(obj)
+		s.def.prepareForCreate(ctx, obj)
 	}
 }
 
@@ -150,22 +150,27 @@ func (strategy) WarningsOnCreate(context.Context, runtime.Object) []string { ret
 func (strategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
 	return nil
 }
-func (strategy) Canonicalize(runtime.Object)                   {}
-func (s strategy) AllowCreateOnUpdate(context.Context) bool    { return s.def.allowCreateOnUpdate }
-func (strategy) AllowUnconditionalUpdate(context.Context) bool { return true }
-
-// GetResetFields: with a status subresource, a write to the main resource
-// does not own status fields in server-side apply.
-func (s strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	if s.def.status == nil {
-		return nil
-	}
-	return resetFields(s.def, "status")
+func (strategy) Canonicalize(runtime.Object)                {}
+func (s strategy) AllowCreateOnUpdate(context.Context) bool { return s.def.allowCreateOnUpdate }
+func (s strategy) AllowUnconditionalUpdate(context.Context) bool {
+	return !s.def.conditionalUpdate
 }
 
-func resetFields(d *resourceDef, top string) map[fieldpath.APIVersion]*fieldpath.Set {
+// GetResetFields: with a status subresource, a write to the main resource
+// does not own status fields in server-side apply; a kind may name others.
+func (s strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	switch {
+	case s.def.resetFields != nil:
+		return resetFields(s.def, s.def.resetFields...)
+	case s.def.status == nil:
+		return nil
+	}
+	return resetFields(s.def, fieldpath.MakePathOrDie("status"))
+}
+
+func resetFields(d *resourceDef, paths ...fieldpath.Path) map[fieldpath.APIVersion]*fieldpath.Set {
 	return map[fieldpath.APIVersion]*fieldpath.Set{
-		fieldpath.APIVersion(d.gvr.GroupVersion().String()): fieldpath.NewSet(fieldpath.MakePathOrDie(top)),
+		fieldpath.APIVersion(d.gvr.GroupVersion().String()): fieldpath.NewSet(paths...),
 	}
 }
 
@@ -180,21 +185,40 @@ func (s gracefulStrategy) CheckGracefulDelete(ctx context.Context, obj runtime.O
 }
 
 // statusStrategy is the update strategy of "<resource>/status": only status
-// changes, spec stays as stored.
-type statusStrategy struct{ strategy }
+// changes, spec stays as stored. With part set it is that of another
+// subresource that updates one part of the object ("approval").
+type statusStrategy struct {
+	strategy
+	part *statusDef
+}
+
+// sub is the definition of the subresource: part, or the kind's status.
+func (s statusStrategy) sub() *statusDef {
+	if s.part != nil {
+		return s.part
+	}
+	return s.def.status
+}
 
 func (s statusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
-	s.def.status.keepSpec(obj, old)
+	sub := s.sub()
+	sub.keepSpec(obj, old)
+	if sub.prepare != nil {
+		sub.prepare(obj, old)
+	}
 }
 
 func (s statusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
 	errs := validateMetaUpdate(obj, old)
-	if v := s.def.status.validate; v != nil {
+	if v := s.sub().validate; v != nil {
 		errs = append(errs, v(obj, old)...)
 	}
 	return errs
 }
 
 func (s statusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	return resetFields(s.def, "spec")
+	if paths := s.sub().resetFields; paths != nil {
+		return resetFields(s.def, paths...)
+	}
+	return resetFields(s.def, fieldpath.MakePathOrDie("spec"))
 }

@@ -64,6 +64,9 @@ func TestColumns(t *testing.T) {
 		"EndpointSlice":  {"Name", "AddressType", "Ports", "Endpoints", "Age"},
 		"ServiceCIDR":    {"Name", "CIDRs", "Age"},
 		"ResourceSlice":  {"Name", "Node", "Driver", "Pool", "Age"},
+		// pkg/printers/internalversion/printers.go
+		"CertificateSigningRequest": {"Name", "Age", "SignerName", "Requestor", "RequestedDuration", "Condition"},
+		"PodCertificateRequest":     {"Name", "PodName", "ServiceAccountName", "NodeName", "SignerName", "State", "UnverifiedUserAnnotations*"},
 	}
 	for _, d := range catalog() {
 		var got []string

@@ -36,6 +36,10 @@ var builtins = []builtin{
 	{schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "servicecidrs"}, false, "apiVersion: networking.k8s.io/v1\nkind: ServiceCIDR\nspec:\n  cidrs: [10.96.0.0/16]\n"},
 	{schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1", Resource: "resourceslices"}, false, "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nspec:\n  driver: dra.example.com\n  nodeName: worker\n  pool:\n    name: worker\n    resourceSliceCount: 1\n  devices:\n  - name: gpu-0\n    attributes:\n      model:\n        string: t4\n"},
 	{schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1", Resource: "events"}, true, "apiVersion: events.k8s.io/v1\nkind: Event\neventTime: \"2026-11-24T00:00:00.000000Z\"\nreportingController: kubestore.io/test\nreportingInstance: t1\naction: Testing\nreason: Started\ntype: Normal\nnote: hello\nregarding:\n  kind: Pod\n  name: p\n  namespace: default\n"},
+	// A PKCS#10 request (PEM, public key only) for a signer no controller serves.
+	{schema.GroupVersionResource{Group: "certificates.k8s.io", Version: "v1", Resource: "certificatesigningrequests"}, false, "apiVersion: certificates.k8s.io/v1\nkind: CertificateSigningRequest\nspec:\n  signerName: example.com/crud\n  usages: [client auth]\n  request: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KTUlISU1IRUNBUUF3RHpFTk1Bc0dBMVVFQXhNRVkzSjFaREJaTUJNR0J5cUdTTTQ5QWdFR0NDcUdTTTQ5QXdFSApBMElBQkQ2MGFLUzZXL295NXF1d0J1RFpRZG9hcmRsb3NjcE5QMVB0elF1QVZNZkxHcmpPd2pCZDNteHpLaVZBCmtUK1VTYlNJYkVpemZma0cvUFhIVG5OaDRtT2dBREFLQmdncWhrak9QUVFEQWdOSEFEQkVBaUFLNEM2UCtidUcKN0tPRTluQlZWRUp2Qkl4UW9BZFZQem1XSi9ybm1BbEFpZ0lnTDliQ0kxVmh5MnZPc3QzRzZHVFR2U2h1SDhiQwpCbEQ4ZHNTbHVJbWRWUE09Ci0tLS0tRU5EIENFUlRJRklDQVRFIFJFUVVFU1QtLS0tLQo=\n"},
+	// kubelet's empty PKCS#10 stub request (DER, public key only).
+	{schema.GroupVersionResource{Group: "certificates.k8s.io", Version: "v1", Resource: "podcertificaterequests"}, true, "apiVersion: certificates.k8s.io/v1\nkind: PodCertificateRequest\nspec:\n  signerName: example.com/crud\n  podName: p\n  podUID: 9d0f5c2e-1\n  serviceAccountName: default\n  serviceAccountUID: 9d0f5c2e-2\n  nodeName: n1\n  nodeUID: 9d0f5c2e-3\n  stubPKCS10Request: MIG6MGICAQAwADBZMBMGByqGSM49AgEGCCqGSM49AwEHA0IABC4rM7RtOpvjeqSe30NeiAG28aQ43cdnMmiEPMmpEzV7J5Evy3trYDE5dM51q+jgBVIcr4zNkozwz593cAVKpW6gADAKBggqhkjOPQQDAgNIADBFAiBl3xbm4hgCmjWBbEMT4bRtUzppJFimX/kfgzPBUthh6QIhAPOl84Yzdo0UMhQIC6Gl/9BUtkZv58Xz33lFG5Ls2AtZ\n"},
 }
 
 func (b builtin) client(ts *testServer) dynamic.ResourceInterface {
@@ -245,6 +249,14 @@ func TestValidationRefusals(t *testing.T) {
 		{"servicecidr not canonical", builtins[11], func(u *unstructured.Unstructured) {
 			_ = unstructured.SetNestedStringSlice(u.Object, []string{"10.96.0.1/16"}, "spec", "cidrs")
 		}, "spec.cidrs[0]"},
+		{"csr shorter than 10 minutes", builtins[14], func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(u.Object, int64(599), "spec", "expirationSeconds")
+		}, "spec.expirationSeconds"},
+		{"csr without usages", builtins[14], func(u *unstructured.Unstructured) { unstructured.RemoveNestedField(u.Object, "spec", "usages") }, "spec.usages"},
+		{"pod certificate request of a day and a second from a kubernetes.io signer", builtins[15], func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(u.Object, "kubernetes.io/kube-apiserver-client-pod", "spec", "signerName")
+			_ = unstructured.SetNestedField(u.Object, int64(86401), "spec", "maxExpirationSeconds")
+		}, "spec.maxExpirationSeconds"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -40,6 +40,7 @@ import (
 
 	"github.com/kubestore/kubestore/access"
 	"github.com/kubestore/kubestore/cacher"
+	"github.com/kubestore/kubestore/certificates"
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/datadir"
 	"github.com/kubestore/kubestore/gc"
@@ -309,12 +310,15 @@ func (b *builder) stores() error {
 	// One namespace lifecycle for built-in and custom resources: it
 	// remembers the namespaces whose deletion it admitted.
 	b.nsLifecycle = b.api.NamespaceLifecycle()
-	b.c.AdmissionControl = b.nsLifecycle
+	// Who may approve and sign for a certificate signer: the authorizer's
+	// answer, as kube-apiserver's certificates admission plugins ask it.
+	handlers := []admission.Interface{b.nsLifecycle, registry.NewCertificatesAdmission(b.c.Authorization.Authorizer)}
 	if b.cc.ControllerEnabled(config.ControllerServiceAccount) {
 		// Only while default ServiceAccounts are made: otherwise no pod
 		// without one named could be created.
-		b.c.AdmissionControl = admission.NewChainHandler(b.nsLifecycle, serviceaccount.NewAdmission(b.saLookup))
+		handlers = append(handlers, serviceaccount.NewAdmission(b.saLookup))
 	}
+	b.c.AdmissionControl = admission.NewChainHandler(handlers...)
 	b.api.AddCoreSubresource("serviceaccounts/token", serviceaccount.NewTokenREST(b.saKeys, b.saLookup))
 	return nil
 }
@@ -415,6 +419,20 @@ func (b *builder) workers() error {
 			}
 		})
 	}
+	if signing, approving := b.cc.ControllerEnabled(config.ControllerCSRSigning), b.cc.ControllerEnabled(config.ControllerCSRApproving); signing || approving {
+		loopback := gs.LoopbackClientConfig
+		opts := certificates.Options{Approve: approving}
+		if signing {
+			// kubestore's CA, the one its client certificates are
+			// verified with: a kubelet's issued certificate logs it in.
+			opts.CACert, opts.CAKey = b.pkiFiles.CA()
+		}
+		s.addWorker("kubestore-certificate-controllers", func(ctx context.Context) {
+			if err := certificates.Run(ctx, loopback, opts); err != nil {
+				klog.ErrorS(err, "Certificate signing request controllers")
+			}
+		})
+	}
 	if ips := b.clusterIPs; ips != nil {
 		loopback := gs.LoopbackClientConfig
 		// The default ServiceCIDR "kubernetes" stands for the range, as
@@ -511,7 +529,8 @@ func (s *Server) Kubeconfig() string { return s.kubeconfig }
 //  0. A stop asked for during the start first waits for the post-start
 //     hooks (waitStarted).
 //  1. /readyz fails and kubestore's workers stop and are waited for: the
-//     namespace controller, the manifests applier, the certificate renewal,
+//     namespace controller, the certificate signing request controllers,
+//     the manifests applier, the certificate renewal,
 //     the mirror (each stream records where it stopped), the unix socket
 //     (its connections, watches included, are closed within a quarter of
 //     --shutdown-timeout).

@@ -21,6 +21,8 @@ var benchControllers = []string{
 	"root-ca-certificate-publisher-controller",
 	"garbage-collector-controller",
 	"service-cluster-ip-allocator",
+	"certificatesigningrequest-signing-controller",
+	"certificatesigningrequest-approving-controller",
 }
 
 // ControllersResult is the memory of one kubestore on the same small
