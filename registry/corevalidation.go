@@ -1,0 +1,186 @@
+package registry
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/util/sets"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// The validation of core/v1 types that other kinds embed (taint effects,
+// resource lists),
+// transcribed once from k8s.io/kubernetes pkg/apis/core/validation and
+// pkg/apis/core/helper, which are not importable.
+
+// taintEffects in upstream's order, the order of its "supported values".
+var taintEffects = []corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute}
+
+// validateTaintEffect is upstream's validateTaintEffect, for node taints
+// (effect required).
+func validateTaintEffect(effect corev1.TaintEffect, allowEmpty bool, path *field.Path) field.ErrorList {
+	if !allowEmpty && effect == "" {
+		return field.ErrorList{field.Required(path, "")}
+	}
+	switch effect {
+	case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+		return nil
+	}
+	return field.ErrorList{field.NotSupported(path, effect, taintEffects)}
+}
+
+// validateContainerResourceRequirements is upstream's
+// ValidateContainerResourceRequirements with the default
+// PodValidationOptions, for containers:
+// resource names a container may ask for, quantities not negative (whole
+// for integer resources, a multiple of the page size for hugepages),
+// requests not above limits (equal to them for resources that cannot be
+// overcommitted), and hugepages only with cpu or memory. The names in
+// claims are not checked against the pod's resourceClaims.
+func validateContainerResourceRequirements(r *corev1.ResourceRequirements, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	limPath, reqPath := path.Child("limits"), path.Child("requests")
+	limCPUOrMemory, reqCPUOrMemory := false, false
+	limHugePages, reqHugePages := false, false
+	for name, q := range r.Limits {
+		p := limPath.Key(string(name))
+		errs = append(errs, validateContainerResourceName(name, p)...)
+		errs = append(errs, validateResourceQuantityValue(name, q, p)...)
+		if isHugePageResourceName(name) {
+			limHugePages = true
+			errs = append(errs, validateHugePageValue(name, q, p)...)
+		}
+		if name == corev1.ResourceCPU || name == corev1.ResourceMemory {
+			limCPUOrMemory = true
+		}
+	}
+	for name, q := range r.Requests {
+		p := reqPath.Key(string(name))
+		errs = append(errs, validateContainerResourceName(name, p)...)
+		errs = append(errs, validateResourceQuantityValue(name, q, p)...)
+		if limit, ok := r.Limits[name]; ok {
+			// Resources that cannot be overcommitted ask for exactly their limit.
+			if q.Cmp(limit) != 0 && !isOvercommitAllowed(name) {
+				errs = append(errs, field.Invalid(reqPath, q.String(), fmt.Sprintf("must be equal to %s limit of %s", name, limit.String())))
+			} else if q.Cmp(limit) > 0 {
+				errs = append(errs, field.Invalid(reqPath, q.String(), fmt.Sprintf("must be less than or equal to %s limit of %s", name, limit.String())))
+			}
+		} else if !isOvercommitAllowed(name) {
+			errs = append(errs, field.Required(limPath, "Limit must be set for non overcommitable resources"))
+		}
+		if isHugePageResourceName(name) {
+			reqHugePages = true
+			errs = append(errs, validateHugePageValue(name, q, p)...)
+		}
+		if name == corev1.ResourceCPU || name == corev1.ResourceMemory {
+			reqCPUOrMemory = true
+		}
+	}
+	if !limCPUOrMemory && !reqCPUOrMemory && (reqHugePages || limHugePages) {
+		errs = append(errs, field.Forbidden(path, "HugePages require cpu or memory"))
+	}
+	return errs
+}
+
+// standardResources are the resource names without a domain that upstream
+// knows (helper.IsStandardResourceName).
+var standardResources = sets.New(
+	corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage,
+	corev1.ResourceRequestsCPU, corev1.ResourceRequestsMemory, corev1.ResourceRequestsEphemeralStorage,
+	corev1.ResourceLimitsCPU, corev1.ResourceLimitsMemory, corev1.ResourceLimitsEphemeralStorage,
+	corev1.ResourcePods, corev1.ResourceQuotas, corev1.ResourceServices, corev1.ResourceReplicationControllers,
+	corev1.ResourceSecrets, corev1.ResourceConfigMaps, corev1.ResourcePersistentVolumeClaims,
+	corev1.ResourceStorage, corev1.ResourceRequestsStorage, corev1.ResourceServicesNodePorts, corev1.ResourceServicesLoadBalancers,
+)
+
+// standardContainerResources are those a container may ask for besides
+// hugepages.
+var standardContainerResources = sets.New(corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage)
+
+// integerResources are counted in whole units.
+var integerResources = sets.New(
+	corev1.ResourcePods, corev1.ResourceQuotas, corev1.ResourceServices, corev1.ResourceReplicationControllers,
+	corev1.ResourceSecrets, corev1.ResourceConfigMaps, corev1.ResourcePersistentVolumeClaims,
+	corev1.ResourceServicesNodePorts, corev1.ResourceServicesLoadBalancers,
+)
+
+// validateContainerResourceName is upstream's ValidateContainerResourceName.
+func validateContainerResourceName(name corev1.ResourceName, path *field.Path) field.ErrorList {
+	errs := validateResourceName(name, path)
+	if !strings.Contains(string(name), "/") {
+		if !standardContainerResources.Has(name) && !isHugePageResourceName(name) {
+			return append(errs, field.Invalid(path, name, "must be a standard resource for containers"))
+		}
+	} else if !isNativeResource(name) && !isExtendedResourceName(name) {
+		return append(errs, field.Invalid(path, name, "doesn't follow extended resource name standard"))
+	}
+	return errs
+}
+
+// validateResourceName is upstream's validateResourceName: a qualified
+// name, and a standard one when it has no domain.
+func validateResourceName(name corev1.ResourceName, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range utilvalidation.IsQualifiedName(string(name)) {
+		errs = append(errs, field.Invalid(path, name, msg))
+	}
+	if len(errs) != 0 {
+		return errs
+	}
+	if !strings.Contains(string(name), "/") && !standardResources.Has(name) && !isQuotaHugePageResourceName(name) {
+		return append(errs, field.Invalid(path, name, "must be a standard resource type or fully qualified"))
+	}
+	return errs
+}
+
+// validateResourceQuantityValue is upstream's ValidateResourceQuantityValue.
+func validateResourceQuantityValue(name corev1.ResourceName, q resource.Quantity, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if q.Cmp(resource.Quantity{}) < 0 {
+		errs = append(errs, field.Invalid(path, q.String(), apimachineryvalidation.IsNegativeErrorMsg))
+	}
+	if (integerResources.Has(name) || isExtendedResourceName(name)) && q.MilliValue()%1000 != 0 {
+		errs = append(errs, field.Invalid(path, q, "must be an integer"))
+	}
+	return errs
+}
+
+// validateHugePageValue: a hugepages quantity is a whole number of pages
+// (upstream's validateResourceQuantityHugePageValue).
+func validateHugePageValue(name corev1.ResourceName, q resource.Quantity, path *field.Path) field.ErrorList {
+	pageSize, err := resource.ParseQuantity(strings.TrimPrefix(string(name), corev1.ResourceHugePagesPrefix))
+	if err == nil && pageSize.Sign() > 0 && pageSize.MilliValue()%1000 == 0 && q.Value()%pageSize.Value() == 0 {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(path, q.String(), fmt.Sprintf("%s is not positive integer multiple of %s", q.String(), name))}
+}
+
+func isHugePageResourceName(name corev1.ResourceName) bool {
+	return strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
+}
+
+func isQuotaHugePageResourceName(name corev1.ResourceName) bool {
+	return isHugePageResourceName(name) || strings.HasPrefix(string(name), corev1.ResourceRequestsHugePagesPrefix)
+}
+
+// isNativeResource: no domain, or kubernetes.io's.
+func isNativeResource(name corev1.ResourceName) bool {
+	return !strings.Contains(string(name), "/") || strings.Contains(string(name), corev1.ResourceDefaultNamespacePrefix)
+}
+
+// isExtendedResourceName: another domain's resource, also a valid name
+// with quota's "requests." prefix.
+func isExtendedResourceName(name corev1.ResourceName) bool {
+	if isNativeResource(name) || strings.HasPrefix(string(name), corev1.DefaultResourceRequestsPrefix) {
+		return false
+	}
+	return len(utilvalidation.IsQualifiedName(corev1.DefaultResourceRequestsPrefix+string(name))) == 0
+}
+
+func isOvercommitAllowed(name corev1.ResourceName) bool {
+	return isNativeResource(name) && !isHugePageResourceName(name)
+}
