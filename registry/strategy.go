@@ -146,13 +146,23 @@ func validateKubeFinalizerName(path *field.Path, name string) field.ErrorList {
 	return nil
 }
 
-func (strategy) WarningsOnCreate(context.Context, runtime.Object) []string { return nil }
-func (strategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
-	return nil
+func (s strategy) WarningsOnCreate(_ context.Context, obj runtime.Object) []string {
+	if s.def.warnings == nil {
+		return nil
+	}
+	return s.def.warnings(obj, nil)
 }
-func (strategy) Canonicalize(runtime.Object)                   {}
-func (s strategy) AllowCreateOnUpdate(context.Context) bool    { return s.def.allowCreateOnUpdate }
-func (strategy) AllowUnconditionalUpdate(context.Context) bool { return true }
+
+func (s strategy) WarningsOnUpdate(_ context.Context, obj, old runtime.Object) []string {
+	if s.def.warnings == nil {
+		return nil
+	}
+	return s.def.warnings(obj, old)
+}
+
+func (strategy) Canonicalize(runtime.Object)                     {}
+func (s strategy) AllowCreateOnUpdate(context.Context) bool      { return s.def.allowCreateOnUpdate }
+func (s strategy) AllowUnconditionalUpdate(context.Context) bool { return !s.def.conditionalUpdate }
 
 // GetResetFields: with a status subresource, a write to the main resource
 // does not own status fields in server-side apply.
@@ -163,9 +173,13 @@ func (s strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 	return resetFields(s.def, "status")
 }
 
-func resetFields(d *resourceDef, top string) map[fieldpath.APIVersion]*fieldpath.Set {
+func resetFields(d *resourceDef, tops ...string) map[fieldpath.APIVersion]*fieldpath.Set {
+	paths := make([]fieldpath.Path, 0, len(tops))
+	for _, top := range tops {
+		paths = append(paths, fieldpath.MakePathOrDie(top))
+	}
 	return map[fieldpath.APIVersion]*fieldpath.Set{
-		fieldpath.APIVersion(d.gvr.GroupVersion().String()): fieldpath.NewSet(fieldpath.MakePathOrDie(top)),
+		fieldpath.APIVersion(d.gvr.GroupVersion().String()): fieldpath.NewSet(paths...),
 	}
 }
 
@@ -185,6 +199,22 @@ type statusStrategy struct{ strategy }
 
 func (s statusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	s.def.status.keepSpec(obj, old)
+	if s.def.status.keepMetadata {
+		m, err := meta.Accessor(obj)
+		om, oldErr := meta.Accessor(old)
+		if err == nil && oldErr == nil {
+			metav1.ResetObjectMetaForStatus(m, om)
+		}
+	}
+	if s.def.status.prepare != nil {
+		s.def.status.prepare(obj, old)
+	}
+}
+
+// WarningsOnUpdate: a status update warns of nothing, as upstream's
+// status strategies do not.
+func (statusStrategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
+	return nil
 }
 
 func (s statusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
@@ -196,5 +226,8 @@ func (s statusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Objec
 }
 
 func (s statusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	if s.def.status.keepMetadata {
+		return resetFields(s.def, "metadata", "spec")
+	}
 	return resetFields(s.def, "spec")
 }
