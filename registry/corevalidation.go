@@ -7,13 +7,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // The validation of core/v1 types that other kinds embed (taint effects,
-// resource lists),
+// resource lists, topology selectors, CSI driver names),
 // transcribed once from k8s.io/kubernetes pkg/apis/core/validation and
 // pkg/apis/core/helper, which are not importable.
 
@@ -183,4 +184,63 @@ func isExtendedResourceName(name corev1.ResourceName) bool {
 
 func isOvercommitAllowed(name corev1.ResourceName) bool {
 	return isNativeResource(name) && !isHugePageResourceName(name)
+}
+
+// validateCSIDriverName is upstream's ValidateCSIDriverName: at most 63
+// characters of a DNS subdomain, case aside.
+func validateCSIDriverName(name string, path *field.Path) field.ErrorList {
+	if len(name) == 0 {
+		return field.ErrorList{field.Required(path, "")}
+	}
+	var errs field.ErrorList
+	if len(name) > 63 {
+		errs = append(errs, field.TooLong(path, "", 63))
+	}
+	for _, msg := range utilvalidation.IsDNS1123Subdomain(strings.ToLower(name)) {
+		errs = append(errs, field.Invalid(path, name, msg))
+	}
+	return errs
+}
+
+// validateTopologySelectorTerm is upstream's ValidateTopologySelectorTerm:
+// each requirement has a valid key, not repeated in the term, and at least
+// one value, none repeated. It also returns the term as a map from key to
+// values, for comparing terms.
+func validateTopologySelectorTerm(term corev1.TopologySelectorTerm, path *field.Path) (map[string]sets.Set[string], field.ErrorList) {
+	var errs field.ErrorList
+	exprs := map[string]sets.Set[string]{}
+	exprPath := path.Child("matchLabelExpressions")
+	for i, req := range term.MatchLabelExpressions {
+		p := exprPath.Index(i)
+		values := sets.New[string]()
+		valuesPath := p.Child("values")
+		if len(req.Values) == 0 {
+			errs = append(errs, field.Required(valuesPath, ""))
+		}
+		for j, v := range req.Values {
+			if values.Has(v) {
+				errs = append(errs, field.Duplicate(valuesPath.Index(j), v))
+			}
+			values.Insert(v)
+		}
+		errs = append(errs, metav1validation.ValidateLabelName(req.Key, p.Child("key"))...)
+		if _, dup := exprs[req.Key]; dup {
+			errs = append(errs, field.Duplicate(p.Child("key"), req.Key))
+		}
+		exprs[req.Key] = values
+	}
+	return exprs, errs
+}
+
+// deprecatedNodeLabels are the node labels upstream warns about in
+// selectors (pkg/api/node GetNodeLabelDeprecatedMessage).
+var deprecatedNodeLabels = map[string]string{
+	`beta.kubernetes.io/arch`:                       `deprecated since v1.14; use "kubernetes.io/arch" instead`,
+	`beta.kubernetes.io/os`:                         `deprecated since v1.14; use "kubernetes.io/os" instead`,
+	`failure-domain.beta.kubernetes.io/region`:      `deprecated since v1.17; use "topology.kubernetes.io/region" instead`,
+	`failure-domain.beta.kubernetes.io/zone`:        `deprecated since v1.17; use "topology.kubernetes.io/zone" instead`,
+	`beta.kubernetes.io/instance-type`:              `deprecated since v1.17; use "node.kubernetes.io/instance-type" instead`,
+	`app.kubernetes.io/created-by`:                  `deprecated since v1.9`,
+	`scheduler.alpha.kubernetes.io/preferAvoidPods`: `deprecated since v1.22; use Taints and Tolerations instead`,
+	`node-role.kubernetes.io/master`:                `use "node-role.kubernetes.io/control-plane" instead`,
 }

@@ -70,6 +70,10 @@ func catalog() []*resourceDef {
 		serviceAccountDef(),
 		leaseDef(),
 		endpointSliceDef(),
+		storageClassDef(),
+		volumeAttachmentDef(),
+		csiNodeDef(),
+		csiDriverDef(),
 	}
 }
 

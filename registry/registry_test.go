@@ -22,17 +22,21 @@ func TestCatalog(t *testing.T) {
 		keyPrefix      string
 	}
 	want := map[schema.GroupVersionResource]entry{
-		{Version: "v1", Resource: "namespaces"}:                                {"Namespace", "namespace", false, []string{"ns"}, nil, "namespaces"},
-		{Version: "v1", Resource: "pods"}:                                      {"Pod", "pod", true, []string{"po"}, []string{"all"}, "pods"},
-		{Version: "v1", Resource: "nodes"}:                                     {"Node", "node", false, []string{"no"}, nil, "minions"},
-		{Version: "v1", Resource: "configmaps"}:                                {"ConfigMap", "configmap", true, []string{"cm"}, nil, "configmaps"},
-		{Version: "v1", Resource: "secrets"}:                                   {"Secret", "secret", true, nil, nil, "secrets"},
-		{Version: "v1", Resource: "services"}:                                  {"Service", "service", true, []string{"svc"}, []string{"all"}, "services/specs"},
-		{Version: "v1", Resource: "endpoints"}:                                 {"Endpoints", "endpoints", true, []string{"ep"}, nil, "services/endpoints"},
-		{Version: "v1", Resource: "events"}:                                    {"Event", "event", true, []string{"ev"}, nil, "events"},
-		{Version: "v1", Resource: "serviceaccounts"}:                           {"ServiceAccount", "serviceaccount", true, []string{"sa"}, nil, "serviceaccounts"},
-		{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}:      {"Lease", "lease", true, nil, nil, "leases"},
-		{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices"}: {"EndpointSlice", "endpointslice", true, nil, nil, "endpointslices"},
+		{Version: "v1", Resource: "namespaces"}:                                 {"Namespace", "namespace", false, []string{"ns"}, nil, "namespaces"},
+		{Version: "v1", Resource: "pods"}:                                       {"Pod", "pod", true, []string{"po"}, []string{"all"}, "pods"},
+		{Version: "v1", Resource: "nodes"}:                                      {"Node", "node", false, []string{"no"}, nil, "minions"},
+		{Version: "v1", Resource: "configmaps"}:                                 {"ConfigMap", "configmap", true, []string{"cm"}, nil, "configmaps"},
+		{Version: "v1", Resource: "secrets"}:                                    {"Secret", "secret", true, nil, nil, "secrets"},
+		{Version: "v1", Resource: "services"}:                                   {"Service", "service", true, []string{"svc"}, []string{"all"}, "services/specs"},
+		{Version: "v1", Resource: "endpoints"}:                                  {"Endpoints", "endpoints", true, []string{"ep"}, nil, "services/endpoints"},
+		{Version: "v1", Resource: "events"}:                                     {"Event", "event", true, []string{"ev"}, nil, "events"},
+		{Version: "v1", Resource: "serviceaccounts"}:                            {"ServiceAccount", "serviceaccount", true, []string{"sa"}, nil, "serviceaccounts"},
+		{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}:       {"Lease", "lease", true, nil, nil, "leases"},
+		{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices"}:  {"EndpointSlice", "endpointslice", true, nil, nil, "endpointslices"},
+		{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses"}:    {"StorageClass", "storageclass", false, []string{"sc"}, nil, "storageclasses"},
+		{Group: "storage.k8s.io", Version: "v1", Resource: "volumeattachments"}: {"VolumeAttachment", "volumeattachment", false, nil, nil, "volumeattachments"},
+		{Group: "storage.k8s.io", Version: "v1", Resource: "csinodes"}:          {"CSINode", "csinode", false, nil, nil, "csinodes"},
+		{Group: "storage.k8s.io", Version: "v1", Resource: "csidrivers"}:        {"CSIDriver", "csidriver", false, nil, nil, "csidrivers"},
 	}
 	defs := catalog()
 	if len(defs) != len(want) {

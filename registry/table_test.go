@@ -62,6 +62,11 @@ func TestColumns(t *testing.T) {
 		"ServiceAccount": {"Name", "Secrets", "Age"},
 		"Lease":          {"Name", "Holder", "Age"},
 		"EndpointSlice":  {"Name", "AddressType", "Ports", "Endpoints", "Age"},
+		// pkg/printers/internalversion/printers.go's column definitions.
+		"StorageClass":     {"Name", "Provisioner", "ReclaimPolicy", "VolumeBindingMode", "AllowVolumeExpansion", "Age"},
+		"VolumeAttachment": {"Name", "Attacher", "PV", "Node", "Attached", "Age"},
+		"CSINode":          {"Name", "Drivers", "Age"},
+		"CSIDriver":        {"Name", "AttachRequired", "PodInfoOnMount", "StorageCapacity", "TokenRequests", "RequiresRepublish", "Modes", "Age"},
 	}
 	for _, d := range catalog() {
 		var got []string
