@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// The validation of core/v1 types that other kinds embed (taint effects,
-// resource lists, topology selectors, CSI driver names),
+// The validation of core/v1 types that other kinds embed (taints and
+// tolerations, resource lists, topology selectors, CSI driver names),
 // transcribed once from k8s.io/kubernetes pkg/apis/core/validation and
 // pkg/apis/core/helper, which are not importable.
 
@@ -22,7 +22,7 @@ import (
 var taintEffects = []corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute}
 
 // validateTaintEffect is upstream's validateTaintEffect, for node taints
-// (effect required).
+// (effect required) and tolerations (empty matches every effect).
 func validateTaintEffect(effect corev1.TaintEffect, allowEmpty bool, path *field.Path) field.ErrorList {
 	if !allowEmpty && effect == "" {
 		return field.ErrorList{field.Required(path, "")}
@@ -34,9 +34,49 @@ func validateTaintEffect(effect corev1.TaintEffect, allowEmpty bool, path *field
 	return field.ErrorList{field.NotSupported(path, effect, taintEffects)}
 }
 
+// validateTolerations is upstream's ValidateTolerations with the default
+// PodValidationOptions: the numeric operators Lt and Gt are not allowed
+// (TaintTolerationComparisonOperators, alpha).
+func validateTolerations(tolerations []corev1.Toleration, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, t := range tolerations {
+		p := path.Index(i)
+		if len(t.Key) > 0 {
+			errs = append(errs, metav1validation.ValidateLabelName(t.Key, p.Child("key"))...)
+		}
+		// An empty key with Exists and no value matches every taint.
+		if len(t.Key) == 0 && t.Operator != corev1.TolerationOpExists {
+			errs = append(errs, field.Invalid(p.Child("operator"), t.Operator,
+				"operator must be Exists when `key` is empty, which means \"match all values and all keys\""))
+		}
+		if t.TolerationSeconds != nil && t.Effect != corev1.TaintEffectNoExecute {
+			errs = append(errs, field.Invalid(p.Child("effect"), t.Effect, "effect must be 'NoExecute' when `tolerationSeconds` is set"))
+		}
+		switch t.Operator {
+		case corev1.TolerationOpEqual, "":
+			if msgs := utilvalidation.IsValidLabelValue(t.Value); len(msgs) != 0 {
+				errs = append(errs, field.Invalid(p.Child("operator"), t.Value, strings.Join(msgs, ";")))
+			}
+		case corev1.TolerationOpExists:
+			if len(t.Value) > 0 {
+				errs = append(errs, field.Invalid(p.Child("operator"), t.Value, "value must be empty when `operator` is 'Exists'"))
+			}
+		case corev1.TolerationOpLt, corev1.TolerationOpGt:
+			errs = append(errs, field.NotSupported(p.Child("operator"), t.Operator,
+				[]corev1.TolerationOperator{corev1.TolerationOpEqual, corev1.TolerationOpExists, corev1.TolerationOpLt, corev1.TolerationOpGt}))
+		default:
+			errs = append(errs, field.NotSupported(p.Child("operator"), t.Operator, []corev1.TolerationOperator{corev1.TolerationOpEqual, corev1.TolerationOpExists}))
+		}
+		if len(t.Effect) > 0 {
+			errs = append(errs, validateTaintEffect(t.Effect, true, p.Child("effect"))...)
+		}
+	}
+	return errs
+}
+
 // validateContainerResourceRequirements is upstream's
 // ValidateContainerResourceRequirements with the default
-// PodValidationOptions, for containers:
+// PodValidationOptions, for containers and a RuntimeClass's overhead:
 // resource names a container may ask for, quantities not negative (whole
 // for integer resources, a multiple of the page size for hugepages),
 // requests not above limits (equal to them for resources that cannot be

@@ -74,6 +74,7 @@ func catalog() []*resourceDef {
 		volumeAttachmentDef(),
 		csiNodeDef(),
 		csiDriverDef(),
+		runtimeClassDef(),
 	}
 }
 

@@ -37,6 +37,7 @@ func TestCatalog(t *testing.T) {
 		{Group: "storage.k8s.io", Version: "v1", Resource: "volumeattachments"}: {"VolumeAttachment", "volumeattachment", false, nil, nil, "volumeattachments"},
 		{Group: "storage.k8s.io", Version: "v1", Resource: "csinodes"}:          {"CSINode", "csinode", false, nil, nil, "csinodes"},
 		{Group: "storage.k8s.io", Version: "v1", Resource: "csidrivers"}:        {"CSIDriver", "csidriver", false, nil, nil, "csidrivers"},
+		{Group: "node.k8s.io", Version: "v1", Resource: "runtimeclasses"}:       {"RuntimeClass", "runtimeclass", false, nil, nil, "runtimeclasses"},
 	}
 	defs := catalog()
 	if len(defs) != len(want) {

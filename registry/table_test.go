@@ -67,6 +67,7 @@ func TestColumns(t *testing.T) {
 		"VolumeAttachment": {"Name", "Attacher", "PV", "Node", "Attached", "Age"},
 		"CSINode":          {"Name", "Drivers", "Age"},
 		"CSIDriver":        {"Name", "AttachRequired", "PodInfoOnMount", "StorageCapacity", "TokenRequests", "RequiresRepublish", "Modes", "Age"},
+		"RuntimeClass":     {"Name", "Handler", "Age"},
 	}
 	for _, d := range catalog() {
 		var got []string
