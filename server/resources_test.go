@@ -34,6 +34,11 @@ var builtins = []builtin{
 	{schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}, true, "apiVersion: coordination.k8s.io/v1\nkind: Lease\nspec:\n  holderIdentity: a\n  leaseDurationSeconds: 10\n"},
 	{schema.GroupVersionResource{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices"}, true, "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\naddressType: IPv4\nendpoints:\n- addresses: [10.0.0.1]\n"},
 	{schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1", Resource: "events"}, true, "apiVersion: events.k8s.io/v1\nkind: Event\neventTime: \"2026-11-24T00:00:00.000000Z\"\nreportingController: kubestore.io/test\nreportingInstance: t1\naction: Testing\nreason: Started\ntype: Normal\nnote: hello\nregarding:\n  kind: Pod\n  name: p\n  namespace: default\n"},
+	{schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses"}, false, "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nprovisioner: csi.example.com\nparameters:\n  type: ssd\n"},
+	{schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "volumeattachments"}, false, "apiVersion: storage.k8s.io/v1\nkind: VolumeAttachment\nspec:\n  attacher: csi.example.com\n  nodeName: node1\n  source:\n    persistentVolumeName: pv1\n"},
+	{schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "csinodes"}, false, "apiVersion: storage.k8s.io/v1\nkind: CSINode\nspec:\n  drivers:\n  - name: csi.example.com\n    nodeID: node1\n    topologyKeys: [topology.example.com/zone]\n"},
+	{schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "csidrivers"}, false, "apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nspec:\n  attachRequired: false\n"},
+	{schema.GroupVersionResource{Group: "node.k8s.io", Version: "v1", Resource: "runtimeclasses"}, false, "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nhandler: runc\n"},
 }
 
 func (b builtin) client(ts *testServer) dynamic.ResourceInterface {
@@ -152,6 +157,7 @@ func TestStatusSubresources(t *testing.T) {
 		{builtins[1], "Running", []string{"status", "phase"}, []string{"spec", "restartPolicy"}},
 		{builtins[2], "1.2.3", []string{"status", "nodeInfo", "kubeletVersion"}, []string{"spec", "podCIDR"}},
 		{builtins[5], "10.9.8.7", []string{"status", "loadBalancer", "ingress"}, []string{"spec", "type"}},
+		{builtins[13], "v", []string{"status", "attachmentMetadata", "k"}, []string{"spec", "nodeName"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.gvr.Resource, func(t *testing.T) {
@@ -237,6 +243,15 @@ func TestValidationRefusals(t *testing.T) {
 		{"endpointslice bad address", builtins[10], func(u *unstructured.Unstructured) {
 			_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"addresses": []any{"not-an-ip"}}}, "endpoints")
 		}, "endpoints[0].addresses[0]"},
+		{"storageclass without provisioner", builtins[12], func(u *unstructured.Unstructured) { delete(u.Object, "provisioner") }, "provisioner"},
+		{"volumeattachment without source", builtins[13], func(u *unstructured.Unstructured) { unstructured.RemoveNestedField(u.Object, "spec", "source") }, "spec.source"},
+		{"csinode bad driver name", builtins[14], func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"name": "_bad", "nodeID": "n"}}, "spec", "drivers")
+		}, "spec.drivers[0].name"},
+		{"csidriver short token", builtins[15], func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"audience": "a", "expirationSeconds": int64(60)}}, "spec", "tokenRequests")
+		}, "spec.tokenRequests[0].expirationSeconds"},
+		{"runtimeclass bad handler", builtins[16], func(u *unstructured.Unstructured) { u.Object["handler"] = "Not_A_Label" }, "handler"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
