@@ -73,10 +73,15 @@ type resourceDef struct {
 	alsoServedAs        []servedAs
 	allowCreateOnUpdate bool
 	// conditionalUpdate refuses an update that names no resourceVersion
-	// (AllowUnconditionalUpdate false), as upstream does for
-	// PodCertificateRequests.
+	// (upstream's AllowUnconditionalUpdate false): kinds whose writers
+	// must have read what they replace (CSINode, CSIDriver,
+	// PodCertificateRequest, ...).
 	conditionalUpdate   bool
 	returnDeletedObject bool
+	// warnings, when set, are the warnings of a create (old is nil) or
+	// update that is otherwise allowed: upstream's WarningsOnCreate and
+	// WarningsOnUpdate (deprecated node labels, ...).
+	warnings func(obj, old runtime.Object) []string
 	// gracefulDelete implements rest.RESTGracefulDeleteStrategy for kinds
 	// whose deletion waits for an agent (pods).
 	gracefulDelete func(ctx context.Context, obj runtime.Object, options *metav1.DeleteOptions) bool
@@ -94,6 +99,11 @@ type resourceDef struct {
 
 	columns []metav1.TableColumnDefinition
 	row     func(obj runtime.Object) []any
+	// listRow, when set, makes the row function of a list from the whole
+	// list, for kinds whose row depends on the other items (the effective
+	// default StorageClass is marked "(default)"); row still prints one
+	// object.
+	listRow func(list runtime.Object) func(obj runtime.Object) []any
 	// rowConditions, when set, are the conditions of an object's row
 	// (a finished pod is Completed).
 	rowConditions func(obj runtime.Object) []metav1.TableRowCondition
@@ -129,6 +139,11 @@ type statusDef struct {
 	// resetFields, when set, are the fields an update of the subresource
 	// does not own in server-side apply; spec by default.
 	resetFields []fieldpath.Path
+	// keepMetadata: a status update also keeps the stored labels,
+	// annotations, finalizers, owner references, generation and deletion
+	// timestamp (ResetObjectMetaForStatus), and owns neither metadata nor
+	// spec in server-side apply.
+	keepMetadata bool
 }
 
 type fieldIndex struct {

@@ -62,8 +62,6 @@ func defaultNode(n *corev1.Node) {
 	}
 }
 
-var taintEffects = sets.New(corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute)
-
 // validateNodeSpec is the spec part of upstream's ValidateNode: valid pod
 // CIDRs, at most one per IP family, and taints unique by key and effect.
 func validateNodeSpec(s *corev1.NodeSpec) field.ErrorList {
@@ -95,9 +93,7 @@ func validateNodeSpec(s *corev1.NodeSpec) field.ErrorList {
 		if msgs := utilvalidation.IsValidLabelValue(t.Value); len(msgs) > 0 {
 			errs = append(errs, field.Invalid(p.Child("value"), t.Value, strings.Join(msgs, ";")))
 		}
-		if !taintEffects.Has(t.Effect) {
-			errs = append(errs, field.NotSupported(p.Child("effect"), t.Effect, sets.List(taintEffects)))
-		}
+		errs = append(errs, validateTaintEffect(t.Effect, false, p.Child("effect"))...)
 		if seen[t.Effect].Has(t.Key) {
 			dup := field.Duplicate(p, t)
 			dup.Detail = "taints must be unique by key and effect pair"

@@ -479,26 +479,7 @@ func validateContainers(cs []corev1.Container, path *field.Path, names sets.Set[
 				errs = append(errs, field.Invalid(p.Child("env").Index(j).Child("name"), e.Name, "must be a non-empty name without '='"))
 			}
 		}
-		errs = append(errs, validateResources(c.Resources, p.Child("resources"))...)
-	}
-	return errs
-}
-
-func validateResources(r corev1.ResourceRequirements, path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	check := func(list corev1.ResourceList, p *field.Path) {
-		for name, q := range list {
-			if q.Sign() < 0 {
-				errs = append(errs, field.Invalid(p.Key(string(name)), q.String(), "must be greater than or equal to 0"))
-			}
-		}
-	}
-	check(r.Requests, path.Child("requests"))
-	check(r.Limits, path.Child("limits"))
-	for name, req := range r.Requests {
-		if lim, ok := r.Limits[name]; ok && req.Cmp(lim) > 0 {
-			errs = append(errs, field.Invalid(path.Child("requests").Key(string(name)), req.String(), fmt.Sprintf("must be less than or equal to %s limit of %s", name, lim.String())))
-		}
+		errs = append(errs, validateContainerResourceRequirements(&c.Resources, p.Child("resources"))...)
 	}
 	return errs
 }

@@ -831,7 +831,16 @@ func TestPodValidate(t *testing.T) {
 			err: "spec.containers[0].resources.requests[cpu]: Invalid value"},
 		{name: "request over limit", opts: []func(*corev1.Pod){ctr(func(c *corev1.Container) {
 			c.Resources = corev1.ResourceRequirements{Requests: resources("", "2Gi"), Limits: resources("", "1Gi")}
-		})}, err: "spec.containers[0].resources.requests[memory]: Invalid value: \"2Gi\": must be less than or equal to memory limit of 1Gi"},
+		})}, err: "spec.containers[0].resources.requests: Invalid value: \"2Gi\": must be less than or equal to memory limit of 1Gi"},
+		{name: "invalid extended resource name in container request", opts: []func(*corev1.Pod){ctr(func(c *corev1.Container) {
+			c.Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{"invalid-name": resource.MustParse("2")}, Limits: corev1.ResourceList{"invalid-name": resource.MustParse("2")}}
+		})}, err: "must be a standard resource for containers"},
+		{name: "invalid extended resource requirement: request must be == limit", opts: []func(*corev1.Pod){ctr(func(c *corev1.Container) {
+			c.Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{"example.com/a": resource.MustParse("2")}, Limits: corev1.ResourceList{"example.com/a": resource.MustParse("1")}}
+		})}, err: "must be equal to example.com/a"},
+		{name: "invalid fractional extended resource in container request", opts: []func(*corev1.Pod){ctr(func(c *corev1.Container) {
+			c.Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{"example.com/a": resource.MustParse("500m")}}
+		})}, err: "must be an integer"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -76,6 +76,11 @@ func catalog() []*resourceDef {
 		resourceSliceDef(),
 		certificateSigningRequestDef(),
 		podCertificateRequestDef(),
+		storageClassDef(),
+		volumeAttachmentDef(),
+		csiNodeDef(),
+		csiDriverDef(),
+		runtimeClassDef(),
 	}
 }
 

@@ -37,6 +37,11 @@ func TestCatalog(t *testing.T) {
 		{Group: "resource.k8s.io", Version: "v1", Resource: "resourceslices"}:                 {"ResourceSlice", "resourceslice", false, nil, nil, "resourceslices"},
 		{Group: "certificates.k8s.io", Version: "v1", Resource: "certificatesigningrequests"}: {"CertificateSigningRequest", "certificatesigningrequest", false, []string{"csr"}, nil, "certificatesigningrequests"},
 		{Group: "certificates.k8s.io", Version: "v1", Resource: "podcertificaterequests"}:     {"PodCertificateRequest", "podcertificaterequest", true, nil, nil, "podcertificaterequests"},
+		{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses"}:                  {"StorageClass", "storageclass", false, []string{"sc"}, nil, "storageclasses"},
+		{Group: "storage.k8s.io", Version: "v1", Resource: "volumeattachments"}:               {"VolumeAttachment", "volumeattachment", false, nil, nil, "volumeattachments"},
+		{Group: "storage.k8s.io", Version: "v1", Resource: "csinodes"}:                        {"CSINode", "csinode", false, nil, nil, "csinodes"},
+		{Group: "storage.k8s.io", Version: "v1", Resource: "csidrivers"}:                      {"CSIDriver", "csidriver", false, nil, nil, "csidrivers"},
+		{Group: "node.k8s.io", Version: "v1", Resource: "runtimeclasses"}:                     {"RuntimeClass", "runtimeclass", false, nil, nil, "runtimeclasses"},
 	}
 	defs := catalog()
 	if len(defs) != len(want) {

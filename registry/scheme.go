@@ -9,7 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	nodev1 "k8s.io/api/node/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -28,6 +30,7 @@ func newScheme(catalog []*resourceDef) (*runtime.Scheme, serializer.CodecFactory
 	for _, add := range []func(*runtime.Scheme) error{
 		corev1.AddToScheme, coordinationv1.AddToScheme, discoveryv1.AddToScheme, networkingv1.AddToScheme,
 		resourcev1.AddToScheme, certificatesv1.AddToScheme,
+		storagev1.AddToScheme, nodev1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return nil, serializer.CodecFactory{}, err
@@ -62,7 +65,7 @@ func newScheme(catalog []*resourceDef) (*runtime.Scheme, serializer.CodecFactory
 			}
 		}
 	}
-	for _, gv := range []schema.GroupVersion{corev1.SchemeGroupVersion, coordinationv1.SchemeGroupVersion, discoveryv1.SchemeGroupVersion, networkingv1.SchemeGroupVersion, resourcev1.SchemeGroupVersion, certificatesv1.SchemeGroupVersion} {
+	for _, gv := range []schema.GroupVersion{corev1.SchemeGroupVersion, coordinationv1.SchemeGroupVersion, discoveryv1.SchemeGroupVersion, networkingv1.SchemeGroupVersion, resourcev1.SchemeGroupVersion, certificatesv1.SchemeGroupVersion, storagev1.SchemeGroupVersion, nodev1.SchemeGroupVersion} {
 		if err := s.SetVersionPriority(gv); err != nil {
 			return nil, serializer.CodecFactory{}, err
 		}

@@ -146,15 +146,23 @@ func validateKubeFinalizerName(path *field.Path, name string) field.ErrorList {
 	return nil
 }
 
-func (strategy) WarningsOnCreate(context.Context, runtime.Object) []string { return nil }
-func (strategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
-	return nil
+func (s strategy) WarningsOnCreate(_ context.Context, obj runtime.Object) []string {
+	if s.def.warnings == nil {
+		return nil
+	}
+	return s.def.warnings(obj, nil)
 }
-func (strategy) Canonicalize(runtime.Object)                {}
-func (s strategy) AllowCreateOnUpdate(context.Context) bool { return s.def.allowCreateOnUpdate }
-func (s strategy) AllowUnconditionalUpdate(context.Context) bool {
-	return !s.def.conditionalUpdate
+
+func (s strategy) WarningsOnUpdate(_ context.Context, obj, old runtime.Object) []string {
+	if s.def.warnings == nil {
+		return nil
+	}
+	return s.def.warnings(obj, old)
 }
+
+func (strategy) Canonicalize(runtime.Object)                     {}
+func (s strategy) AllowCreateOnUpdate(context.Context) bool      { return s.def.allowCreateOnUpdate }
+func (s strategy) AllowUnconditionalUpdate(context.Context) bool { return !s.def.conditionalUpdate }
 
 // GetResetFields: with a status subresource, a write to the main resource
 // does not own status fields in server-side apply; a kind may name others.
@@ -203,9 +211,22 @@ func (s statusStrategy) sub() *statusDef {
 func (s statusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	sub := s.sub()
 	sub.keepSpec(obj, old)
+	if sub.keepMetadata {
+		m, err := meta.Accessor(obj)
+		om, oldErr := meta.Accessor(old)
+		if err == nil && oldErr == nil {
+			metav1.ResetObjectMetaForStatus(m, om)
+		}
+	}
 	if sub.prepare != nil {
 		sub.prepare(obj, old)
 	}
+}
+
+// WarningsOnUpdate: a status update warns of nothing, as upstream's
+// status strategies do not.
+func (statusStrategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
+	return nil
 }
 
 func (s statusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
@@ -217,8 +238,11 @@ func (s statusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Objec
 }
 
 func (s statusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	if paths := s.sub().resetFields; paths != nil {
-		return resetFields(s.def, paths...)
+	switch sub := s.sub(); {
+	case sub.resetFields != nil:
+		return resetFields(s.def, sub.resetFields...)
+	case sub.keepMetadata:
+		return resetFields(s.def, fieldpath.MakePathOrDie("metadata"), fieldpath.MakePathOrDie("spec"))
 	}
 	return resetFields(s.def, fieldpath.MakePathOrDie("spec"))
 }

@@ -36,11 +36,12 @@ var (
 type tableConvertor struct {
 	columns    []metav1.TableColumnDefinition
 	row        func(obj runtime.Object) []any
+	listRow    func(list runtime.Object) func(obj runtime.Object) []any
 	conditions func(obj runtime.Object) []metav1.TableRowCondition
 }
 
 func (d *resourceDef) tableConvertor() rest.TableConvertor {
-	return tableConvertor{columns: d.columns, row: d.row, conditions: d.rowConditions}
+	return tableConvertor{columns: d.columns, row: d.row, listRow: d.listRow, conditions: d.rowConditions}
 }
 
 func (c tableConvertor) ConvertToTable(_ context.Context, object runtime.Object, tableOptions runtime.Object) (*metav1.Table, error) {
@@ -48,8 +49,12 @@ func (c tableConvertor) ConvertToTable(_ context.Context, object runtime.Object,
 	if opts, ok := tableOptions.(*metav1.TableOptions); ok && opts.NoHeaders {
 		table.ColumnDefinitions = nil
 	}
+	cells := c.row
+	if c.listRow != nil && meta.IsListType(object) {
+		cells = c.listRow(object)
+	}
 	addRow := func(obj runtime.Object) error {
-		row := metav1.TableRow{Cells: c.row(obj), Object: runtime.RawExtension{Object: obj}}
+		row := metav1.TableRow{Cells: cells(obj), Object: runtime.RawExtension{Object: obj}}
 		if c.conditions != nil {
 			row.Conditions = c.conditions(obj)
 		}

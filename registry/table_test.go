@@ -67,6 +67,12 @@ func TestColumns(t *testing.T) {
 		// pkg/printers/internalversion/printers.go
 		"CertificateSigningRequest": {"Name", "Age", "SignerName", "Requestor", "RequestedDuration", "Condition"},
 		"PodCertificateRequest":     {"Name", "PodName", "ServiceAccountName", "NodeName", "SignerName", "State", "UnverifiedUserAnnotations*"},
+		// pkg/printers/internalversion/printers.go's column definitions.
+		"StorageClass":     {"Name", "Provisioner", "ReclaimPolicy", "VolumeBindingMode", "AllowVolumeExpansion", "Age"},
+		"VolumeAttachment": {"Name", "Attacher", "PV", "Node", "Attached", "Age"},
+		"CSINode":          {"Name", "Drivers", "Age"},
+		"CSIDriver":        {"Name", "AttachRequired", "PodInfoOnMount", "StorageCapacity", "TokenRequests", "RequiresRepublish", "Modes", "Age"},
+		"RuntimeClass":     {"Name", "Handler", "Age"},
 	}
 	for _, d := range catalog() {
 		var got []string

@@ -40,6 +40,21 @@ var builtins = []builtin{
 	{schema.GroupVersionResource{Group: "certificates.k8s.io", Version: "v1", Resource: "certificatesigningrequests"}, false, "apiVersion: certificates.k8s.io/v1\nkind: CertificateSigningRequest\nspec:\n  signerName: example.com/crud\n  usages: [client auth]\n  request: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KTUlISU1IRUNBUUF3RHpFTk1Bc0dBMVVFQXhNRVkzSjFaREJaTUJNR0J5cUdTTTQ5QWdFR0NDcUdTTTQ5QXdFSApBMElBQkQ2MGFLUzZXL295NXF1d0J1RFpRZG9hcmRsb3NjcE5QMVB0elF1QVZNZkxHcmpPd2pCZDNteHpLaVZBCmtUK1VTYlNJYkVpemZma0cvUFhIVG5OaDRtT2dBREFLQmdncWhrak9QUVFEQWdOSEFEQkVBaUFLNEM2UCtidUcKN0tPRTluQlZWRUp2Qkl4UW9BZFZQem1XSi9ybm1BbEFpZ0lnTDliQ0kxVmh5MnZPc3QzRzZHVFR2U2h1SDhiQwpCbEQ4ZHNTbHVJbWRWUE09Ci0tLS0tRU5EIENFUlRJRklDQVRFIFJFUVVFU1QtLS0tLQo=\n"},
 	// kubelet's empty PKCS#10 stub request (DER, public key only).
 	{schema.GroupVersionResource{Group: "certificates.k8s.io", Version: "v1", Resource: "podcertificaterequests"}, true, "apiVersion: certificates.k8s.io/v1\nkind: PodCertificateRequest\nspec:\n  signerName: example.com/crud\n  podName: p\n  podUID: 9d0f5c2e-1\n  serviceAccountName: default\n  serviceAccountUID: 9d0f5c2e-2\n  nodeName: n1\n  nodeUID: 9d0f5c2e-3\n  stubPKCS10Request: MIG6MGICAQAwADBZMBMGByqGSM49AgEGCCqGSM49AwEHA0IABC4rM7RtOpvjeqSe30NeiAG28aQ43cdnMmiEPMmpEzV7J5Evy3trYDE5dM51q+jgBVIcr4zNkozwz593cAVKpW6gADAKBggqhkjOPQQDAgNIADBFAiBl3xbm4hgCmjWBbEMT4bRtUzppJFimX/kfgzPBUthh6QIhAPOl84Yzdo0UMhQIC6Gl/9BUtkZv58Xz33lFG5Ls2AtZ\n"},
+	{schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses"}, false, "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nprovisioner: csi.example.com\nparameters:\n  type: ssd\n"},
+	{schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "volumeattachments"}, false, "apiVersion: storage.k8s.io/v1\nkind: VolumeAttachment\nspec:\n  attacher: csi.example.com\n  nodeName: node1\n  source:\n    persistentVolumeName: pv1\n"},
+	{schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "csinodes"}, false, "apiVersion: storage.k8s.io/v1\nkind: CSINode\nspec:\n  drivers:\n  - name: csi.example.com\n    nodeID: node1\n    topologyKeys: [topology.example.com/zone]\n"},
+	{schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "csidrivers"}, false, "apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nspec:\n  attachRequired: false\n"},
+	{schema.GroupVersionResource{Group: "node.k8s.io", Version: "v1", Resource: "runtimeclasses"}, false, "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nhandler: runc\n"},
+}
+
+// builtinFor is the entry of resource in builtins.
+func builtinFor(resource string) builtin {
+	for _, b := range builtins {
+		if b.gvr.Resource == resource && b.gvr.Group != "events.k8s.io" {
+			return b
+		}
+	}
+	panic("no builtin " + resource)
 }
 
 func (b builtin) client(ts *testServer) dynamic.ResourceInterface {
@@ -160,8 +175,9 @@ func TestStatusSubresources(t *testing.T) {
 		{builtins[1], "Running", []string{"status", "phase"}, []string{"spec", "restartPolicy"}, "changed-by-status"},
 		{builtins[2], "1.2.3", []string{"status", "nodeInfo", "kubeletVersion"}, []string{"spec", "podCIDR"}, "changed-by-status"},
 		{builtins[5], []any{map[string]any{"ip": "10.9.8.7"}}, []string{"status", "loadBalancer", "ingress"}, []string{"spec", "type"}, "changed-by-status"},
-		{builtins[11], []any{map[string]any{"type": "Ready", "status": "True", "reason": "Test", "message": "m", "lastTransitionTime": "2026-11-24T00:00:00Z"}},
+		{builtinFor("servicecidrs"), []any{map[string]any{"type": "Ready", "status": "True", "reason": "Test", "message": "m", "lastTransitionTime": "2026-11-24T00:00:00Z"}},
 			[]string{"status", "conditions"}, []string{"spec", "cidrs"}, []any{"10.97.0.0/16"}},
+		{builtinFor("volumeattachments"), "v", []string{"status", "attachmentMetadata", "k"}, []string{"spec", "nodeName"}, "changed-by-status"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.gvr.Resource, func(t *testing.T) {
@@ -243,20 +259,29 @@ func TestValidationRefusals(t *testing.T) {
 		{"endpointslice bad address", builtins[10], func(u *unstructured.Unstructured) {
 			_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"addresses": []any{"not-an-ip"}}}, "endpoints")
 		}, "endpoints[0].addresses[0]"},
-		{"resourceslice without a node", builtins[12], func(u *unstructured.Unstructured) {
+		{"resourceslice without a node", builtinFor("resourceslices"), func(u *unstructured.Unstructured) {
 			unstructured.RemoveNestedField(u.Object, "spec", "nodeName")
 		}, "spec"},
-		{"servicecidr not canonical", builtins[11], func(u *unstructured.Unstructured) {
+		{"servicecidr not canonical", builtinFor("servicecidrs"), func(u *unstructured.Unstructured) {
 			_ = unstructured.SetNestedStringSlice(u.Object, []string{"10.96.0.1/16"}, "spec", "cidrs")
 		}, "spec.cidrs[0]"},
-		{"csr shorter than 10 minutes", builtins[14], func(u *unstructured.Unstructured) {
+		{"csr shorter than 10 minutes", builtinFor("certificatesigningrequests"), func(u *unstructured.Unstructured) {
 			_ = unstructured.SetNestedField(u.Object, int64(599), "spec", "expirationSeconds")
 		}, "spec.expirationSeconds"},
-		{"csr without usages", builtins[14], func(u *unstructured.Unstructured) { unstructured.RemoveNestedField(u.Object, "spec", "usages") }, "spec.usages"},
-		{"pod certificate request of a day and a second from a kubernetes.io signer", builtins[15], func(u *unstructured.Unstructured) {
+		{"csr without usages", builtinFor("certificatesigningrequests"), func(u *unstructured.Unstructured) { unstructured.RemoveNestedField(u.Object, "spec", "usages") }, "spec.usages"},
+		{"pod certificate request of a day and a second from a kubernetes.io signer", builtinFor("podcertificaterequests"), func(u *unstructured.Unstructured) {
 			_ = unstructured.SetNestedField(u.Object, "kubernetes.io/kube-apiserver-client-pod", "spec", "signerName")
 			_ = unstructured.SetNestedField(u.Object, int64(86401), "spec", "maxExpirationSeconds")
 		}, "spec.maxExpirationSeconds"},
+		{"storageclass without provisioner", builtinFor("storageclasses"), func(u *unstructured.Unstructured) { delete(u.Object, "provisioner") }, "provisioner"},
+		{"volumeattachment without source", builtinFor("volumeattachments"), func(u *unstructured.Unstructured) { unstructured.RemoveNestedField(u.Object, "spec", "source") }, "spec.source"},
+		{"csinode bad driver name", builtinFor("csinodes"), func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"name": "_bad", "nodeID": "n"}}, "spec", "drivers")
+		}, "spec.drivers[0].name"},
+		{"csidriver short token", builtinFor("csidrivers"), func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"audience": "a", "expirationSeconds": int64(60)}}, "spec", "tokenRequests")
+		}, "spec.tokenRequests[0].expirationSeconds"},
+		{"runtimeclass bad handler", builtinFor("runtimeclasses"), func(u *unstructured.Unstructured) { u.Object["handler"] = "Not_A_Label" }, "handler"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
