@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
@@ -29,14 +30,26 @@ type clientLookup struct{ c *corev1client.CoreV1Client }
 
 var cached = metav1.GetOptions{ResourceVersion: "0"}
 
+// get reads from the watch cache, and reads again from etcd what the cache
+// does not have yet: an object created a moment ago (a ServiceAccount, then
+// its first token), as upstream's getters fall back from their listers to
+// a live lookup.
+func get[T any](ctx context.Context, get func(context.Context, string, metav1.GetOptions) (T, error), name string) (T, error) {
+	obj, err := get(ctx, name, cached)
+	if apierrors.IsNotFound(err) {
+		return get(ctx, name, metav1.GetOptions{})
+	}
+	return obj, err
+}
+
 func (l clientLookup) ServiceAccount(ctx context.Context, namespace, name string) (*corev1.ServiceAccount, error) {
-	return l.c.ServiceAccounts(namespace).Get(ctx, name, cached)
+	return get(ctx, l.c.ServiceAccounts(namespace).Get, name)
 }
 
 func (l clientLookup) Pod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
-	return l.c.Pods(namespace).Get(ctx, name, cached)
+	return get(ctx, l.c.Pods(namespace).Get, name)
 }
 
 func (l clientLookup) Secret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
-	return l.c.Secrets(namespace).Get(ctx, name, cached)
+	return get(ctx, l.c.Secrets(namespace).Get, name)
 }
