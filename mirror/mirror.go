@@ -385,8 +385,9 @@ const (
 	upProbeTimeout = 3 * time.Second
 )
 
-// probe asks the upstream for /version; any HTTP answer, even a refusal,
-// means it is up, and the streams go; no answer in time means it is down.
+// probe asks the upstream for /version; an API server's answer, even a
+// refusal below 500, means it is up, and the streams go; no answer in
+// time, or one that is not an API server's, means it is down.
 func (m *Mirror) probe(ctx context.Context) {
 	timeout := probeEvery
 	if m.linkUp.Load() {
@@ -398,11 +399,26 @@ func (m *Mirror) probe(ctx context.Context) {
 	m.probed = time.Now()
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	err := m.raw.Get().AbsPath("/version").Do(pctx).Error()
+	data, err := m.raw.Get().AbsPath("/version").DoRaw(pctx)
+	if err == nil {
+		// An answer an API server gives: its version, as JSON.
+		var v struct {
+			GitVersion string `json:"gitVersion"`
+		}
+		if json.Unmarshal(data, &v) != nil || v.GitVersion == "" {
+			err = errUnreadable{fmt.Errorf("the upstream's /version is not an API server's: %.40q", data)}
+		}
+	}
 	if ctx.Err() == nil {
 		m.reached(err)
 	}
 }
+
+// errUnreadable is an answer no API server gives (a broken proxy, a
+// captive portal): the upstream is not reachable.
+type errUnreadable struct{ error }
+
+func (e errUnreadable) Unwrap() error { return e.error }
 
 // HTTP/2 health checks of the upstream's connections: one that reads
 // nothing for pingEvery is pinged, and closed when the ping is not
@@ -450,12 +466,16 @@ func healthChecked(cfg *rest.Config) error {
 func (m *Mirror) Connected() bool { return m.linkUp.Load() }
 
 // reached records whether the upstream answered a request; err is the
-// request's outcome. Errors with an HTTP answer (403, 410) mean it did.
+// request's outcome. Errors with an HTTP answer below 500 (403, 410) mean
+// it did.
 func (m *Mirror) reached(err error) {
 	if errors.As(err, new(localError)) {
 		return
 	}
-	up := err == nil || errors.Is(err, errExpired) || !isNetworkError(err)
+	// An upstream that answers 5xx serves nothing either: the link counts
+	// as down, so the probe finds its recovery within seconds instead of
+	// each stream at the end of its back-off.
+	up := err == nil || errors.Is(err, errExpired) || !isNetworkError(err) && statusCode(err) < http.StatusInternalServerError
 	if m.linkUp.Swap(up) != up {
 		if up {
 			klog.InfoS("Upstream link up", "upstream", m.host)

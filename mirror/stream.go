@@ -42,8 +42,30 @@ type stream struct {
 	applied bool
 	// reported says which refusal of the rule, by the upstream (403) or
 	// the local store, was logged last: each is logged once until the
-	// rule works again. Only the stream's goroutine uses these four.
+	// rule works again. Only the stream's goroutine uses these five.
 	reported string
+	// heard is set when the current list or watch read data.
+	heard bool
+}
+
+// unreachableWait is how long a stream that failed to reach the upstream
+// waits before it tries again: its back-off, which the link's coming up
+// cuts short (see run's sleep); while the link is up for the others, this
+// stream met a link coming and going and tries again soon.
+func (s *stream) unreachableWait(backoff time.Duration) time.Duration {
+	if s.m.Connected() {
+		return min(backoff, upRetry)
+	}
+	return backoff
+}
+
+// hear records that the stream read data from the upstream: the link is
+// up.
+func (s *stream) hear() {
+	if !s.heard {
+		s.heard = true
+		s.m.reached(nil)
+	}
 }
 
 type streamStatus struct {
@@ -68,11 +90,13 @@ func (s *stream) id() string {
 	return id
 }
 
-// connected records that the upstream answered the stream.
+// connected records that the upstream answered the stream's request: a
+// list, or the start of a watch. The link counts as up only once the
+// stream has read data from it (heard): a broken middlebox can answer 200
+// to every request and then send nothing an API server sends.
 func (s *stream) connected() {
 	now := time.Now()
 	s.update(func(st *streamStatus) { st.connected, st.err, st.lastSeen = true, nil, now })
-	s.m.reached(nil)
 	// A refusal by the upstream after this is reported again.
 	if s.reported == reportedForbidden {
 		s.reported = ""
@@ -98,6 +122,9 @@ const (
 	minBackoff       = 500 * time.Millisecond
 	maxBackoff       = 10 * time.Second
 	forbiddenBackoff = 2 * time.Minute
+	// upRetry bounds the wait of a stream that failed to reach the
+	// upstream while the link is up for the others.
+	upRetry = 2 * time.Second
 	// checkpointEvery bounds how often a busy stream writes its
 	// resourceVersion to etcd: a restart replays at most that much, and
 	// the replay writes nothing (the objects' resourceVersions say so).
@@ -172,15 +199,29 @@ loop:
 		if ctx.Err() != nil {
 			break
 		}
-		s.m.reached(err)
+		heard := s.heard
+		s.heard = false
+		if err != nil {
+			s.m.reached(err)
+		}
 		switch {
-		case err == nil:
+		case err == nil && (heard || time.Since(began) >= time.Second):
 			backoff = minBackoff
 			// A watch the upstream ends at once, again and again (a
 			// proxy's timeout), is not resumed in a hot loop.
 			if time.Since(began) < time.Second && !sleep(minBackoff) {
 				break loop
 			}
+			continue
+		case err == nil:
+			// A watch that ended before a single event could be read: the
+			// connection broke at once (client-go ends a watch it cannot
+			// read without an error when the stream looks cut). It backs
+			// off like a failure to reach the upstream.
+			if !sleep(s.unreachableWait(backoff)) {
+				break loop
+			}
+			backoff = min(2*backoff, maxBackoff)
 			continue
 		case errors.Is(err, errExpired):
 			klog.V(2).InfoS("Mirror: resourceVersion expired upstream, relisting", "stream", s.id(), "resourceVersion", rv)
@@ -206,6 +247,7 @@ loop:
 			backoff = min(2*backoff, maxBackoff)
 		default:
 			klog.V(2).InfoS("Mirror: upstream unreachable", "stream", s.id(), "err", err, "retryIn", backoff)
+			wait = s.unreachableWait(backoff)
 			backoff = min(2*backoff, maxBackoff)
 		}
 		if !sleep(wait) {
@@ -355,6 +397,7 @@ func (s *stream) relist(ctx context.Context, store *Store) (string, error) {
 			return "", err
 		}
 		s.connected()
+		s.hear()
 		if watchListErr != nil {
 			klog.InfoS("Mirror: the upstream does not serve WatchList; listing instead", "upstream", s.m.host, "err", watchListErr)
 			s.m.noWatchList.Store(true)
@@ -587,6 +630,7 @@ func (s *stream) watch(ctx context.Context, store *Store, rv string, ws *watchSt
 		if !isU {
 			return rv, fmt.Errorf("unexpected %T in the watch of %s", ev.Object, s.rule.gr)
 		}
+		s.hear()
 		now := time.Now()
 		switch ev.Type {
 		case watch.Added, watch.Modified:

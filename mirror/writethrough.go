@@ -427,6 +427,10 @@ func (wt *writeThrough) forward() {
 	}
 	wt.m.reached(err)
 	if err != nil {
+		if code == 0 {
+			// client-go keeps the code of an error answer in the error.
+			code = statusCode(err)
+		}
 		if isNetworkError(err) || wt.own != ownNotOwned && code >= http.StatusInternalServerError {
 			wt.offline(err)
 			return
@@ -438,7 +442,10 @@ func (wt *writeThrough) forward() {
 	writeThroughs.WithLabelValues(fmt.Sprint(code)).Inc()
 	u := &unstructured.Unstructured{}
 	if err := u.UnmarshalJSON(raw); err != nil {
-		wt.fail(apierrors.NewInternalError(fmt.Errorf("reading the upstream's answer: %w", err)), "")
+		// Not an answer an API server gives: something between is broken.
+		err = errUnreadable{fmt.Errorf("reading the upstream's answer: %w", err)}
+		wt.m.reached(err)
+		wt.offline(err)
 		return
 	}
 	if len(wt.r.URL.Query()["dryRun"]) > 0 {

@@ -1,0 +1,142 @@
+package e2e
+
+import (
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+)
+
+// link is the network between the edge and the upstream: a TCP proxy on
+// loopback. cut closes its listener and every open connection, so the
+// edge sees EOF at once and new connections are refused (a refused link);
+// hang keeps every connection open and accepts new ones, but moves no byte
+// either way (a hung link: a dead router, a tunnel that stalls); restore
+// ends either.
+type link struct {
+	target string
+	addr   string
+
+	mu     sync.Mutex
+	ln     net.Listener
+	conns  map[net.Conn]struct{}
+	hung   bool
+	moving *sync.Cond // signalled when hung turns false
+}
+
+func newLink(t *testing.T, target string) *link {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	l := &link{target: target, addr: ln.Addr().String(), ln: ln, conns: map[net.Conn]struct{}{}}
+	l.moving = sync.NewCond(&l.mu)
+	go l.accept(ln)
+	t.Cleanup(l.cut)
+	return l
+}
+
+func (l *link) accept(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go l.forward(ln, c)
+	}
+}
+
+func (l *link) forward(ln net.Listener, c net.Conn) {
+	u, err := net.DialTimeout("tcp", l.target, 5*time.Second)
+	if err != nil {
+		c.Close()
+		return
+	}
+	l.mu.Lock()
+	if l.ln != ln {
+		// Cut while dialling.
+		l.mu.Unlock()
+		c.Close()
+		u.Close()
+		return
+	}
+	l.conns[c], l.conns[u] = struct{}{}, struct{}{}
+	l.mu.Unlock()
+	done := make(chan struct{}, 2)
+	go func() { l.copy(u, c); done <- struct{}{} }()
+	go func() { l.copy(c, u); done <- struct{}{} }()
+	<-done
+	c.Close()
+	u.Close()
+	l.mu.Lock()
+	delete(l.conns, c)
+	delete(l.conns, u)
+	l.mu.Unlock()
+}
+
+// copy moves bytes from src to dst, holding each read while the link
+// hangs.
+func (l *link) copy(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			l.mu.Lock()
+			for l.hung {
+				l.moving.Wait()
+			}
+			l.mu.Unlock()
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (l *link) cut() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.hung = false
+	l.moving.Broadcast()
+	if l.ln != nil {
+		l.ln.Close()
+		l.ln = nil
+	}
+	for c := range l.conns {
+		c.Close()
+	}
+	clear(l.conns)
+}
+
+// hang stops moving bytes; restore moves them again.
+func (l *link) hang() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.hung = true
+}
+
+func (l *link) restore() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.hung = false
+	l.moving.Broadcast()
+	if l.ln != nil {
+		return
+	}
+	var ln net.Listener
+	var err error
+	for range 50 {
+		if ln, err = net.Listen("tcp", l.addr); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		panic(fmt.Sprintf("restoring the link on %s: %v", l.addr, err))
+	}
+	l.ln = ln
+	go l.accept(ln)
+}
