@@ -54,17 +54,23 @@ var referenceable = map[schema.GroupResource]bool{{Resource: "configmaps"}: true
 // NodeNameVar is replaced by the node name in a rule's selectors.
 const NodeNameVar = "$(NODE_NAME)"
 
-// DefaultMirrorRules are what a node runs on: its own Node, its pods, the
-// ConfigMaps and Secrets they reference, and the Services and
-// EndpointSlices that kube-proxy and CoreDNS watch. Nothing else.
+// DefaultMirrorRules are what a node runs on: its own Node, Lease (the
+// heartbeat the cluster's node-lifecycle controller reads) and CSINode,
+// its pods and the ConfigMaps and Secrets they reference, the Services and
+// EndpointSlices that kube-proxy and CoreDNS watch, and the RuntimeClasses
+// and CSIDrivers the kubelet watches. Nothing else.
 func DefaultMirrorRules() []MirrorRule {
 	return []MirrorRule{
 		{Name: "node", Resource: "nodes", FieldSelector: "metadata.name=" + NodeNameVar},
+		{Name: "node-lease", Resource: "leases.coordination.k8s.io", Namespaces: []string{"kube-node-lease"}, FieldSelector: "metadata.name=" + NodeNameVar},
+		{Name: "csinode", Resource: "csinodes.storage.k8s.io", FieldSelector: "metadata.name=" + NodeNameVar},
 		{Name: "pods", Resource: "pods", FieldSelector: "spec.nodeName=" + NodeNameVar},
 		{Name: "configmaps", Resource: "configmaps", ReferencedBy: "pods"},
 		{Name: "secrets", Resource: "secrets", ReferencedBy: "pods"},
 		{Name: "services", Resource: "services"},
 		{Name: "endpointslices", Resource: "endpointslices.discovery.k8s.io"},
+		{Name: "runtimeclasses", Resource: "runtimeclasses.node.k8s.io"},
+		{Name: "csidrivers", Resource: "csidrivers.storage.k8s.io"},
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -81,6 +80,9 @@ var (
 	gvrServices       = schema.GroupVersionResource{Version: "v1", Resource: "services"}
 	gvrEndpointSlices = schema.GroupVersionResource{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices"}
 	gvrLeases         = schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
+	gvrRuntimeClasses = schema.GroupVersionResource{Group: "node.k8s.io", Version: "v1", Resource: "runtimeclasses"}
+	gvrCSIDrivers     = schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "csidrivers"}
+	gvrCSINodes       = schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "csinodes"}
 	gvrWidgets        = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
 	gvrCRDs           = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 )
@@ -1194,8 +1196,8 @@ func testMirrorForbiddenRule(t *testing.T, env *mirrorEnv) {
 }
 
 // testMirrorDefaultRules runs an edge with no rules in a config file:
-// its Node, its pods, the ConfigMaps and Secrets they reference, Services
-// and EndpointSlices.
+// its Node, Lease and CSINode, its pods, the ConfigMaps and Secrets they
+// reference, Services, EndpointSlices, RuntimeClasses and CSIDrivers.
 func testMirrorDefaultRules(t *testing.T, env *mirrorEnv) {
 	ed := env.startEdge(t, t, "edge-d", nil, "")
 	ctx := t.Context()
@@ -1278,6 +1280,36 @@ func testMirrorDefaultRules(t *testing.T, env *mirrorEnv) {
 	if slicesContain(cms.keys(), "mirror-d/late-cm") {
 		got, err := ed.cs.CoreV1().ConfigMaps("mirror-d").Get(t.Context(), "late-cm", metav1.GetOptions{})
 		t.Errorf("edge: late-cm is still there after the only pod referencing it was deleted upstream: %v %s", err, describeCM(got))
+	}
+	// What the kubelet watches or owns beside its pods: RuntimeClasses and
+	// CSIDrivers (all), its Lease and CSINode (by its name).
+	for _, o := range []struct {
+		gvr        schema.GroupVersionResource
+		ns, name   string
+		mirrored   bool
+		manifestOf string
+	}{
+		{gvrRuntimeClasses, "", "runc", true, "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata:\n  name: runc\nhandler: runc\n"},
+		{gvrCSIDrivers, "", "csi.example.com", true, "apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata:\n  name: csi.example.com\nspec: {}\n"},
+		{gvrLeases, "kube-node-lease", edgeNode, true, "apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata:\n  name: " + edgeNode + "\n  namespace: kube-node-lease\nspec:\n  holderIdentity: " + edgeNode + "\n  leaseDurationSeconds: 40\n"},
+		{gvrLeases, "kube-node-lease", "edge-2", false, "apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata:\n  name: edge-2\n  namespace: kube-node-lease\nspec:\n  holderIdentity: edge-2\n"},
+		{gvrCSINodes, "", edgeNode, true, "apiVersion: storage.k8s.io/v1\nkind: CSINode\nmetadata:\n  name: " + edgeNode + "\nspec:\n  drivers: []\n"},
+	} {
+		u := &unstructured.Unstructured{}
+		must(t, yaml.Unmarshal([]byte(o.manifestOf), &u.Object))
+		_, err := env.upDyn.Resource(o.gvr).Namespace(o.ns).Create(t.Context(), u, metav1.CreateOptions{})
+		must(t, err)
+		var got *unstructured.Unstructured
+		present := func() bool {
+			got, err = ed.dyn.Resource(o.gvr).Namespace(o.ns).Get(t.Context(), o.name, metav1.GetOptions{})
+			return err == nil && got.GetAnnotations()[annRule] != ""
+		}
+		if o.mirrored && !eventually(mirrorConverge, present) {
+			t.Errorf("edge: %s %s/%s is not mirrored by the default rules: %v", o.gvr.Resource, o.ns, o.name, err)
+		}
+		if !o.mirrored && present() {
+			t.Errorf("edge: %s %s/%s is mirrored, but it is not the node's", o.gvr.Resource, o.ns, o.name)
+		}
 	}
 	ed.waitMirrorz(t, http.StatusOK, "ok")
 	ed.p.stop(30 * time.Second)
@@ -1916,101 +1948,6 @@ func flatten(prefix string, v any, out map[string]string) {
 		b, _ := json.Marshal(x)
 		out[prefix] = string(b)
 	}
-}
-
-// link is the network between the edge and the upstream: a TCP proxy on
-// loopback. cut closes its listener and every open connection, so the
-// edge sees EOF at once and new connections are refused; restore listens
-// again on the same port.
-type link struct {
-	target string
-	addr   string
-
-	mu    sync.Mutex
-	ln    net.Listener
-	conns map[net.Conn]struct{}
-}
-
-func newLink(t *testing.T, target string) *link {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	l := &link{target: target, addr: ln.Addr().String(), ln: ln, conns: map[net.Conn]struct{}{}}
-	go l.accept(ln)
-	t.Cleanup(l.cut)
-	return l
-}
-
-func (l *link) accept(ln net.Listener) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		go l.forward(ln, c)
-	}
-}
-
-func (l *link) forward(ln net.Listener, c net.Conn) {
-	u, err := net.DialTimeout("tcp", l.target, 5*time.Second)
-	if err != nil {
-		c.Close()
-		return
-	}
-	l.mu.Lock()
-	if l.ln != ln {
-		// Cut while dialling.
-		l.mu.Unlock()
-		c.Close()
-		u.Close()
-		return
-	}
-	l.conns[c], l.conns[u] = struct{}{}, struct{}{}
-	l.mu.Unlock()
-	done := make(chan struct{}, 2)
-	go func() { io.Copy(u, c); done <- struct{}{} }()
-	go func() { io.Copy(c, u); done <- struct{}{} }()
-	<-done
-	c.Close()
-	u.Close()
-	l.mu.Lock()
-	delete(l.conns, c)
-	delete(l.conns, u)
-	l.mu.Unlock()
-}
-
-func (l *link) cut() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.ln != nil {
-		l.ln.Close()
-		l.ln = nil
-	}
-	for c := range l.conns {
-		c.Close()
-	}
-	clear(l.conns)
-}
-
-func (l *link) restore() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.ln != nil {
-		return
-	}
-	var ln net.Listener
-	var err error
-	for range 50 {
-		if ln, err = net.Listen("tcp", l.addr); err == nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err != nil {
-		panic(fmt.Sprintf("restoring the link on %s: %v", l.addr, err))
-	}
-	l.ln = ln
-	go l.accept(ln)
 }
 
 // writeEdgeKubeconfig writes the edge's upstream kubeconfig: the
