@@ -51,12 +51,18 @@ type MirrorRule struct {
 // referenceable are the resources a rule may mirror as referenced by pods.
 var referenceable = map[schema.GroupResource]bool{{Resource: "configmaps"}: true, {Resource: "secrets"}: true, {Resource: "serviceaccounts"}: true}
 
+// AnnotationMirrorReplaceable marks a local object that kubestore's own
+// controllers keep (the default ServiceAccount of a namespace): a mirrored
+// object of the same name takes its place, as the cluster's own controllers
+// keep it there.
+const AnnotationMirrorReplaceable = "mirror.kubestore.io/replaceable"
+
 // NodeNameVar is replaced by the node name in a rule's selectors.
 const NodeNameVar = "$(NODE_NAME)"
 
 // DefaultMirrorRules are what a node runs on: its own Node, Lease (the
 // heartbeat the cluster's node-lifecycle controller reads) and CSINode,
-// its pods and the ConfigMaps and Secrets they reference, the Services and
+// its pods and the ConfigMaps, Secrets and ServiceAccounts they reference, the Services and
 // EndpointSlices that kube-proxy and CoreDNS watch, and the RuntimeClasses
 // and CSIDrivers the kubelet watches. Nothing else.
 func DefaultMirrorRules() []MirrorRule {
@@ -67,6 +73,7 @@ func DefaultMirrorRules() []MirrorRule {
 		{Name: "pods", Resource: "pods", FieldSelector: "spec.nodeName=" + NodeNameVar},
 		{Name: "configmaps", Resource: "configmaps", ReferencedBy: "pods"},
 		{Name: "secrets", Resource: "secrets", ReferencedBy: "pods"},
+		{Name: "serviceaccounts", Resource: "serviceaccounts", ReferencedBy: "pods"},
 		{Name: "services", Resource: "services"},
 		{Name: "endpointslices", Resource: "endpointslices.discovery.k8s.io"},
 		{Name: "runtimeclasses", Resource: "runtimeclasses.node.k8s.io"},

@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/klog/v2"
+
+	"github.com/kubestore/kubestore/config"
 )
 
 // localError is a failure of the local store, not of the upstream.
@@ -139,6 +141,13 @@ func (m *Mirror) applyObject(ctx context.Context, r *rule, store *Store, u *unst
 		}
 		if cur.GetUID() != a.GetUID() {
 			if m.mirroredBy(cur) == nil {
+				if cur.GetAnnotations()[config.AnnotationMirrorReplaceable] != "" && !how.answer {
+					// Kept by kubestore's own controllers until the
+					// cluster's takes its place, in one write: a delete
+					// first would have them create it again.
+					op = opUpdated
+					return obj.DeepCopyObject(), nil, nil
+				}
 				// A local object of the same name: it is not the
 				// mirror's to replace.
 				return nil, nil, fmt.Errorf("%w: %s %s exists locally and no rule mirrored it", errLocalObject, r.gr, key)

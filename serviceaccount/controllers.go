@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/mirror"
 )
 
@@ -109,7 +110,11 @@ func Controllers(ctx context.Context, cfg *rest.Config, keys *Keys, st State, ac
 			return nil
 		}
 		if accounts && !has(accountsInf, name, DefaultName) {
-			_, err := client.ServiceAccounts(name).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: DefaultName}}, metav1.CreateOptions{})
+			// Marked replaceable: a mirrored default ServiceAccount of the
+			// cluster takes its place.
+			sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: DefaultName,
+				Annotations: map[string]string{config.AnnotationMirrorReplaceable: "true"}}}
+			_, err := client.ServiceAccounts(name).Create(ctx, sa, metav1.CreateOptions{})
 			if err != nil && !apierrors.IsAlreadyExists(err) && !apierrors.IsForbidden(err) {
 				return err
 			}
