@@ -19,7 +19,7 @@ PLATFORMS := linux-amd64 linux-arm64 linux-arm linux-riscv64
 GOTESTFLAGS ?=
 TEST_TIMEOUT ?= 45m
 
-.PHONY: fuzz build run test release-check vet cross clean generate $(addprefix build-,$(PLATFORMS))
+.PHONY: fuzz build run test release-check release-builds vet cross clean generate upstream-bins node-agents $(addprefix build-,$(PLATFORMS))
 
 build:
 	$(GOBUILD) -o bin/kubestore .
@@ -45,14 +45,38 @@ test: vet build
 # The slow checks of a release, on top of make test (.ci/run runs both):
 # the arm64, armv7 and riscv64 binaries of make cross run under
 # qemu-user-static (test/e2e/qemu_test.go), every fuzz target runs
-# briefly, and two builds of HEAD must be byte-identical
-# (scripts/reproducible).
-release-check: build-linux-arm64 build-linux-arm build-linux-riscv64 fuzz
+# briefly, two builds of HEAD must be byte-identical
+# (scripts/reproducible), and the node agents (the kubelet and kube-proxy
+# of kubemark's hollow node) run on kubestore alone and through the
+# mirror of a real cluster (test/e2e/nodeagent_test.go). The node-agent
+# suite waits more than it computes: it runs beside the builds.
+release-check: build upstream-bins
+	$(MAKE) -j2 --output-sync=target release-builds node-agents
+
+release-builds: build-linux-arm64 build-linux-arm build-linux-riscv64 fuzz
 	KUBESTORE_BIN_ARM64=$(CURDIR)/dist/kubestore-linux-arm64 \
 	KUBESTORE_BIN_ARMV7=$(CURDIR)/dist/kubestore-linux-armv7 \
 	KUBESTORE_BIN_RISCV64=$(CURDIR)/dist/kubestore-linux-riscv64 \
 		go test -count=1 $(GOTESTFLAGS) -timeout $(TEST_TIMEOUT) -run '^TestCrossBinariesUnderQEMU$$' ./test/e2e
 	scripts/reproducible
+
+# Third-party binaries the node-agent tests run, built from their upstream
+# modules at the versions kubestore pins, in the test tree's own module
+# (test/upstream/go.mod), never in kubestore's go.mod: kubemark (the hollow
+# node), kube-apiserver, kube-controller-manager and etcd.
+UPSTREAM_BIN := $(CURDIR)/bin/upstream
+upstream-bins:
+	cd test/upstream && CGO_ENABLED=0 go build -trimpath -o $(UPSTREAM_BIN)/ \
+		k8s.io/kubernetes/cmd/kubemark k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
+	cd test/upstream && CGO_ENABLED=0 go build -trimpath -o $(UPSTREAM_BIN)/etcd go.etcd.io/etcd/server/v3
+
+# The node-agent suite alone (make upstream-bins first), with the mirror's
+# faults test at its full five minutes of a flapping link;
+# NODE_AGENTS_FLAGS may say -short (outages of a minute, two delete races).
+NODE_AGENTS_FLAGS ?=
+node-agents:
+	KUBESTORE_BIN=$(CURDIR)/bin/kubestore KUBESTORE_UPSTREAM_BIN_DIR=$(UPSTREAM_BIN) KUBESTORE_MIRROR_FLAP=5m \
+		go test -count=1 -v $(NODE_AGENTS_FLAGS) -timeout 40m -run '^(TestNodeAgents|TestMirrorUnderFaults)' ./test/e2e
 
 # Measures the built binary: one table on stdout, the figures in bench.json
 # (docs/PERFORMANCE.md). BENCHFLAGS adds options, e.g.
