@@ -1,0 +1,122 @@
+package mirror
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubestore/kubestore/cacher"
+	"github.com/kubestore/kubestore/config"
+)
+
+// stateBackend is the real store of the mirror's records: the embedded
+// etcd behind cacher.Backend, on a temp dir.
+func stateBackend(t *testing.T) *cacher.Backend {
+	t.Helper()
+	cfg := config.Default()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.DataDir = dir
+	cfg.Etcd.QuotaBackendBytes = 64 << 20
+	cc, err := cfg.Complete()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := cacher.Open(t.Context(), cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	return b
+}
+
+// The node's pending writes survive a restart (they are in etcd), one
+// record per object however many writes; a reconciliation clears a record
+// unless the node wrote again meanwhile.
+func TestPendingRecords(t *testing.T) {
+	b := stateBackend(t)
+	ctx := t.Context()
+	p := newPending(b)
+	pod := pendingRecord{Resource: "pods", Namespace: "ns", Name: "p", Rule: "pods", UID: "uid-1"}
+	for range 3 {
+		if err := p.record(ctx, pod, ownStatus); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.record(ctx, pod, ownDelete); err != nil {
+		t.Fatal(err)
+	}
+	lease := pendingRecord{Resource: "leases.coordination.k8s.io", Namespace: leaseNS, Name: "n", Rule: "node-lease"}
+	if err := p.record(ctx, lease, ownCreate); err != nil {
+		t.Fatal(err)
+	}
+
+	// A restart reads them back.
+	again := newPending(b)
+	if err := again.load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	all := again.all()
+	if len(all) != 2 {
+		t.Fatalf("%d records after a restart, want 2: %+v", len(all), all)
+	}
+	got, ok := again.get(podsResource, "ns", "p")
+	if !ok || !got.has(ownStatus) || !got.has(ownDelete) || len(got.Writes) != 2 || got.UID != "uid-1" {
+		t.Errorf("the pod's record %+v, want writes status and delete once each, uid-1", got)
+	}
+	if _, ok := again.get(leasesResource, leaseNS, "n"); !ok {
+		t.Error("the lease's record is gone after a restart")
+	}
+
+	// Written again during its reconciliation: kept.
+	again.begin(got)
+	if err := again.record(ctx, pod, ownStatus); err != nil {
+		t.Fatal(err)
+	}
+	if cleared, err := again.clear(ctx, got); err != nil || cleared {
+		t.Errorf("clear of a record written during its reconciliation: %v %v, want it kept", cleared, err)
+	}
+	// Not written again: cleared, in etcd too.
+	again.begin(got)
+	if cleared, err := again.clear(ctx, got); err != nil || !cleared {
+		t.Errorf("clear: %v %v, want cleared", cleared, err)
+	}
+	third := newPending(b)
+	if err := third.load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := third.get(podsResource, "ns", "p"); ok {
+		t.Error("a cleared record is back after a restart")
+	}
+}
+
+// The uids of deleted objects are remembered for deletedFor and at most
+// maxDeleted of them, the oldest going first.
+func TestDeletedUIDs(t *testing.T) {
+	var d deletedUIDs
+	d.add("")
+	if d.has("") {
+		t.Error("an empty uid is remembered")
+	}
+	for i := range maxDeleted + 10 {
+		d.add(types.UID(fmt.Sprint(i)))
+	}
+	if len(d.at) > maxDeleted {
+		t.Errorf("%d uids remembered, want at most %d", len(d.at), maxDeleted)
+	}
+	if !d.has(types.UID(fmt.Sprint(maxDeleted + 9))) {
+		t.Error("the latest uid is forgotten")
+	}
+	if d.has("0") {
+		t.Error("the oldest uid is still remembered past the bound")
+	}
+	d.at["old"] = time.Now().Add(-deletedFor - time.Second)
+	if d.has("old") {
+		t.Error("a uid older than deletedFor is still remembered")
+	}
+}
