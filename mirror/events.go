@@ -30,9 +30,9 @@ const (
 )
 
 var (
-	coreEvents   = schema.GroupResource{Resource: "events"}
-	eventsV1     = schema.GroupResource{Group: "events.k8s.io", Resource: "events"}
-	eventsV1Kind = schema.GroupVersionResource{Version: "v1", Resource: "events"}
+	coreEvents    = schema.GroupResource{Resource: "events"}
+	eventsV1      = schema.GroupResource{Group: "events.k8s.io", Resource: "events"}
+	coreEventsGVR = schema.GroupVersionResource{Version: "v1", Resource: "events"}
 )
 
 // outboxState names the queued Events in the mirror's state.
@@ -278,7 +278,7 @@ func (o *outbox) sendOne(ctx context.Context, q queuedEvent) (string, error) {
 	}
 	store := &Store{GVK: corev1.SchemeGroupVersion.WithKind("Event"), Namespaced: true}
 	u := forUpstream(data, store)
-	up := o.m.dyn.Resource(eventsV1Kind).Namespace(q.Namespace)
+	up := o.m.dyn.Resource(coreEventsGVR).Namespace(q.Namespace)
 	for range 5 {
 		_, err = up.Create(ctx, u, metav1.CreateOptions{})
 		if !apierrors.IsAlreadyExists(err) {
