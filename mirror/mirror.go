@@ -17,12 +17,16 @@
 //
 // A mirrored object belongs to the upstream: WithWriteThrough forwards
 // local writes to it while the link is up and refuses them with 503 while
-// it is down. Objects no rule matches are local.
+// it is down, except the node's own writes (its Node's status, Lease and
+// CSINode, its pods' status and final deletes), which it applies locally
+// and keeps pending until the link is back, and the Events of the node's
+// agents, which it queues for the upstream. Objects no rule matches are
+// local.
 //
 // Use:
 //
 //	m, err := mirror.New(cc.Config().Mirror, stores, state)
-//	handler = m.WithWriteThrough(handler, serializer)
+//	handler = m.WithWriteThrough(handler, serializer, decoder, maxBodyBytes)
 //	go m.Run(ctx) // until ctx ends
 package mirror
 
