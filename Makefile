@@ -63,12 +63,14 @@ release-builds: build-linux-arm64 build-linux-arm build-linux-riscv64 fuzz
 # Third-party binaries the node-agent tests run, built from their upstream
 # modules at the versions kubestore pins, in the test tree's own module
 # (test/upstream/go.mod), never in kubestore's go.mod: kubemark (the hollow
-# node), kube-apiserver, kube-controller-manager and etcd.
+# node), kube-apiserver, kube-controller-manager and etcd; and CoreDNS, at
+# its own pins (test/coredns/go.mod).
 UPSTREAM_BIN := $(CURDIR)/bin/upstream
 upstream-bins:
 	cd test/upstream && CGO_ENABLED=0 go build -trimpath -o $(UPSTREAM_BIN)/ \
 		k8s.io/kubernetes/cmd/kubemark k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
 	cd test/upstream && CGO_ENABLED=0 go build -trimpath -o $(UPSTREAM_BIN)/etcd go.etcd.io/etcd/server/v3
+	cd test/coredns && CGO_ENABLED=0 go build -trimpath -o $(UPSTREAM_BIN)/coredns github.com/coredns/coredns
 
 # The node-agent suite alone (make upstream-bins first), with the mirror's
 # faults test at its full five minutes of a flapping link;

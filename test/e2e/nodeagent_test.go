@@ -144,6 +144,7 @@ func TestNodeAgentsOnKubestore(t *testing.T) {
 	if readyIn > 10*time.Second {
 		t.Errorf("node Ready %s after the kubelet started, want within 10 s", readyIn)
 	}
+	dns := startCoreDNS(t, p.kubeconfig)
 	pods := seedNode(t, cs, ns, node, 5)
 	if !eventually(60*time.Second, func() bool { return podsRunning(t.Context(), cs, ns, pods) }) {
 		t.Fatalf("pods not Running and Ready in 60 s")
@@ -172,8 +173,22 @@ func TestNodeAgentsOnKubestore(t *testing.T) {
 	if !nodeReady(t.Context(), cs, node) || !podsRunning(t.Context(), cs, ns, pods[2:]) {
 		t.Error("after five minutes: the node or its pods are no longer Ready")
 	}
+	// CoreDNS serves the cluster's names from kubestore's Services.
+	svc, err := cs.CoreV1().Services(ns).Create(t.Context(), &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "agent"}, Ports: []corev1.ServicePort{{Port: 80}}}}, metav1.CreateOptions{})
+	must(t, err)
+	var addrs []string
+	if !eventually(30*time.Second, func() bool {
+		addrs, err = dns.resolve(t, "web."+ns+".svc.cluster.local")
+		return err == nil && slices.Contains(addrs, svc.Spec.ClusterIP)
+	}) {
+		t.Errorf("CoreDNS on kubestore: web.%s.svc.cluster.local resolves to %v (%v), want %s", ns, addrs, err, svc.Spec.ClusterIP)
+	}
 	checkServed(t, "kubelet", h.kubelet.out.String())
 	checkServed(t, "kube-proxy", h.proxy.out.String())
+	if errs := dns.errors(); len(errs) > 0 {
+		t.Errorf("CoreDNS logged errors against kubestore:\n%s", strings.Join(errs, "\n"))
+	}
 }
 
 // nodeEdge is an edge of the node-agent tests: a kubestore mirroring the

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -9,6 +10,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -259,4 +261,65 @@ func notFound(out string) []string {
 		}
 	}
 	return list
+}
+
+// coreDNS is CoreDNS serving the cluster.local zone from the API of a
+// kubeconfig, on a loopback port.
+type coreDNS struct {
+	p    *process
+	addr string
+}
+
+func startCoreDNS(t *testing.T, kubeconfig string) *coreDNS {
+	t.Helper()
+	bin := upstreamBinary(t, "coredns")
+	ports := freePorts(t, 2)
+	d := &coreDNS{addr: fmt.Sprintf("127.0.0.1:%d", ports[0])}
+	corefile := filepath.Join(t.TempDir(), "Corefile")
+	must(t, os.WriteFile(corefile, []byte(fmt.Sprintf(`.:%d {
+    bind 127.0.0.1
+    errors
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        kubeconfig %s
+        pods verified
+        fallthrough in-addr.arpa ip6.arpa
+    }
+    ready 127.0.0.1:%d
+}
+`, ports[0], kubeconfig, ports[1])), 0o600))
+	d.p = run(t, "coredns", bin, "-conf", corefile)
+	ready := fmt.Sprintf("http://127.0.0.1:%d/ready", ports[1])
+	if !eventually(60*time.Second, func() bool {
+		resp, err := http.Get(ready) //nolint:noctx // a loopback probe
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}) {
+		t.Fatalf("CoreDNS not ready in 60 s:\n%s", d.p.out.String())
+	}
+	return d
+}
+
+// resolve asks CoreDNS for name's addresses.
+func (d *coreDNS) resolve(t *testing.T, name string) ([]string, error) {
+	t.Helper()
+	r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, d.addr)
+	}}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	return r.LookupHost(ctx, name)
+}
+
+// errors are the lines CoreDNS logged at error level.
+func (d *coreDNS) errors() []string {
+	var out []string
+	for _, line := range strings.Split(d.p.out.String(), "\n") {
+		if strings.Contains(line, "[ERROR]") {
+			out = append(out, line)
+		}
+	}
+	return out
 }
