@@ -20,6 +20,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"k8s.io/apiserver/pkg/authentication/authenticator"
@@ -39,6 +40,11 @@ type Access struct {
 	tokenFile, policyFile string
 	tokens                atomic.Pointer[[]tokenEntry]
 	policy                atomic.Pointer[policy]
+
+	mu sync.Mutex
+	// caches are the token caches of the authenticators built; a reload
+	// empties them.
+	caches []*tokenCache
 }
 
 // Load loads both files; a file that does not load fails the start.
@@ -66,6 +72,13 @@ func (a *Access) Reload() error {
 	}
 	a.tokens.Store(&tokens)
 	a.policy.Store(p)
+	// A token the reload revoked stops working at once, not once its
+	// cached authentication expires.
+	a.mu.Lock()
+	for _, c := range a.caches {
+		c.reset()
+	}
+	a.mu.Unlock()
 	klog.InfoS("Access control loaded", "tokens", len(tokens), "policyRules", len(p.Rules))
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"k8s.io/apiserver/pkg/apis/apiserver"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
@@ -13,6 +15,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
 	"k8s.io/apiserver/pkg/authentication/request/union"
 	"k8s.io/apiserver/pkg/authentication/request/x509"
+	tokencache "k8s.io/apiserver/pkg/authentication/token/cache"
 	tokenunion "k8s.io/apiserver/pkg/authentication/token/union"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -53,12 +56,41 @@ func (a *Access) TokenAuthenticator(apiAudiences []string, tokens ...authenticat
 	})
 }
 
+// tokenCacheTTL is how long a token that authenticated is taken as
+// authenticated again without asking its authenticator, kube-apiserver's
+// --token-success-cache-ttl: a ServiceAccount token is then not verified
+// and looked up on every request, and a token revoked (its ServiceAccount
+// or bound pod deleted, the token file reloaded) may still pass for as
+// long. Failures are not cached (--token-failure-cache-ttl 0).
+const tokenCacheTTL = 10 * time.Second
+
 func (a *Access) bearer(apiAudiences []string, tokens []authenticator.Token) authenticator.Request {
 	file := authenticator.Token(authenticator.TokenFunc(a.authenticateToken))
 	if len(apiAudiences) > 0 {
 		file = authenticator.WrapAudienceAgnosticToken(apiAudiences, file)
 	}
-	return bearertoken.New(tokenunion.New(append([]authenticator.Token{file}, tokens...)...))
+	c := &tokenCache{next: tokenunion.New(append([]authenticator.Token{file}, tokens...)...)}
+	c.reset()
+	a.mu.Lock()
+	a.caches = append(a.caches, c)
+	a.mu.Unlock()
+	return bearertoken.New(c)
+}
+
+// tokenCache caches what next authenticates, for tokenCacheTTL; reset
+// empties it.
+type tokenCache struct {
+	next  authenticator.Token
+	cache atomic.Pointer[authenticator.Token]
+}
+
+func (c *tokenCache) reset() {
+	t := tokencache.New(c.next, true, tokenCacheTTL, 0)
+	c.cache.Store(&t)
+}
+
+func (c *tokenCache) AuthenticateToken(ctx context.Context, token string) (*authenticator.Response, bool, error) {
+	return (*c.cache.Load()).AuthenticateToken(ctx, token)
 }
 
 // Authorizer allows the admin identity and the health endpoints

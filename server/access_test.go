@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -453,4 +454,45 @@ func TestTokenReview(t *testing.T) {
 	}
 	_, err := ts.client.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{}, metav1.CreateOptions{})
 	wantStatus(t, "a review without a token", err, apierrors.IsBadRequest, "400 Bad Request")
+}
+
+// ServiceAccount tokens are verified once per kube-apiserver's cache
+// window (10 s): fifty requests with one token cost one lookup of the
+// ServiceAccount, not fifty; a token whose ServiceAccount is deleted stops
+// working at the latest when its cached authentication expires.
+func TestServiceAccountTokenCache(t *testing.T) {
+	ts := startServer(t, testConfig(t))
+	ctx := t.Context()
+	sas := ts.client.CoreV1().ServiceAccounts("default")
+	if _, err := sas.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "cached"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := sas.CreateToken(ctx, "cached", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := tokenClient(t, ts, tr.Status.Token)
+	lookups := func() float64 {
+		return ts.metric("apiserver_request_total", map[string]string{"verb": "GET", "resource": "serviceaccounts", "code": "200"})
+	}
+	before := lookups()
+	for range 50 {
+		if _, err := c.Discovery().ServerVersion(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := lookups() - before
+	t.Logf("50 requests with one ServiceAccount token: %v lookups of the ServiceAccount", got)
+	if got > 2 {
+		t.Errorf("50 requests with one token looked the ServiceAccount up %v times, want at most once per cache window", got)
+	}
+	if err := sas.Delete(ctx, "cached", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deleted := time.Now()
+	eventually(t, 15*time.Second, "the token of a deleted ServiceAccount refused", func() (bool, error) {
+		_, err := c.Discovery().ServerVersion()
+		return apierrors.IsUnauthorized(err), err
+	})
+	t.Logf("the token of a deleted ServiceAccount was refused %s after the delete", time.Since(deleted).Round(100*time.Millisecond))
 }

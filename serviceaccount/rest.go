@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/utils/ptr"
 )
 
 // TokenREST is the serviceaccounts/token subresource: TokenRequest, as
@@ -43,18 +44,26 @@ func (r *TokenREST) GroupVersionKind(schema.GroupVersion) schema.GroupVersionKin
 
 func (r *TokenREST) Create(ctx context.Context, name string, obj runtime.Object, createValidation rest.ValidateObjectFunc, _ *metav1.CreateOptions) (runtime.Object, error) {
 	req := obj.(*authenticationv1.TokenRequest)
+	gk := authenticationv1.SchemeGroupVersion.WithKind("TokenRequest").GroupKind()
+	namespace := genericapirequest.NamespaceValue(ctx)
+	// The body may name the ServiceAccount only as the URL does.
+	if req.Name != "" && req.Name != name {
+		return nil, apierrors.NewInvalid(gk, name, field.ErrorList{field.Invalid(field.NewPath("metadata").Child("name"), req.Name, "must match the service account name if specified")})
+	}
+	if req.Namespace != "" && req.Namespace != namespace {
+		return nil, apierrors.NewInvalid(gk, name, field.ErrorList{field.Invalid(field.NewPath("metadata").Child("namespace"), req.Namespace, "must match the service account namespace if specified")})
+	}
 	if req.Spec.ExpirationSeconds == nil {
-		req.Spec.ExpirationSeconds = ptr(int64(defaultExpiresIn / time.Second))
+		req.Spec.ExpirationSeconds = ptr.To(int64(defaultExpiresIn / time.Second))
 	}
 	if errs := validateTokenRequest(req); len(errs) > 0 {
-		return nil, apierrors.NewInvalid(authenticationv1.SchemeGroupVersion.WithKind("TokenRequest").GroupKind(), "", errs)
+		return nil, apierrors.NewInvalid(gk, "", errs)
 	}
 	if createValidation != nil {
 		if err := createValidation(ctx, obj.DeepCopyObject()); err != nil {
 			return nil, err
 		}
 	}
-	namespace := genericapirequest.NamespaceValue(ctx)
 	l, err := r.lookup()
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
@@ -63,6 +72,10 @@ func (r *TokenREST) Create(ctx context.Context, name string, obj runtime.Object,
 	if err != nil {
 		return nil, err
 	}
+	if req.UID != "" && req.UID != sa.UID {
+		return nil, apierrors.NewConflict(schema.GroupResource{Group: gk.Group, Resource: gk.Kind}, name,
+			fmt.Errorf("the UID in the token request (%s) does not match the UID of the service account (%s)", req.UID, sa.UID))
+	}
 	var pod, secret *ref
 	if b := req.Spec.BoundObjectRef; b != nil {
 		var uid types.UID
@@ -70,13 +83,17 @@ func (r *TokenREST) Create(ctx context.Context, name string, obj runtime.Object,
 		case b.Kind == "Pod" && (b.APIVersion == "" || b.APIVersion == "v1"):
 			p, err := l.Pod(ctx, namespace, b.Name)
 			if err != nil {
-				return nil, apierrors.NewBadRequest(fmt.Sprintf("cannot bind token to Pod %q: %v", b.Name, err))
+				return nil, err
+			}
+			// A token of one ServiceAccount never carries a pod of another.
+			if name != p.Spec.ServiceAccountName {
+				return nil, apierrors.NewBadRequest(fmt.Sprintf("cannot bind token for serviceaccount %q to pod running with different serviceaccount name.", name))
 			}
 			uid, pod = p.UID, &ref{Name: p.Name, UID: string(p.UID)}
 		case b.Kind == "Secret" && (b.APIVersion == "" || b.APIVersion == "v1"):
 			s, err := l.Secret(ctx, namespace, b.Name)
 			if err != nil {
-				return nil, apierrors.NewBadRequest(fmt.Sprintf("cannot bind token to Secret %q: %v", b.Name, err))
+				return nil, err
 			}
 			uid, secret = s.UID, &ref{Name: s.Name, UID: string(s.UID)}
 		default:
@@ -95,6 +112,8 @@ func (r *TokenREST) Create(ctx context.Context, name string, obj runtime.Object,
 		return nil, apierrors.NewInternalError(err)
 	}
 	out := req.DeepCopy()
+	out.Name, out.Namespace, out.UID = sa.Name, sa.Namespace, sa.UID
+	out.CreationTimestamp = metav1.NewTime(exp.Add(-time.Duration(*req.Spec.ExpirationSeconds) * time.Second))
 	out.Spec.Audiences = audiences
 	out.Status = authenticationv1.TokenRequestStatus{Token: token, ExpirationTimestamp: metav1.NewTime(exp)}
 	return out, nil
@@ -111,5 +130,3 @@ func validateTokenRequest(r *authenticationv1.TokenRequest) field.ErrorList {
 	}
 	return nil
 }
-
-func ptr[T any](v T) *T { return &v }

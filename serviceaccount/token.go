@@ -13,7 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
-	"k8s.io/apiserver/pkg/authentication/user"
+	saauth "k8s.io/apiserver/pkg/authentication/serviceaccount"
+	tokenjwt "k8s.io/apiserver/pkg/authentication/token/jwt"
 )
 
 // The claims of a bound token, upstream's (pkg/serviceaccount/claims.go).
@@ -34,14 +35,8 @@ type ref struct {
 	UID  string `json:"uid"`
 }
 
-// Upstream's names (k8s.io/apiserver/pkg/authentication/serviceaccount).
+// TokenRequest's bounds and default (pkg/apis/authentication/validation).
 const (
-	usernamePrefix   = "system:serviceaccount:"
-	allGroup         = "system:serviceaccounts"
-	groupPrefix      = "system:serviceaccounts:"
-	extraCredential  = "authentication.kubernetes.io/credential-id"
-	extraPodName     = "authentication.kubernetes.io/pod-name"
-	extraPodUID      = "authentication.kubernetes.io/pod-uid"
 	maxExpiration    = 1 << 32 * time.Second
 	minExpiration    = 10 * time.Minute
 	defaultExpiresIn = time.Hour
@@ -53,7 +48,7 @@ func (k *Keys) Issue(sa *corev1.ServiceAccount, audiences []string, expiresIn ti
 	exp := now.Add(expiresIn)
 	c := claims{
 		RegisteredClaims: jwt.RegisteredClaims{
-			Issuer: k.issuer, Subject: usernamePrefix + sa.Namespace + ":" + sa.Name, Audience: audiences,
+			Issuer: k.issuer, Subject: saauth.MakeUsername(sa.Namespace, sa.Name), Audience: audiences,
 			ExpiresAt: jwt.NewNumericDate(exp), IssuedAt: jwt.NewNumericDate(now), NotBefore: jwt.NewNumericDate(now),
 			ID: uuid.NewString(),
 		},
@@ -125,14 +120,14 @@ func (k *Keys) Authenticator(lookup func() (Lookup, error)) authenticator.Token 
 		case sa.DeletionTimestamp != nil:
 			return nil, false, fmt.Errorf("service account %s/%s is being deleted", kc.Namespace, kc.ServiceAccount.Name)
 		}
-		u := &user.DefaultInfo{Name: usernamePrefix + kc.Namespace + ":" + kc.ServiceAccount.Name, UID: kc.ServiceAccount.UID,
-			Groups: []string{allGroup, groupPrefix + kc.Namespace}, Extra: map[string][]string{extraCredential: {"JTI=" + c.ID}}}
+		info := saauth.ServiceAccountInfo{Name: kc.ServiceAccount.Name, Namespace: kc.Namespace, UID: kc.ServiceAccount.UID,
+			CredentialID: tokenjwt.CredentialIDForJTI(c.ID)}
 		if p := kc.Pod; p != nil {
 			pod, err := l.Pod(ctx, kc.Namespace, p.Name)
 			if err != nil || pod.UID != types.UID(p.UID) || pod.DeletionTimestamp != nil {
 				return nil, false, fmt.Errorf("the pod %s/%s the token is bound to no longer exists", kc.Namespace, p.Name)
 			}
-			u.Extra[extraPodName], u.Extra[extraPodUID] = []string{p.Name}, []string{p.UID}
+			info.PodName, info.PodUID = p.Name, p.UID
 		}
 		if s := kc.Secret; s != nil {
 			secret, err := l.Secret(ctx, kc.Namespace, s.Name)
@@ -140,6 +135,6 @@ func (k *Keys) Authenticator(lookup func() (Lookup, error)) authenticator.Token 
 				return nil, false, fmt.Errorf("the secret %s/%s the token is bound to no longer exists", kc.Namespace, s.Name)
 			}
 		}
-		return &authenticator.Response{User: u, Audiences: auds}, true, nil
+		return &authenticator.Response{User: info.UserInfo(), Audiences: auds}, true, nil
 	})
 }

@@ -2,18 +2,22 @@ package serviceaccount
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/authentication/user"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
 	"github.com/kubestore/kubestore/datadir"
 )
@@ -123,21 +127,62 @@ func TestTokenAuthentication(t *testing.T) {
 			if ok {
 				u := resp.User
 				if u.GetName() != "system:serviceaccount:ns:agent" || u.GetUID() != "sa-1" ||
-					strings.Join(u.GetGroups(), ",") != "system:serviceaccounts,system:serviceaccounts:ns" || !strings.HasPrefix(u.GetExtra()[extraCredential][0], "JTI=") {
+					strings.Join(u.GetGroups(), ",") != "system:serviceaccounts,system:serviceaccounts:ns" || !strings.HasPrefix(u.GetExtra()[user.CredentialIDKey][0], "JTI=") {
 					t.Errorf("user %+v", u)
 				}
 			}
 		})
 	}
 
-	// The claims are upstream's.
-	var c claims
-	if _, _, err := jwt.NewParser().ParseUnverified(issue([]string{issuer}, time.Hour, &ref{Name: "p", UID: "pod-1"}), &c); err != nil {
-		t.Fatal(err)
-	}
-	if c.Subject != "system:serviceaccount:ns:agent" || c.Kubernetes.Namespace != "ns" || c.Kubernetes.ServiceAccount.UID != "sa-1" ||
-		c.Kubernetes.Pod == nil || c.Kubernetes.Pod.UID != "pod-1" || c.ID == "" || c.NotBefore == nil || c.IssuedAt == nil {
-		t.Errorf("claims %+v", c)
+}
+
+// The claims are upstream's: the private claims as upstream's TestClaims
+// (k8s.io/kubernetes pkg/serviceaccount/claims_test.go) wants them for a
+// token bound to a pod and to a secret, byte for byte, and the registered
+// claims by the names go-jose gives them.
+func TestClaimsAsUpstream(t *testing.T) {
+	k := newKeys(t)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "myns", Name: "mysvcacct", UID: "mysvcacct-uid"}}
+	for _, tc := range []struct {
+		name        string
+		pod, secret *ref
+		want        string
+	}{
+		{"pod", &ref{Name: "mypod", UID: "mypod-uid"}, nil,
+			`{"namespace":"myns","serviceaccount":{"name":"mysvcacct","uid":"mysvcacct-uid"},"pod":{"name":"mypod","uid":"mypod-uid"}}`},
+		{"secret", nil, &ref{Name: "mysecret", UID: "mysecret-uid"},
+			`{"namespace":"myns","serviceaccount":{"name":"mysvcacct","uid":"mysvcacct-uid"},"secret":{"name":"mysecret","uid":"mysecret-uid"}}`},
+		{"unbound", nil, nil, `{"namespace":"myns","serviceaccount":{"name":"mysvcacct","uid":"mysvcacct-uid"}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tok, _, err := k.Issue(sa, []string{issuer}, time.Hour, tc.pod, tc.secret)
+			if err != nil {
+				t.Fatal(err)
+			}
+			parts := strings.Split(tok, ".")
+			payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			var fields map[string]json.RawMessage
+			if err := json.Unmarshal(payload, &fields); err != nil {
+				t.Fatal(err)
+			}
+			if got := string(fields["kubernetes.io"]); got != tc.want {
+				t.Errorf("private claims\n got %s\nwant %s", got, tc.want)
+			}
+			var names []string
+			for name := range fields {
+				names = append(names, name)
+			}
+			sort.Strings(names)
+			if got := strings.Join(names, ","); got != "aud,exp,iat,iss,jti,kubernetes.io,nbf,sub" {
+				t.Errorf("claims %s, want upstream's aud,exp,iat,iss,jti,kubernetes.io,nbf,sub", got)
+			}
+			if sub := string(fields["sub"]); sub != `"system:serviceaccount:myns:mysvcacct"` {
+				t.Errorf("sub %s", sub)
+			}
+		})
 	}
 }
 
@@ -154,5 +199,52 @@ func TestJWKS(t *testing.T) {
 	}
 	if key := set.Keys[0]; key["kid"] != k.kid || key["kty"] != "EC" || key["alg"] != "ES256" || len(key["x"]) != 43 || len(key["y"]) != 43 {
 		t.Errorf("JWK %v", key)
+	}
+}
+
+// TokenRequest as upstream's (pkg/registry/core/serviceaccount/storage/
+// token.go): a token is bound only to a pod that runs as its
+// ServiceAccount, the body names the ServiceAccount only as the URL does,
+// and a uid it names must be the ServiceAccount's.
+func TestTokenRequestChecks(t *testing.T) {
+	k := newKeys(t)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "agent", UID: "sa-1"}}
+	own := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "own", UID: "pod-1"}, Spec: corev1.PodSpec{ServiceAccountName: "agent"}}
+	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "other", UID: "pod-2"}, Spec: corev1.PodSpec{ServiceAccountName: "admin"}}
+	objs := objects{sas: map[string]*corev1.ServiceAccount{"ns/agent": sa}, pods: map[string]*corev1.Pod{"ns/own": own, "ns/other": other}}
+	r := NewTokenREST(k, func() (Lookup, error) { return objs, nil })
+	ctx := genericapirequest.WithNamespace(t.Context(), "ns")
+	bound := func(pod string) authenticationv1.TokenRequestSpec {
+		return authenticationv1.TokenRequestSpec{BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod}}
+	}
+	for _, tc := range []struct {
+		name  string
+		req   *authenticationv1.TokenRequest
+		check func(error) bool
+		msg   string
+	}{
+		{"bound to its own pod", &authenticationv1.TokenRequest{Spec: bound("own")}, func(err error) bool { return err == nil }, ""},
+		{"bound to a pod of another ServiceAccount", &authenticationv1.TokenRequest{Spec: bound("other")}, apierrors.IsBadRequest,
+			`cannot bind token for serviceaccount "agent" to pod running with different serviceaccount name.`},
+		{"bound to a missing pod", &authenticationv1.TokenRequest{Spec: bound("gone")}, apierrors.IsNotFound, `pods "gone" not found`},
+		{"another name in the body", &authenticationv1.TokenRequest{ObjectMeta: metav1.ObjectMeta{Name: "admin"}}, apierrors.IsInvalid,
+			"metadata.name: Invalid value: \"admin\": must match the service account name if specified"},
+		{"another namespace in the body", &authenticationv1.TokenRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system"}}, apierrors.IsInvalid,
+			"metadata.namespace: Invalid value: \"kube-system\": must match the service account namespace if specified"},
+		{"another uid", &authenticationv1.TokenRequest{ObjectMeta: metav1.ObjectMeta{UID: "sa-0"}}, apierrors.IsConflict,
+			"the UID in the token request (sa-0) does not match the UID of the service account (sa-1)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := r.Create(ctx, "agent", tc.req, nil, &metav1.CreateOptions{})
+			if !tc.check(err) || (err != nil && !strings.Contains(err.Error(), tc.msg)) {
+				t.Fatalf("got %v, want %s", err, tc.msg)
+			}
+			if err == nil {
+				tr := out.(*authenticationv1.TokenRequest)
+				if tr.Name != "agent" || tr.Namespace != "ns" || tr.UID != "sa-1" || tr.Status.Token == "" {
+					t.Errorf("answer %s/%s uid %s token %t, want the ServiceAccount's metadata and a token", tr.Namespace, tr.Name, tr.UID, tr.Status.Token != "")
+				}
+			}
+		})
 	}
 }
