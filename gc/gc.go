@@ -22,6 +22,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -40,6 +41,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubestore/kubestore/mirror"
 )
@@ -410,11 +412,22 @@ func (c *Collector) processNext(ctx context.Context) bool {
 }
 
 // process is upstream's attemptToDeleteItem, processDeletingDependentsItem
-// and orphanDependents for one object.
+// and orphanDependents for one object. It decides on the object as etcd
+// has it now, not as the informer last saw it: a dependent re-adopted since
+// is judged with its new owners (upstream reads the latest object too).
 func (c *Collector) process(ctx context.Context, it item) error {
-	obj := c.cached(it)
-	if obj == nil {
+	cached := c.cached(it)
+	if cached == nil {
 		return nil
+	}
+	obj, err := c.resource(it).Get(ctx, it.name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return err
+	case obj.UID != cached.UID:
+		return nil // another object by now: its own events bring it
 	}
 	if _, mirrored := obj.Annotations[mirror.AnnotationRule]; mirrored {
 		// The mirror owns it: its upstream's collector decides.
@@ -442,11 +455,20 @@ func (c *Collector) process(ctx context.Context, it item) error {
 			return nil
 		}
 		// Some owner remains: only the references to the others go.
-		return c.removeReferences(ctx, it, obj, append(dangling, waiting...))
+		_, err := c.removeReferences(ctx, it, obj, append(dangling, waiting...))
+		return err
 	case len(waiting) > 0 && len(c.dependentsOf(obj.UID)) > 0:
 		// An owner waits for its dependents, and this one has its own:
-		// they go first (upstream deletes it in the foreground too).
-		return c.delete(ctx, it, obj.UID, metav1.DeletePropagationForeground)
+		// they go first (upstream deletes it in the foreground too). If
+		// one of those is itself waiting for its dependents, the blocking
+		// references may form a cycle that would wait forever: this
+		// object's references stop blocking first, as upstream does.
+		if c.deletingDependent(obj.UID) {
+			if err := c.unblockOwners(ctx, it, obj); err != nil {
+				return err
+			}
+		}
+		return c.delete(ctx, it, obj, metav1.DeletePropagationForeground)
 	default:
 		policy := metav1.DeletePropagationBackground
 		switch {
@@ -455,8 +477,40 @@ func (c *Collector) process(ctx context.Context, it item) error {
 		case slices.Contains(obj.Finalizers, metav1.FinalizerDeleteDependents):
 			policy = metav1.DeletePropagationForeground
 		}
-		return c.delete(ctx, it, obj.UID, policy)
+		return c.delete(ctx, it, obj, policy)
 	}
+}
+
+// deletingDependent reports whether a dependent of uid is being deleted in
+// the foreground, waiting for its own dependents.
+func (c *Collector) deletingDependent(uid types.UID) bool {
+	for _, dep := range c.dependentsOf(uid) {
+		if m := c.cached(dep); m != nil && m.DeletionTimestamp != nil && slices.Contains(m.Finalizers, metav1.FinalizerDeleteDependents) {
+			return true
+		}
+	}
+	return false
+}
+
+// unblockOwners sets blockOwnerDeletion false on every owner reference of
+// obj (upstream's unblockOwnerReferences).
+func (c *Collector) unblockOwners(ctx context.Context, it item, obj *metav1.PartialObjectMetadata) error {
+	refs := slices.Clone(obj.OwnerReferences)
+	changed := false
+	for i := range refs {
+		if refs[i].BlockOwnerDeletion != nil && *refs[i].BlockOwnerDeletion {
+			refs[i].BlockOwnerDeletion = ptr.To(false)
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	if err := c.patchMeta(ctx, it, obj, map[string]any{"ownerReferences": refs}); err != nil {
+		return fmt.Errorf("unblocking the owner references of %s: %w", it, err)
+	}
+	klog.V(2).InfoS("Garbage collector: owner references no longer block, to break a cycle of foreground deletions", "object", it)
+	return nil
 }
 
 // classify sorts an object's owner references, as upstream: solid owners
@@ -553,14 +607,17 @@ func (c *Collector) orphanDependents(ctx context.Context, it item, owner *metav1
 		if m == nil {
 			continue
 		}
-		if err := c.removeReferences(ctx, dep, m, []types.UID{owner.UID}); err != nil {
+		removed, err := c.removeReferences(ctx, dep, m, []types.UID{owner.UID})
+		if err != nil {
 			errs = append(errs, err)
+		}
+		if removed {
+			orphaned.Inc()
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	orphaned.Add(float64(len(c.dependentsOf(owner.UID))))
 	return c.removeFinalizer(ctx, it, owner, metav1.FinalizerOrphanDependents)
 }
 
@@ -571,24 +628,51 @@ func (c *Collector) resource(it item) metadata.ResourceInterface {
 	return c.client.Resource(it.gvr).Namespace(it.namespace)
 }
 
-// delete deletes one object, only if it is still the one judged (its uid).
-func (c *Collector) delete(ctx context.Context, it item, uid types.UID, policy metav1.DeletionPropagation) error {
-	err := c.resource(it).Delete(ctx, it.name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}, PropagationPolicy: &policy})
-	switch {
-	case err == nil:
-		deletes.WithLabelValues(string(policy)).Inc()
-		klog.V(2).InfoS("Garbage collector deleted an object whose owners are gone", "object", it, "propagation", policy)
-		return nil
-	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
-		return nil // gone, or another object by now
+// delete deletes one object, only as it was judged: its uid and
+// resourceVersion. A conflict with a change that left its owner references
+// as they were deletes it anyway (a busy object is not starved); one that
+// changed them is judged again (upstream's deleteObject).
+func (c *Collector) delete(ctx context.Context, it item, obj *metav1.PartialObjectMetadata, policy metav1.DeletionPropagation) error {
+	uid, rv := obj.UID, obj.ResourceVersion
+	for {
+		pre := &metav1.Preconditions{UID: &uid}
+		if rv != "" {
+			pre.ResourceVersion = &rv
+		}
+		err := c.resource(it).Delete(ctx, it.name, metav1.DeleteOptions{Preconditions: pre, PropagationPolicy: &policy})
+		switch {
+		case err == nil:
+			deletes.WithLabelValues(string(policy)).Inc()
+			klog.V(2).InfoS("Garbage collector deleted an object whose owners are gone", "object", it, "propagation", policy)
+			return nil
+		case apierrors.IsNotFound(err):
+			return nil
+		case apierrors.IsConflict(err) && rv != "":
+			live, lerr := c.resource(it).Get(ctx, it.name, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(lerr):
+				return nil
+			case lerr != nil:
+				return lerr
+			case live.UID == uid && reflect.DeepEqual(live.OwnerReferences, obj.OwnerReferences):
+				rv = ""
+				continue
+			}
+			return fmt.Errorf("%s changed while it was judged: %w", it, errJudgeAgain)
+		case apierrors.IsConflict(err):
+			return nil // another object by now
+		}
+		return fmt.Errorf("deleting %s: %w", it, err)
 	}
-	return fmt.Errorf("deleting %s: %w", it, err)
 }
+
+// errJudgeAgain makes the queue judge an object again.
+var errJudgeAgain = errors.New("to be judged again")
 
 // removeReferences removes the references to uids from an object, by a
 // merge patch that holds its resourceVersion: a concurrent change makes it
 // fail and the object is judged again.
-func (c *Collector) removeReferences(ctx context.Context, it item, obj *metav1.PartialObjectMetadata, uids []types.UID) error {
+func (c *Collector) removeReferences(ctx context.Context, it item, obj *metav1.PartialObjectMetadata, uids []types.UID) (bool, error) {
 	keep := make([]metav1.OwnerReference, 0, len(obj.OwnerReferences))
 	for _, ref := range obj.OwnerReferences {
 		if !slices.Contains(uids, ref.UID) {
@@ -596,13 +680,13 @@ func (c *Collector) removeReferences(ctx context.Context, it item, obj *metav1.P
 		}
 	}
 	if len(keep) == len(obj.OwnerReferences) {
-		return nil
+		return false, nil
 	}
 	if err := c.patchMeta(ctx, it, obj, map[string]any{"ownerReferences": keep}); err != nil {
-		return fmt.Errorf("removing owner references from %s: %w", it, err)
+		return false, fmt.Errorf("removing owner references from %s: %w", it, err)
 	}
 	referencesRemoved.Add(float64(len(obj.OwnerReferences) - len(keep)))
-	return nil
+	return true, nil
 }
 
 func (c *Collector) removeFinalizer(ctx context.Context, it item, obj *metav1.PartialObjectMetadata, finalizer string) error {
