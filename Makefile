@@ -19,7 +19,7 @@ PLATFORMS := linux-amd64 linux-arm64 linux-arm linux-riscv64
 GOTESTFLAGS ?=
 TEST_TIMEOUT ?= 45m
 
-.PHONY: fuzz build run test release-check release-builds vet cross clean generate upstream-bins node-agents $(addprefix build-,$(PLATFORMS))
+.PHONY: fuzz build run test release-check release-builds vet cross clean generate upstream-bins release-e2e $(addprefix build-,$(PLATFORMS))
 
 build:
 	$(GOBUILD) -o bin/kubestore .
@@ -48,10 +48,11 @@ test: vet build
 # briefly, two builds of HEAD must be byte-identical
 # (scripts/reproducible), and the node agents (the kubelet and kube-proxy
 # of kubemark's hollow node) run on kubestore alone and through the
-# mirror of a real cluster (test/e2e/nodeagent_test.go). The node-agent
-# suite waits more than it computes: it runs beside the builds.
+# mirror of a real cluster (test/e2e/nodeagent_test.go), with the other
+# slow suites (release-e2e). Those wait more than they compute: they run
+# beside the builds.
 release-check: build upstream-bins
-	$(MAKE) -j2 --output-sync=target release-builds node-agents
+	$(MAKE) -j2 --output-sync=target release-builds release-e2e
 
 release-builds: build-linux-arm64 build-linux-arm build-linux-riscv64 fuzz
 	KUBESTORE_BIN_ARM64=$(CURDIR)/dist/kubestore-linux-arm64 \
@@ -72,13 +73,15 @@ upstream-bins:
 	cd test/upstream && CGO_ENABLED=0 go build -trimpath -o $(UPSTREAM_BIN)/etcd go.etcd.io/etcd/server/v3
 	cd test/coredns && CGO_ENABLED=0 go build -trimpath -o $(UPSTREAM_BIN)/coredns github.com/coredns/coredns
 
-# The node-agent suite alone (make upstream-bins first), with the mirror's
-# faults test at its full five minutes of a flapping link;
-# NODE_AGENTS_FLAGS may say -short (outages of a minute, two delete races).
-NODE_AGENTS_FLAGS ?=
-node-agents:
-	KUBESTORE_BIN=$(CURDIR)/bin/kubestore KUBESTORE_UPSTREAM_BIN_DIR=$(UPSTREAM_BIN) KUBESTORE_MIRROR_FLAP=5m \
-		go test -count=1 -v $(NODE_AGENTS_FLAGS) -timeout 40m -run '^(TestNodeAgents|TestMirrorUnderFaults)' ./test/e2e
+# The slow end-to-end suites of a release (make upstream-bins first): the
+# node agents on kubestore and through the mirror of a real cluster, the
+# mirror's faults test at its full five minutes of a flapping link, and
+# fifty first starts with clean logs. RELEASE_E2E_FLAGS may say -short
+# (outages of a minute, two delete races).
+RELEASE_E2E_FLAGS ?=
+release-e2e:
+	KUBESTORE_BIN=$(CURDIR)/bin/kubestore KUBESTORE_UPSTREAM_BIN_DIR=$(UPSTREAM_BIN) KUBESTORE_MIRROR_FLAP=5m KUBESTORE_CLEAN_STARTS=50 \
+		go test -count=1 -v $(RELEASE_E2E_FLAGS) -timeout 40m -run '^(TestNodeAgents|TestMirrorUnderFaults|TestCleanLogsFirstStarts)' ./test/e2e
 
 # Measures the built binary: one table on stdout, the figures in bench.json
 # (docs/PERFORMANCE.md). BENCHFLAGS adds options, e.g.

@@ -98,6 +98,9 @@ type monitor struct {
 func New(cfg *rest.Config) (*Collector, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = -1, -1
+	// Watching every resource reads the deprecated ones too (v1
+	// Endpoints): their warnings are for users, not the collector's log.
+	cfg.WarningHandler = rest.NoWarnings{}
 	client, err := metadata.NewForConfig(cfg)
 	if err != nil {
 		return nil, err

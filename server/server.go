@@ -10,6 +10,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"net/http"
@@ -81,6 +82,9 @@ type Server struct {
 	kubeconfig string
 	access     *access.Access
 	workers    *workers
+	// systemNamespaces is closed once kube-system and the other system
+	// namespaces exist; workers start after it.
+	systemNamespaces chan struct{}
 	// afterStop runs once the server has stopped serving.
 	afterStop []func()
 }
@@ -384,10 +388,15 @@ func (b *builder) install() error {
 // from the start of serving until the stop.
 func (b *builder) workers() error {
 	gs, api, cfg, dir, url := b.gs, b.api, b.cfg, b.dir, b.url
-	s := &Server{generic: gs, storage: b.storage, url: url, kubeconfig: dir.Kubeconfig(), access: b.access, workers: newWorkers()}
+	s := &Server{generic: gs, storage: b.storage, url: url, kubeconfig: dir.Kubeconfig(), access: b.access, workers: newWorkers(),
+		systemNamespaces: make(chan struct{})}
 	gs.AddPostStartHookOrDie("storage-readiness", gs.StorageReadinessHook.Hook)
 	gs.AddPostStartHookOrDie("kubestore-system-namespaces", func(ctx genericapiserver.PostStartHookContext) error {
-		return api.EnsureSystemNamespaces(ctx)
+		if err := api.EnsureSystemNamespaces(ctx); err != nil {
+			return err
+		}
+		close(s.systemNamespaces)
+		return nil
 	})
 	var deleteCustom func(ctx context.Context, namespace string) (int, error)
 	if crds := b.crds; crds != nil {
@@ -401,7 +410,7 @@ func (b *builder) workers() error {
 		})
 	}
 	if b.cc.ControllerEnabled(config.ControllerGarbageCollector) {
-		loopback := gs.LoopbackClientConfig
+		loopback := workerLoopback(gs.LoopbackClientConfig)
 		s.addWorker("kubestore-garbage-collector", func(ctx context.Context) {
 			if err := gc.RunWithLeaderElection(ctx, loopback); err != nil {
 				klog.ErrorS(err, "Garbage collector")
@@ -412,7 +421,7 @@ func (b *builder) workers() error {
 	gs.Handler.NonGoRestfulMux.Handle(serviceaccount.DiscoveryPath, keys.DiscoveryHandler(url+serviceaccount.JWKSPath))
 	gs.Handler.NonGoRestfulMux.Handle(serviceaccount.JWKSPath, keys.JWKSHandler())
 	if accounts, rootCA := b.cc.ControllerEnabled(config.ControllerServiceAccount), b.cc.ControllerEnabled(config.ControllerRootCAPublisher); accounts || rootCA {
-		loopback, st := gs.LoopbackClientConfig, b.storage
+		loopback, st := workerLoopback(gs.LoopbackClientConfig), b.storage
 		s.addWorker("kubestore-serviceaccount-controllers", func(ctx context.Context) {
 			if err := serviceaccount.Controllers(ctx, loopback, keys, st, accounts, rootCA); err != nil {
 				klog.ErrorS(err, "ServiceAccount controllers")
@@ -420,7 +429,7 @@ func (b *builder) workers() error {
 		})
 	}
 	if signing, approving := b.cc.ControllerEnabled(config.ControllerCSRSigning), b.cc.ControllerEnabled(config.ControllerCSRApproving); signing || approving {
-		loopback := gs.LoopbackClientConfig
+		loopback := workerLoopback(gs.LoopbackClientConfig)
 		opts := certificates.Options{Approve: approving}
 		if signing {
 			// kubestore's CA, the one its client certificates are
@@ -434,7 +443,7 @@ func (b *builder) workers() error {
 		})
 	}
 	if ips := b.clusterIPs; ips != nil {
-		loopback := gs.LoopbackClientConfig
+		loopback := workerLoopback(gs.LoopbackClientConfig)
 		// The default ServiceCIDR "kubernetes" stands for the range, as
 		// kube-apiserver keeps it: /readyz waits for it, as upstream's
 		// start does, and then it is checked every 10 s.
@@ -506,8 +515,60 @@ func (b *builder) workers() error {
 }
 
 // addWorker runs fn in a worker from the start of serving until the stop.
+// workerWriteTimeout bounds a worker's request that its stop no longer
+// cancels (workerLoopback).
+const workerWriteTimeout = 10 * time.Second
+
+// workerLoopback is the loopback client config of the workers: a request
+// in flight when the workers stop finishes (within workerWriteTimeout)
+// instead of being cancelled under the server, which would log it as a
+// handler timeout; a watch still ends at once.
+func workerLoopback(cfg *restclient.Config) *restclient.Config {
+	cfg = restclient.CopyConfig(cfg)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			if req.URL.Query().Get("watch") == "true" {
+				return rt.RoundTrip(req)
+			}
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(req.Context()), workerWriteTimeout)
+			resp, err := rt.RoundTrip(req.WithContext(ctx))
+			if err != nil {
+				cancel()
+				return nil, err
+			}
+			// The body is read after RoundTrip returns: the timeout ends
+			// when it is closed.
+			resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+			return resp, nil
+		})
+	})
+	return cfg
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// cancelOnClose cancels a request's context when its body is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnClose) Close() error {
+	defer c.cancel()
+	return c.ReadCloser.Close()
+}
+
 func (s *Server) addWorker(name string, fn func(ctx context.Context)) {
-	s.generic.AddPostStartHookOrDie(name, func(genericapiserver.PostStartHookContext) error {
+	s.generic.AddPostStartHookOrDie(name, func(ctx genericapiserver.PostStartHookContext) error {
+		// The system namespaces first: a controller's Lease lives in
+		// kube-system (the hooks run at once, in no order).
+		select {
+		case <-s.systemNamespaces:
+		case <-ctx.Done():
+			return nil
+		}
 		s.workers.start(fn)
 		return nil
 	})
