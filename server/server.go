@@ -20,8 +20,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -34,17 +32,13 @@ import (
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/apiserver/pkg/storage/value"
 	"k8s.io/apiserver/pkg/util/notfoundhandler"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	networkingv1client "k8s.io/client-go/kubernetes/typed/networking/v1"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/kubestore/kubestore/access"
 	"github.com/kubestore/kubestore/cacher"
-	"github.com/kubestore/kubestore/certificates"
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/datadir"
-	"github.com/kubestore/kubestore/gc"
 	"github.com/kubestore/kubestore/manifests"
 	"github.com/kubestore/kubestore/mirror"
 	"github.com/kubestore/kubestore/registry"
@@ -187,6 +181,10 @@ type builder struct {
 	api          *registry.Storage
 	nsLifecycle  admission.ValidationInterface
 	clusterIPs   *registry.ClusterIPs
+	// admission are the admission plugins of the enabled controllers;
+	// deleteCustom empties a namespace of its custom resources.
+	admission    []admission.Interface
+	deleteCustom func(ctx context.Context, namespace string) (int, error)
 	saKeys       *serviceaccount.Keys
 	saLookup     func() (serviceaccount.Lookup, error)
 	crds         *customResources
@@ -299,14 +297,11 @@ func (b *builder) stores() error {
 	getter := b.storage.RESTOptionsGetter(cacher.Resources{Scheme: b.kinds.Scheme(), Serializer: b.kinds.Codecs(),
 		KeyPrefixes: b.kinds.KeyPrefixes(), Transformer: b.transformers})
 	b.c.RESTOptionsGetter = getter
-	var err error
-	if b.cc.ControllerEnabled(config.ControllerClusterIPAllocate) {
-		ctx, cancel := context.WithTimeout(context.Background(), b.cfg.Etcd.StartTimeout.Duration)
-		defer cancel()
-		if b.clusterIPs, err = registry.NewClusterIPs(ctx, b.cc.ServiceCIDRs(), b.storage); err != nil {
-			return fmt.Errorf("service cluster IPs: %w", err)
-		}
+	// What the controllers put into the stores and admission.
+	if err := b.prepareControllers(); err != nil {
+		return err
 	}
+	var err error
 	if b.api, err = b.kinds.NewStorage(getter, b.clusterIPs); err != nil {
 		return err
 	}
@@ -316,12 +311,7 @@ func (b *builder) stores() error {
 	b.nsLifecycle = b.api.NamespaceLifecycle()
 	// Who may approve and sign for a certificate signer: the authorizer's
 	// answer, as kube-apiserver's certificates admission plugins ask it.
-	handlers := []admission.Interface{b.nsLifecycle, registry.NewCertificatesAdmission(b.c.Authorization.Authorizer)}
-	if b.cc.ControllerEnabled(config.ControllerServiceAccount) {
-		// Only while default ServiceAccounts are made: otherwise no pod
-		// without one named could be created.
-		handlers = append(handlers, serviceaccount.NewAdmission(b.saLookup))
-	}
+	handlers := append([]admission.Interface{b.nsLifecycle, registry.NewCertificatesAdmission(b.c.Authorization.Authorizer)}, b.admission...)
 	b.c.AdmissionControl = admission.NewChainHandler(handlers...)
 	b.api.AddCoreSubresource("serviceaccounts/token", serviceaccount.NewTokenREST(b.saKeys, b.saLookup))
 	return nil
@@ -398,83 +388,21 @@ func (b *builder) workers() error {
 		close(s.systemNamespaces)
 		return nil
 	})
-	var deleteCustom func(ctx context.Context, namespace string) (int, error)
 	if crds := b.crds; crds != nil {
 		custom, err := newCustomContents(crds)
 		if err != nil {
 			return err
 		}
-		deleteCustom = custom.deleteIn
+		b.deleteCustom = custom.deleteIn
 		gs.AddPostStartHookOrDie("kubestore-custom-resources-openapi", func(ctx genericapiserver.PostStartHookContext) error {
 			return crds.serveOpenAPIV3(ctx, gs.OpenAPIV3VersionedService, s.workers)
-		})
-	}
-	if b.cc.ControllerEnabled(config.ControllerGarbageCollector) {
-		loopback := workerLoopback(gs.LoopbackClientConfig)
-		s.addWorker("kubestore-garbage-collector", func(ctx context.Context) {
-			if err := gc.RunWithLeaderElection(ctx, loopback); err != nil {
-				klog.ErrorS(err, "Garbage collector")
-			}
 		})
 	}
 	keys := b.saKeys
 	gs.Handler.NonGoRestfulMux.Handle(serviceaccount.DiscoveryPath, keys.DiscoveryHandler(url+serviceaccount.JWKSPath))
 	gs.Handler.NonGoRestfulMux.Handle(serviceaccount.JWKSPath, keys.JWKSHandler())
-	if accounts, rootCA := b.cc.ControllerEnabled(config.ControllerServiceAccount), b.cc.ControllerEnabled(config.ControllerRootCAPublisher); accounts || rootCA {
-		loopback, st := workerLoopback(gs.LoopbackClientConfig), b.storage
-		s.addWorker("kubestore-serviceaccount-controllers", func(ctx context.Context) {
-			if err := serviceaccount.Controllers(ctx, loopback, keys, st, accounts, rootCA); err != nil {
-				klog.ErrorS(err, "ServiceAccount controllers")
-			}
-		})
-	}
-	if signing, approving := b.cc.ControllerEnabled(config.ControllerCSRSigning), b.cc.ControllerEnabled(config.ControllerCSRApproving); signing || approving {
-		loopback := workerLoopback(gs.LoopbackClientConfig)
-		opts := certificates.Options{Approve: approving}
-		if signing {
-			// kubestore's CA, the one its client certificates are
-			// verified with: a kubelet's issued certificate logs it in.
-			opts.CACert, opts.CAKey = b.pkiFiles.CA()
-		}
-		s.addWorker("kubestore-certificate-controllers", func(ctx context.Context) {
-			if err := certificates.Run(ctx, loopback, opts); err != nil {
-				klog.ErrorS(err, "Certificate signing request controllers")
-			}
-		})
-	}
-	if ips := b.clusterIPs; ips != nil {
-		loopback := workerLoopback(gs.LoopbackClientConfig)
-		// The default ServiceCIDR "kubernetes" stands for the range, as
-		// kube-apiserver keeps it: /readyz waits for it, as upstream's
-		// start does, and then it is checked every 10 s.
-		cidrs := b.cc.ServiceCIDRs()
-		gs.AddPostStartHookOrDie("kubestore-default-service-cidr", func(ctx genericapiserver.PostStartHookContext) error {
-			client, err := networkingv1client.NewForConfig(loopback)
-			if err != nil {
-				return err
-			}
-			d := registry.NewDefaultServiceCIDR(cidrs, client.ServiceCIDRs())
-			d.Start(ctx)
-			s.workers.start(d.Run)
-			return nil
-		})
-		s.addWorker("kubestore-clusterip-repair", func(ctx context.Context) {
-			client, err := corev1client.NewForConfig(loopback)
-			if err != nil {
-				klog.ErrorS(err, "Cluster IP repair")
-				return
-			}
-			ips.Repair(ctx, func(ctx context.Context) ([]corev1.Service, error) {
-				l, err := client.Services(metav1.NamespaceAll).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
-				if err != nil {
-					return nil, err
-				}
-				return l.Items, nil
-			})
-		})
-	}
-	if b.cc.ControllerEnabled(config.ControllerNamespace) {
-		s.addWorker("kubestore-namespace-controller", api.NamespaceController(deleteCustom).Run)
+	if err := b.startControllers(s); err != nil {
+		return err
 	}
 	pki := b.pkiFiles
 	s.addWorker("kubestore-certificate-renewal", func(ctx context.Context) {

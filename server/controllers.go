@@ -1,0 +1,201 @@
+package server
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	networkingv1client "k8s.io/client-go/kubernetes/typed/networking/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/kubestore/kubestore/certificates"
+	"github.com/kubestore/kubestore/config"
+	"github.com/kubestore/kubestore/gc"
+	"github.com/kubestore/kubestore/registry"
+	"github.com/kubestore/kubestore/serviceaccount"
+)
+
+// controllerDescriptor is one controller kubestore runs beside the API, as
+// kube-controller-manager's ControllerDescriptor: its name in
+// --controllers, what it reads and how, how several kubestores on one etcd
+// share it, and how it starts. Controllers that upstream runs as one (the
+// ServiceAccount and root CA publisher share their informers) start
+// together, from the first of them enabled.
+type controllerDescriptor struct {
+	name string
+	// reads is where the controller's data comes from.
+	reads string
+	// shared is how it stays right with several kubestores on one etcd.
+	shared string
+	// prepare, when set, adds what the controller needs of the stores and
+	// admission, before they are built.
+	prepare func(b *builder) error
+	// start adds the controller's workers and hooks to s; with enabled it
+	// knows which of its group are on.
+	start func(b *builder, s *Server, enabled func(string) bool) error
+	// with names the controllers started by this one's start.
+	with []string
+}
+
+// controllerDescriptors are every controller, in the order they start.
+func controllerDescriptors() []controllerDescriptor {
+	return []controllerDescriptor{
+		{
+			name:   config.ControllerNamespace,
+			reads:  "the registry's stores: namespaces from the watch cache, each namespace's contents listed and deleted through them",
+			shared: "idempotent deletes",
+			start: func(b *builder, s *Server, _ func(string) bool) error {
+				s.addWorker("kubestore-namespace-controller", b.api.NamespaceController(b.deleteCustom).Run)
+				return nil
+			},
+		},
+		{
+			name:   config.ControllerGarbageCollector,
+			reads:  "the loopback client: a metadata informer per resource; each object judged read again from etcd",
+			shared: "one collector, elected with the Lease kube-system/" + gc.LeaseName + "; deletes with uid and resourceVersion preconditions",
+			start: func(b *builder, s *Server, _ func(string) bool) error {
+				loopback := workerLoopback(b.gs.LoopbackClientConfig)
+				s.addWorker("kubestore-garbage-collector", func(ctx context.Context) {
+					if err := gc.RunWithLeaderElection(ctx, loopback); err != nil {
+						klog.ErrorS(err, "Garbage collector")
+					}
+				})
+				return nil
+			},
+		},
+		{
+			name:   config.ControllerServiceAccount,
+			with:   []string{config.ControllerRootCAPublisher},
+			reads:  "the loopback client: typed informers of namespaces, ServiceAccounts and ConfigMaps",
+			shared: "creates only (AlreadyExists to the others); the CA bundle read from etcd before each write",
+			prepare: func(b *builder) error {
+				if b.cc.ControllerEnabled(config.ControllerServiceAccount) {
+					// Only while default ServiceAccounts are made: otherwise
+					// no pod without one named could be created.
+					b.admission = append(b.admission, serviceaccount.NewAdmission(b.saLookup))
+				}
+				return nil
+			},
+			start: func(b *builder, s *Server, enabled func(string) bool) error {
+				accounts, rootCA := enabled(config.ControllerServiceAccount), enabled(config.ControllerRootCAPublisher)
+				loopback, st, keys := workerLoopback(b.gs.LoopbackClientConfig), b.storage, b.saKeys
+				s.addWorker("kubestore-serviceaccount-controllers", func(ctx context.Context) {
+					if err := serviceaccount.Controllers(ctx, loopback, keys, st, accounts, rootCA); err != nil {
+						klog.ErrorS(err, "ServiceAccount controllers")
+					}
+				})
+				return nil
+			},
+		},
+		{
+			name:   config.ControllerCSRSigning,
+			with:   []string{config.ControllerCSRApproving},
+			reads:  "the loopback client: a typed informer of CertificateSigningRequests",
+			shared: "status written on the resourceVersion read: a second signer gets a conflict and finds it issued",
+			start: func(b *builder, s *Server, enabled func(string) bool) error {
+				loopback := workerLoopback(b.gs.LoopbackClientConfig)
+				opts := certificates.Options{Approve: enabled(config.ControllerCSRApproving)}
+				if enabled(config.ControllerCSRSigning) {
+					// kubestore's CA, the one its client certificates are
+					// verified with: a kubelet's issued certificate logs it in.
+					opts.CACert, opts.CAKey = b.pkiFiles.CA()
+				}
+				s.addWorker("kubestore-certificate-controllers", func(ctx context.Context) {
+					if err := certificates.Run(ctx, loopback, opts); err != nil {
+						klog.ErrorS(err, "Certificate signing request controllers")
+					}
+				})
+				return nil
+			},
+		},
+		{
+			name:   config.ControllerClusterIPAllocate,
+			reads:  "etcd: one record per IP, claimed by the registry on create; the repair loop lists Services from the watch cache",
+			shared: "each IP claimed by an atomic create in etcd; the default ServiceCIDR created once, its status written on the resourceVersion read",
+			prepare: func(b *builder) error {
+				ctx, cancel := context.WithTimeout(context.Background(), b.cfg.Etcd.StartTimeout.Duration)
+				defer cancel()
+				var err error
+				if b.clusterIPs, err = registry.NewClusterIPs(ctx, b.cc.ServiceCIDRs(), b.storage); err != nil {
+					return fmt.Errorf("service cluster IPs: %w", err)
+				}
+				return nil
+			},
+			start: startClusterIPs,
+		},
+	}
+}
+
+// enabled reports whether d or one it starts with is enabled.
+func (d controllerDescriptor) enabled(cc config.Completed) bool {
+	on := cc.ControllerEnabled(d.name)
+	for _, w := range d.with {
+		on = on || cc.ControllerEnabled(w)
+	}
+	return on
+}
+
+// prepareControllers runs the prepare step of every enabled controller.
+func (b *builder) prepareControllers() error {
+	for _, d := range controllerDescriptors() {
+		if d.prepare != nil && d.enabled(b.cc) {
+			if err := d.prepare(b); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// startControllers starts every enabled controller's workers, once per
+// group of controllers that start together.
+func (b *builder) startControllers(s *Server) error {
+	for _, d := range controllerDescriptors() {
+		if !d.enabled(b.cc) {
+			continue
+		}
+		if err := d.start(b, s, b.cc.ControllerEnabled); err != nil {
+			return fmt.Errorf("starting %s: %w", d.name, err)
+		}
+	}
+	return nil
+}
+
+// startClusterIPs starts the allocator's repair loop and the default
+// ServiceCIDR "kubernetes", which stands for the range as kube-apiserver
+// keeps it: /readyz waits for it, as upstream's start does, and then it is
+// checked every 10 s. The allocator itself is the Services' store's (see
+// builder.stores).
+func startClusterIPs(b *builder, s *Server, _ func(string) bool) error {
+	ips := b.clusterIPs
+	loopback := workerLoopback(b.gs.LoopbackClientConfig)
+	cidrs := b.cc.ServiceCIDRs()
+	b.gs.AddPostStartHookOrDie("kubestore-default-service-cidr", func(ctx genericapiserver.PostStartHookContext) error {
+		client, err := networkingv1client.NewForConfig(loopback)
+		if err != nil {
+			return err
+		}
+		d := registry.NewDefaultServiceCIDR(cidrs, client.ServiceCIDRs())
+		d.Start(ctx)
+		s.workers.start(d.Run)
+		return nil
+	})
+	s.addWorker("kubestore-clusterip-repair", func(ctx context.Context) {
+		client, err := corev1client.NewForConfig(loopback)
+		if err != nil {
+			klog.ErrorS(err, "Cluster IP repair")
+			return
+		}
+		ips.Repair(ctx, func(ctx context.Context) ([]corev1.Service, error) {
+			l, err := client.Services(metav1.NamespaceAll).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+			if err != nil {
+				return nil, err
+			}
+			return l.Items, nil
+		})
+	})
+	return nil
+}
