@@ -18,7 +18,8 @@ func TestOnly(t *testing.T) {
 		want    []string
 		wantErr bool
 	}{
-		{only: "", want: []string{sectionStore, sectionMirror, sectionControllers, sectionGateway}},
+		{only: "", want: []string{sectionStore, sectionMirror, sectionControllers, sectionGateway, sectionNodeAgents}},
+		{only: "node-agents", want: []string{sectionNodeAgents}},
 		{only: "gateway", want: []string{sectionGateway}},
 		{only: "controllers", want: []string{sectionControllers}},
 		{only: "mirror", want: []string{sectionMirror}},
@@ -38,23 +39,32 @@ func TestOnly(t *testing.T) {
 			if err == nil && (o.MirrorObjects != 10000 || o.MirrorChanges != 100) {
 				t.Errorf("mirror counts at scale 1 = %d, %d; want 10000, 100", o.MirrorObjects, o.MirrorChanges)
 			}
+			if err == nil && (o.NodeWindow != time.Minute || o.NodeOutage != 10*time.Minute) {
+				t.Errorf("node-agents window and outage at scale 1 = %v, %v; want 1m, 10m", o.NodeWindow, o.NodeOutage)
+			}
 		})
 	}
 }
 
 // TestSmoke runs the whole benchmark at a tiny scale against the binary
-// make test built, and checks that every figure was measured.
+// make test built, and checks that every figure was measured. The
+// node-agents section runs when KUBESTORE_UPSTREAM_BIN_DIR has kubemark
+// (make upstream-bins), and is checked to skip otherwise.
 func TestSmoke(t *testing.T) {
 	bin := os.Getenv("KUBESTORE_BIN")
 	if bin == "" {
 		t.Skip("KUBESTORE_BIN is not set (make test sets it)")
+	}
+	kubemark := filepath.Join(t.TempDir(), "no-kubemark")
+	if dir := os.Getenv("KUBESTORE_UPSTREAM_BIN_DIR"); dir != "" {
+		kubemark = filepath.Join(dir, "kubemark")
 	}
 	out := filepath.Join(t.TempDir(), "bench.json")
 	var log bytes.Buffer
 	o := options{
 		Bin: bin, Out: out, Scale: 0.01, Clients: 4, ListRuns: 3, WriteRate: 200, WatchRate: 200,
 		Idle: time.Second, CPUWindow: time.Second, DataRoot: t.TempDir(), Log: &log, MirrorOutage: 2 * time.Second,
-		GatewayScales: []int{1}, BurstDuration: time.Second, SlowWriteRate: 50,
+		GatewayScales: []int{1}, BurstDuration: time.Second, SlowWriteRate: 50, Kubemark: kubemark,
 	}
 	res, err := run(t.Context(), o)
 	if res != nil {
@@ -166,9 +176,35 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("gateway burst %+v: want 100 updates, a rate and a peak", g)
 		}
 	}
+	_, statErr := os.Stat(kubemark)
+	switch n := got.NodeAgents; {
+	case n == nil:
+		t.Error("no node-agents result")
+	case statErr != nil:
+		if !strings.Contains(n.Skipped, "make upstream-bins") {
+			t.Errorf("node-agents without kubemark: skipped %q, want it to name make upstream-bins", n.Skipped)
+		}
+	default:
+		if n.Skipped != "" || n.Pods != 110 || n.Deleted != 5 || n.Created != 5 {
+			t.Errorf("node-agents %+v: want 110 pods, 5 deleted and 5 created", n)
+		}
+		for name, v := range map[string]float64{
+			"start": n.StartMs, "requests sent at the start": n.StartSent, "writes forwarded at the start": n.StartForwarded,
+			"edge RSS": float64(n.WithKubelet.EdgeMem.VmRSS), "kubelet RSS": float64(n.KubeletMem.VmRSS),
+			"reconnect": n.ReconnectMs, "bytes sent upstream": float64(n.SentBytes), "bytes received": float64(n.ReceivedBytes),
+		} {
+			if v <= 0 {
+				t.Errorf("node-agents %s = %v, want > 0", name, v)
+			}
+		}
+	}
 	var table bytes.Buffer
 	printTable(&table, &got)
-	for _, want := range []string{"binary size", "creates/s", "gateway ×1 (1900 objects)", "peak RSS over a burst", "disk writes per update (6 at ", "disk writes at idle", "cm protobuf rv=0 uncached", "informer cold sync", "mirror: resync after 2 s outage", "controllers: garbage-collector-controller, over none"} {
+	wantNodeAgents := "node agents: reconnect, 5 deleted + 5 created upstream"
+	if statErr != nil {
+		wantNodeAgents = "node agents: skipped: "
+	}
+	for _, want := range []string{wantNodeAgents, "binary size", "creates/s", "gateway ×1 (1900 objects)", "peak RSS over a burst", "disk writes per update (6 at ", "disk writes at idle", "cm protobuf rv=0 uncached", "informer cold sync", "mirror: resync after 2 s outage", "controllers: garbage-collector-controller, over none"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q", want)
 		}

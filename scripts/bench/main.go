@@ -1,10 +1,11 @@
 // Command bench measures a built kubestore binary as a separate process:
 // size, start-up, memory, LIST, write throughput, watch fan-out, flash
 // writes and informer start, then an edge mirroring a second kubestore
-// (initial sync, memory, and the resync after an outage), all in one run
-// (-only runs one of the two sections). It builds nothing; make bench
-// builds the binary and runs it. It prints one table and writes the
-// figures as JSON (-out).
+// (initial sync, memory, and the resync after an outage), the memory of
+// each controller, the gateway data set, and an edge serving a real
+// kubelet (kubemark's) through an outage, all in one run (-only runs one
+// section). It builds nothing; make bench builds the binary and runs it.
+// It prints one table and writes the figures as JSON (-out).
 //
 //	go run ./scripts/bench -bin bin/kubestore [-serve-arg=--memory-limit=128Mi] [-only=mirror]
 package main
@@ -70,6 +71,11 @@ type options struct {
 	BurstDuration    time.Duration
 	SlowWriteUpdates int
 	SlowWriteRate    float64
+	// The node-agents section: the kubemark binary (missing: the section
+	// is skipped), the steady window and the outage.
+	Kubemark   string
+	NodeWindow time.Duration
+	NodeOutage time.Duration
 }
 
 // The benchmark's sections, in the order they run.
@@ -78,9 +84,10 @@ const (
 	sectionMirror      = "mirror"
 	sectionControllers = "controllers"
 	sectionGateway     = "gateway"
+	sectionNodeAgents  = "node-agents"
 )
 
-var allSections = []string{sectionStore, sectionMirror, sectionControllers, sectionGateway}
+var allSections = []string{sectionStore, sectionMirror, sectionControllers, sectionGateway, sectionNodeAgents}
 
 // sections are the sections this run measures.
 func (o *options) sections() []string {
@@ -95,6 +102,14 @@ func scaled(n int, full int, scale float64) int {
 		return n
 	}
 	return max(1, int(math.Round(float64(full)*scale)))
+}
+
+// scaledDuration is d, or full times scale when d is 0.
+func scaledDuration(d, full time.Duration, scale float64) time.Duration {
+	if d != 0 {
+		return d
+	}
+	return time.Duration(float64(full) * scale)
 }
 
 // complete derives the counts that were not given from Scale.
@@ -112,6 +127,8 @@ func (o *options) complete() error {
 	o.ControllerNamespaces = scaled(o.ControllerNamespaces, 100, o.Scale)
 	o.BurstUpdates = scaled(o.BurstUpdates, 10000, o.Scale)
 	o.SlowWriteUpdates = scaled(o.SlowWriteUpdates, 600, o.Scale)
+	o.NodeWindow = scaledDuration(o.NodeWindow, time.Minute, o.Scale)
+	o.NodeOutage = scaledDuration(o.NodeOutage, 10*time.Minute, o.Scale)
 	if o.GatewayScales == nil {
 		o.GatewayScales = []int{1, 5}
 	}
@@ -134,6 +151,12 @@ func (o *options) complete() error {
 	}
 	if o.MirrorOutage <= 0 {
 		return fmt.Errorf("invalid -mirror-outage %v: must be > 0", o.MirrorOutage)
+	}
+	if o.NodeWindow <= 0 {
+		return fmt.Errorf("invalid -node-window %v: must be > 0", o.NodeWindow)
+	}
+	if o.NodeOutage <= 0 {
+		return fmt.Errorf("invalid -node-outage %v: must be > 0", o.NodeOutage)
 	}
 	if o.Clients <= 0 {
 		return fmt.Errorf("invalid -clients %d: must be > 0", o.Clients)
@@ -178,7 +201,7 @@ func main() {
 	flag.BoolVar(&o.Keep, "keep", false, "keep the data dir and server logs")
 	flag.BoolVar(&o.XZ, "xz", true, "also measure the binary compressed with xz -9 (about a minute of one core, before anything else runs)")
 	flag.StringVar(&o.ProfileDir, "profile-dir", "", "if set, serve with --profiling and save heap profiles (idle, loaded, after the lists) and a CPU profile of the first cached LISTs there")
-	flag.StringVar(&o.Only, "only", "", "run one section only: store (one process: start-up, memory, LISTs, writes, watches, flash, informer) or mirror (an edge mirroring a second kubestore) or controllers (the memory of each of --controllers) or gateway (memory of the gateway data set x1 and x5, a burst of updates, flash at 10 updates/s); empty runs all")
+	flag.StringVar(&o.Only, "only", "", "run one section only: store (one process: start-up, memory, LISTs, writes, watches, flash, informer) or mirror (an edge mirroring a second kubestore) or controllers (the memory of each of --controllers) or gateway (memory of the gateway data set x1 and x5, a burst of updates, flash at 10 updates/s) or node-agents (an edge serving kubemark's hollow kubelet with 110 pods: requests, CPU, memory, the reconnect after an outage); empty runs all")
 	flag.IntVar(&o.MirrorObjects, "mirror-objects", 0, "mirror: ConfigMaps of 1 KiB the edge mirrors (0: 10000 x scale)")
 	flag.IntVar(&o.MirrorChanges, "mirror-changes", 0, "mirror: ConfigMaps updated upstream during the outage (0: 100 x scale, 1 % of the mirrored ones)")
 	flag.DurationVar(&o.MirrorOutage, "mirror-outage", 60*time.Second, "mirror: how long the link between edge and upstream is cut")
@@ -198,6 +221,9 @@ func main() {
 	flag.DurationVar(&o.BurstDuration, "burst-duration", 10*time.Second, "gateway: the burst's updates are paced over this long")
 	flag.IntVar(&o.SlowWriteUpdates, "slow-write-updates", 0, "gateway: updates of the slow flash-write measurement (0: 600 x scale)")
 	flag.Float64Var(&o.SlowWriteRate, "slow-write-rate", 10, "gateway: updates per second of the slow flash-write measurement")
+	flag.StringVar(&o.Kubemark, "kubemark", "bin/upstream/kubemark", "node-agents: kubemark binary, for its hollow kubelet (make upstream-bins builds it; missing: the section is skipped)")
+	flag.DurationVar(&o.NodeWindow, "node-window", 0, "node-agents: the steady window of the requests and CPU measurement (0: 60s x scale)")
+	flag.DurationVar(&o.NodeOutage, "node-outage", 0, "node-agents: how long the link is cut while the kubelet goes on (0: 10m x scale)")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "bench: unexpected arguments %q\n", flag.Args())

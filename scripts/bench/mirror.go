@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -557,31 +559,45 @@ func (ew *edgeWatch) stop() {
 // mirrorMetrics are the edge's kubestore_mirror_* series of the bench rule
 // (and the connected gauge), keyed by name{labels} as /metrics prints them.
 func mirrorMetrics(ctx context.Context, srv *server) (map[string]float64, error) {
+	out, err := metricsOf(ctx, srv, "kubestore_mirror_")
+	for key := range out {
+		if strings.Contains(key, "{") && !strings.Contains(key, `rule="`+mirrorRule+`"`) {
+			delete(out, key)
+		}
+	}
+	return out, err
+}
+
+// metricsOf are the server's /metrics series whose names start with one
+// of prefixes, keyed by name{labels} as /metrics prints them.
+func metricsOf(ctx context.Context, srv *server, prefixes ...string) (map[string]float64, error) {
 	raw, err := clientFor(srv, false).CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("getting the edge's /metrics: %w", err)
+		return nil, fmt.Errorf("getting /metrics: %w", err)
 	}
+	return parseMetrics(raw, prefixes...)
+}
+
+// parseMetrics are the series of a Prometheus text exposition whose names
+// start with one of prefixes, keyed by name{labels}.
+func parseMetrics(raw []byte, prefixes ...string) (map[string]float64, error) {
 	out := map[string]float64{}
-	sc := bufio.NewScanner(strings.NewReader(string(raw)))
+	sc := bufio.NewScanner(bytes.NewReader(raw))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, "kubestore_mirror_") {
+		if !slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(line, p) }) {
 			continue
 		}
 		i := strings.LastIndexByte(line, ' ')
 		if i < 0 {
 			continue
 		}
-		key := line[:i]
-		if strings.Contains(key, "{") && !strings.Contains(key, `rule="`+mirrorRule+`"`) {
-			continue
-		}
 		v, err := strconv.ParseFloat(line[i+1:], 64)
 		if err != nil {
 			continue
 		}
-		out[key] = v
+		out[line[:i]] = v
 	}
 	return out, sc.Err()
 }

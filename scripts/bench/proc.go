@@ -22,7 +22,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// server is one kubestore process started by the benchmark.
+// server is one process started by the benchmark: a kubestore (with its
+// kubeconfig, URL and client config) or a node agent talking to one.
 type server struct {
 	cmd        *exec.Cmd
 	kubeconfig string
@@ -43,21 +44,12 @@ func startServer(ctx context.Context, bin, dataDir, logPath string, args []strin
 	if err := os.Remove(kubeconfig); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, 0, err
 	}
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	start := time.Now()
+	s, err := startProcess(bin, logPath, nil, append([]string{"--data-dir", dataDir, "--secure-port", "0"}, args...)...)
 	if err != nil {
 		return nil, 0, err
 	}
-	all := append([]string{"--data-dir", dataDir, "--secure-port", "0"}, args...)
-	cmd := exec.Command(bin, all...)
-	cmd.Stdout = logFile
-	cmd.Stderr = logFile
-	s := &server{cmd: cmd, kubeconfig: kubeconfig, logPath: logPath, done: make(chan error, 1)}
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, 0, fmt.Errorf("starting %s: %w", bin, err)
-	}
-	go func() { s.done <- cmd.Wait(); logFile.Close() }()
+	s.kubeconfig = kubeconfig
 	deadline := time.NewTimer(120 * time.Second)
 	defer deadline.Stop()
 	tick := time.NewTicker(5 * time.Millisecond)
@@ -98,6 +90,26 @@ func startServer(ctx context.Context, bin, dataDir, logPath string, args []strin
 	}
 }
 
+// startProcess execs bin with args and env (nil: this process's), its
+// output appended to logPath.
+func startProcess(bin, logPath string, env []string, args ...string) (*server, error) {
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	cmd.Env = env
+	s := &server{cmd: cmd, logPath: logPath, done: make(chan error, 1)}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("starting %s: %w", bin, err)
+	}
+	go func() { s.done <- cmd.Wait(); logFile.Close() }()
+	return s, nil
+}
+
 func serverURL(kubeconfig string) string {
 	kc, err := clientcmd.LoadFromFile(kubeconfig)
 	if err != nil {
@@ -122,6 +134,18 @@ func (s *server) stop() error {
 	case <-time.After(40 * time.Second):
 		s.kill()
 		return errors.New("kubestore did not exit within 40s of SIGTERM")
+	}
+}
+
+// exited reports whether the process has ended, and how, without waiting;
+// the end is kept for stop and kill.
+func (s *server) exited() (bool, error) {
+	select {
+	case err := <-s.done:
+		s.done <- err
+		return true, err
+	default:
+		return false, nil
 	}
 }
 
@@ -264,21 +288,41 @@ func cpuTime(pid int) (time.Duration, error) {
 
 // cpuPercent is the CPU a process uses over window, in % of one core.
 func cpuPercent(ctx context.Context, pid int, window time.Duration) (float64, error) {
-	before, err := cpuTime(pid)
+	p, err := cpuPercents(ctx, window, pid)
 	if err != nil {
 		return 0, err
+	}
+	return p[0], nil
+}
+
+// cpuPercents is the CPU each process uses over the same window, in % of
+// one core: processes that work together (a server and its client) are
+// compared on the same seconds.
+func cpuPercents(ctx context.Context, window time.Duration, pids ...int) ([]float64, error) {
+	before := make([]time.Duration, len(pids))
+	for i, pid := range pids {
+		d, err := cpuTime(pid)
+		if err != nil {
+			return nil, err
+		}
+		before[i] = d
 	}
 	start := time.Now()
 	select {
 	case <-time.After(window):
 	case <-ctx.Done():
-		return 0, ctx.Err()
+		return nil, ctx.Err()
 	}
-	after, err := cpuTime(pid)
-	if err != nil {
-		return 0, err
+	elapsed := time.Since(start)
+	out := make([]float64, len(pids))
+	for i, pid := range pids {
+		after, err := cpuTime(pid)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = 100 * float64(after-before[i]) / float64(elapsed)
 	}
-	return 100 * float64(after-before) / float64(time.Since(start)), nil
+	return out, nil
 }
 
 // writeBytes is write_bytes of /proc/PID/io: bytes the process caused to be

@@ -5,16 +5,21 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // linkProxy is the TCP link between the edge and its upstream, which the
 // benchmark cuts and restores: cut closes the listener and every
 // connection, as a lost uplink does; restore listens again on the same
-// port, so the edge's kubeconfig stays valid.
+// port, so the edge's kubeconfig stays valid. It counts the bytes it
+// forwards each way, as they go: a watch's connection may stay open for
+// the whole measurement.
 type linkProxy struct {
 	addr   string // 127.0.0.1:port, fixed by the first listen
 	target string
+	// sent went to the target (upstream), received came from it.
+	sent, received atomic.Int64
 
 	mu    sync.Mutex
 	ln    net.Listener
@@ -72,17 +77,35 @@ func (p *linkProxy) forward(c net.Conn) {
 	}
 	done := make(chan struct{})
 	go func() {
-		io.Copy(u, c)
+		io.Copy(countedWriter{u, &p.sent}, c)
 		u.Close()
 		close(done)
 	}()
-	io.Copy(c, u)
+	io.Copy(countedWriter{c, &p.received}, u)
 	c.Close()
 	<-done
 	p.mu.Lock()
 	delete(p.conns, c)
 	delete(p.conns, u)
 	p.mu.Unlock()
+}
+
+// bytes are the bytes forwarded so far to the target and from it.
+func (p *linkProxy) bytes() (sent, received int64) {
+	return p.sent.Load(), p.received.Load()
+}
+
+// countedWriter adds what it writes to n; it hides the connection's
+// ReadFrom, so io.Copy counts every chunk instead of splicing.
+type countedWriter struct {
+	w io.Writer
+	n *atomic.Int64
+}
+
+func (c countedWriter) Write(b []byte) (int, error) {
+	k, err := c.w.Write(b)
+	c.n.Add(int64(k))
+	return k, err
 }
 
 // track records a connection pair unless the link was cut meanwhile.

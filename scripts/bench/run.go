@@ -64,6 +64,7 @@ type Result struct {
 	Mirror      *MirrorResult      `json:"mirror,omitempty"`
 	Controllers *ControllersResult `json:"controllers,omitempty"`
 	Gateway     *GatewayResult     `json:"gateway,omitempty"`
+	NodeAgents  *NodeAgentsResult  `json:"nodeAgents,omitempty"`
 }
 
 // ran reports whether the run measured section.
@@ -324,6 +325,11 @@ func (b *bench) run(ctx context.Context) error {
 	}
 	if b.res.ran(sectionGateway) {
 		if err := b.gateway(ctx); err != nil {
+			return err
+		}
+	}
+	if b.res.ran(sectionNodeAgents) {
+		if err := b.nodeAgents(ctx); err != nil {
 			return err
 		}
 	}

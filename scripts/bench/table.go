@@ -60,6 +60,12 @@ func printTable(w io.Writer, r *Result) {
 		fmt.Fprintf(w, "controllers: a fresh kubestore per run with %d namespaces, each a ConfigMap owning %d others and %d ClusterIP Services; memory %.0f s after the load\n",
 			c.Namespaces, c.Children, c.Services, r.Counts.IdleSec)
 	}
+	if n := r.NodeAgents; n != nil && n.Skipped != "" {
+		fmt.Fprintf(w, "node agents: skipped: %s\n", n.Skipped)
+	} else if n != nil {
+		fmt.Fprintf(w, "node agents: an edge kubestore (default mirror rules, --node-name %s) mirrors an upstream kubestore through a TCP proxy and serves kubemark's hollow kubelet with %d pods (%d ConfigMaps, %d Secrets); windows of %.0f s, %.0f s after the edge's sync (the edge alone) and after the pods are Ready (with the kubelet); %d pods deleted and %d created upstream during a %.0f s outage; serve args: %q\n",
+			agentNode, n.Pods, n.ConfigMaps, n.Secrets, n.WindowSec, r.Counts.IdleSec, n.Deleted, n.Created, n.OutageSec, r.ServeArgs)
+	}
 	fmt.Fprintln(w)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -90,6 +96,9 @@ func printTable(w io.Writer, r *Result) {
 	}
 	if r.Gateway != nil {
 		gatewayRows(row, r)
+	}
+	if n := r.NodeAgents; n != nil && n.Skipped == "" {
+		nodeAgentsRows(row, r)
 	}
 	tw.Flush()
 }
