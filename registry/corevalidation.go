@@ -227,7 +227,7 @@ func isOvercommitAllowed(name corev1.ResourceName) bool {
 }
 
 // validateCSIDriverName is upstream's ValidateCSIDriverName: at most 63
-// characters of a DNS subdomain, case aside.
+// characters of a DNS subdomain, case aside. A DRA driver's name is one too.
 func validateCSIDriverName(name string, path *field.Path) field.ErrorList {
 	if len(name) == 0 {
 		return field.ErrorList{field.Required(path, "")}

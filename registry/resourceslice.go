@@ -166,7 +166,7 @@ var validDeviceTaintEffects = sets.New(resourcev1.DeviceTaintEffectNoSchedule, r
 
 func validateResourceSliceSpec(spec, oldSpec *resourcev1.ResourceSliceSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	errs = append(errs, validateDriverName(spec.Driver, path.Child("driver"))...)
+	errs = append(errs, validateCSIDriverName(spec.Driver, path.Child("driver"))...)
 	errs = append(errs, validatePoolName(spec.Pool.Name, path.Child("pool", "name"))...)
 	if spec.Pool.ResourceSliceCount <= 0 {
 		errs = append(errs, field.Invalid(path.Child("pool", "resourceSliceCount"), spec.Pool.ResourceSliceCount, "must be greater than zero"))
@@ -237,22 +237,6 @@ func trueOrUnset(b *bool, name string, path *field.Path, set *[]string) field.Er
 		return nil
 	}
 	return field.ErrorList{field.Invalid(path, *b, "must be either unset or set to true")}
-}
-
-// validateDriverName is upstream's ValidateCSIDriverName, which a DRA
-// driver name shares.
-func validateDriverName(name string, path *field.Path) field.ErrorList {
-	if name == "" {
-		return field.ErrorList{field.Required(path, "")}
-	}
-	var errs field.ErrorList
-	if len(name) > 63 {
-		errs = append(errs, field.TooLong(path, "", 63))
-	}
-	for _, msg := range utilvalidation.IsDNS1123Subdomain(strings.ToLower(name)) {
-		errs = append(errs, field.Invalid(path, name, msg))
-	}
-	return errs
 }
 
 func validatePoolName(name string, path *field.Path) field.ErrorList {
@@ -831,7 +815,7 @@ func validateQualifiedName(name resourcev1.QualifiedName, path *field.Path) fiel
 		if parts[0] == "" {
 			errs = append(errs, field.Invalid(path, "", "the domain must not be empty"))
 		} else {
-			errs = append(errs, validateDriverName(parts[0], path)...)
+			errs = append(errs, validateCSIDriverName(parts[0], path)...)
 		}
 		if parts[1] == "" {
 			errs = append(errs, field.Invalid(path, "", "the name must not be empty"))

@@ -132,19 +132,11 @@ func (b *bench) mirror(ctx context.Context) error {
 			return fmt.Errorf("creating namespace %s upstream: %w", ns, err)
 		}
 	}
-	upURL, err := url.Parse(up.url)
-	if err != nil {
-		return err
-	}
-	proxy, err := newLinkProxy(upURL.Host)
+	proxy, kubeconfig, err := b.proxied(up)
 	if err != nil {
 		return err
 	}
 	defer proxy.cut()
-	kubeconfig, err := b.proxiedKubeconfig(up, proxy.addr)
-	if err != nil {
-		return err
-	}
 	edgeArgs := func(namespace string) ([]string, error) {
 		path := filepath.Join(b.root, "mirror-"+namespace+".yaml")
 		rules := fmt.Sprintf("mirror:\n  rules:\n  - name: %s\n    resource: configmaps\n    namespaces: [%s]\n", mirrorRule, namespace)
@@ -370,6 +362,25 @@ func (b *bench) clientsOf(srv *server, n int) []*kubernetes.Clientset {
 func (b *bench) serverCPUOf(srv *server) time.Duration {
 	d, _ := cpuTime(srv.pid())
 	return d
+}
+
+// proxied opens a link proxy to the upstream and writes the kubeconfig of
+// the edge's upstream through it.
+func (b *bench) proxied(up *server) (*linkProxy, string, error) {
+	upURL, err := url.Parse(up.url)
+	if err != nil {
+		return nil, "", err
+	}
+	proxy, err := newLinkProxy(upURL.Host)
+	if err != nil {
+		return nil, "", err
+	}
+	kubeconfig, err := b.proxiedKubeconfig(up, proxy.addr)
+	if err != nil {
+		proxy.cut()
+		return nil, "", err
+	}
+	return proxy, kubeconfig, nil
 }
 
 // proxiedKubeconfig writes the upstream's admin kubeconfig with its server

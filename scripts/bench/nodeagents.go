@@ -8,7 +8,6 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -160,19 +159,11 @@ func (b *bench) nodeAgents(ctx context.Context) error {
 		return err
 	}
 	b.logf("node-agents: %d pods on node %s created upstream", agentPods, agentNode)
-	upURL, err := url.Parse(up.url)
-	if err != nil {
-		return err
-	}
-	proxy, err := newLinkProxy(upURL.Host)
+	proxy, kubeconfig, err := b.proxied(up)
 	if err != nil {
 		return err
 	}
 	defer proxy.cut()
-	kubeconfig, err := b.proxiedKubeconfig(up, proxy.addr)
-	if err != nil {
-		return err
-	}
 
 	// The edge, with the default rules, in sync before the kubelet starts.
 	edge, _, err := b.startOn(ctx, filepath.Join(b.root, "agents-edge"), "edge", "--upstream-kubeconfig", kubeconfig, "--node-name", agentNode)
