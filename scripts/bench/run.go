@@ -58,8 +58,9 @@ type Result struct {
 	SlowWrites WriteResult `json:"slowWrites"` // at -slow-write-rate
 	// IdleWriteBytesPerSec is what the server writes to disk at idle, on
 	// the empty data dir: its own Leases and bookkeeping.
-	IdleWriteBytesPerSec float64        `json:"idleWriteBytesPerSec"`
-	Informer             InformerResult `json:"informer"`
+	IdleWriteBytesPerSec float64         `json:"idleWriteBytesPerSec"`
+	Informer             InformerResult  `json:"informer"`
+	TokenAuth            TokenAuthResult `json:"tokenAuth"`
 
 	Mirror      *MirrorResult      `json:"mirror,omitempty"`
 	Controllers *ControllersResult `json:"controllers,omitempty"`
@@ -384,6 +385,9 @@ func (b *bench) store(ctx context.Context) error {
 		return err
 	}
 	res.IdleWriteBytesPerSec = float64(written-idleWrites) / time.Since(idleStart).Seconds()
+	if err := b.tokenAuth(ctx); err != nil {
+		return err
+	}
 
 	// Load.
 	if err := b.load(ctx); err != nil {

@@ -170,6 +170,7 @@ func storeRows(row func(figure, value string, t target), r *Result) {
 		how = fmt.Sprintf("LIST+watch (%d lists)", r.Informer.Lists)
 	}
 	row(fmt.Sprintf("informer cold sync, %d cm", r.Informer.Objects), fmt.Sprintf("%.0f ms (%s)", r.Informer.SyncMs, how), target{})
+	tokenAuthRows(row, r)
 }
 
 // mirrorRows are the figures of the mirror section: the edge's.
