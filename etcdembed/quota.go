@@ -84,10 +84,11 @@ type QuotaGuard struct {
 	lg        *zap.Logger
 
 	mu sync.Mutex
-	// seen is the backend's commit count when applied was last reset;
-	// applied estimates what was applied since, inflight what was admitted
-	// and not yet answered.
+	// seen is the backend's commit count when applied was last reset and
+	// size the database's size then; applied estimates what was applied
+	// since, inflight what was admitted and not yet answered.
 	seen     int64
+	size     int64
 	applied  int64
 	inflight int64
 	// answered is signalled when no write is in flight.
@@ -143,9 +144,19 @@ func (g *QuotaGuard) costOf(req any) int64 {
 }
 
 // sync forgets what was applied before the backend's last commit: the
-// database size counts it now. Called with mu held.
+// database size counts it now. The count and the size are read under the
+// batch's lock: a commit counts itself before it records the new size
+// (etcd's batchTx.commit, then backend.begin), and a count read between
+// the two would forget writes the size read does not hold yet (under CPU
+// load the database passed the quota by two 256 KiB writes that way).
+// Called with mu held.
 func (g *QuotaGuard) sync() {
-	if c := g.commits(); c != g.seen {
+	tx := g.be.BatchTx()
+	tx.LockOutsideApply()
+	c, size := g.commits(), g.be.Size()
+	tx.Unlock()
+	g.size = size
+	if c != g.seen {
 		g.seen, g.applied = c, 0
 	}
 }
@@ -153,7 +164,7 @@ func (g *QuotaGuard) sync() {
 // fits reports whether a write of cost leaves the estimate of the database
 // at or below the watermark. Called with mu held.
 func (g *QuotaGuard) fits(cost int64) bool {
-	return g.be.Size()+quotaGrowth*(g.applied+g.inflight+cost) <= g.watermark
+	return g.size+quotaGrowth*(g.applied+g.inflight+cost) <= g.watermark
 }
 
 // admit counts a write of cost in flight, or refuses it; first is true
@@ -185,7 +196,7 @@ func (g *QuotaGuard) admit(cost int64) (refused, first bool) {
 		if first {
 			g.refusing = true
 			g.lg.Warn("refusing writes: the database is at its quota's watermark",
-				zap.Int64("db-size-bytes", g.be.Size()), zap.Int64("write-bytes", cost),
+				zap.Int64("db-size-bytes", g.size), zap.Int64("write-bytes", cost),
 				zap.Int64("watermark-bytes", g.watermark), zap.Int64("quota-bytes", g.quota))
 		}
 		return true, first
