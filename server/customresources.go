@@ -2,7 +2,17 @@ package server
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"time"
+
 	"fmt"
+	apiextensionshelpers "k8s.io/apiextensions-apiserver/pkg/apihelpers"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionslisters "k8s.io/apiextensions-apiserver/pkg/client/listers/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"maps"
 	"slices"
 	"sort"
@@ -10,15 +20,12 @@ import (
 
 	"github.com/emicklei/go-restful/v3"
 
-	apiextensionshelpers "k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
 	openapiv3controller "k8s.io/apiextensions-apiserver/pkg/controller/openapiv3"
 	apiextensionsopenapi "k8s.io/apiextensions-apiserver/pkg/generated/openapi"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilversion "k8s.io/apimachinery/pkg/version"
@@ -67,6 +74,9 @@ func newCustomResourcesServer(base genericapiserver.Config, backend Storage, tra
 	c.AdmissionControl = admission.NewChainHandler(nsLifecycle, conversionCheck{})
 	// Server-side apply of CRDs needs the apiextensions types' schemas,
 	// custom resources the metav1 and autoscaling/v1 Scale ones.
+	// Its /openapi/v3 is never served (the top server's is, with the
+	// documents serveOpenAPIV3 adds): SkipOpenAPIInstallation is the
+	// base's.
 	c.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(customResourceDefinitions,
 		openapinamer.NewDefinitionNamer(apiextensionsapiserver.Scheme))
 	c.OpenAPIV3Config.Info.Title = base.OpenAPIV3Config.Info.Title
@@ -104,11 +114,8 @@ type customResources struct {
 // kube-apiserver's aggregator does: kubectl looks a kind up there before
 // it sends an object for server-side field validation, and
 // kubectl explain reads it. It runs once the top server has built its
-// OpenAPI service (a post-start hook).
-func (s *customResources) serveOpenAPIV3(_ context.Context, service *handler3.OpenAPIService, w *workers) error {
-	if service == nil {
-		return nil
-	}
+// OpenAPI service, on the first request for it.
+func (s *customResources) serveOpenAPIV3(service *handler3.OpenAPIService, w *workers) error {
 	for _, ws := range s.GenericAPIServer.Handler.GoRestfulContainer.RegisteredWebServices() {
 		// apis/apiextensions.k8s.io and its versions; the top server has
 		// the rest (/version).
@@ -122,8 +129,56 @@ func (s *customResources) serveOpenAPIV3(_ context.Context, service *handler3.Op
 		}
 		service.UpdateGroupVersion(gv, spec)
 	}
-	controller := openapiv3controller.NewController(s.Informers.Apiextensions().V1().CustomResourceDefinitions())
+	informer := s.Informers.Apiextensions().V1().CustomResourceDefinitions()
+	controller := openapiv3controller.NewController(informer)
 	w.start(func(ctx context.Context) { controller.Run(service, ctx.Done()) })
+	return waitPublished(w.ctx, service, informer.Lister())
+}
+
+// crdOpenAPIWait bounds how long the first /openapi/v3 request waits for
+// the established custom resources' documents.
+const crdOpenAPIWait = 5 * time.Second
+
+// waitPublished returns once service lists every served version of every
+// established CRD: the OpenAPI controller adds them right after it starts,
+// and the request that built the service must see them (kubectl looks its
+// kind up there and, without it, validates against /openapi/v2, which
+// kubestore does not serve).
+func waitPublished(ctx context.Context, service *handler3.OpenAPIService, crds apiextensionslisters.CustomResourceDefinitionLister) error {
+	list, err := crds.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	var want []string
+	for _, crd := range list {
+		if !apiextensionshelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established) {
+			continue
+		}
+		for _, v := range crd.Spec.Versions {
+			if v.Served {
+				want = append(want, "apis/"+crd.Spec.Group+"/"+v.Name)
+			}
+		}
+	}
+	published := func(context.Context) (bool, error) {
+		rec := httptest.NewRecorder()
+		service.HandleDiscovery(rec, httptest.NewRequest(http.MethodGet, openAPIV3Path, nil))
+		var d handler3.OpenAPIV3Discovery
+		if err := json.Unmarshal(rec.Body.Bytes(), &d); err != nil {
+			return false, nil
+		}
+		for _, p := range want {
+			if _, ok := d.Paths[p]; !ok {
+				return false, nil
+			}
+		}
+		return true, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, crdOpenAPIWait)
+	defer cancel()
+	if err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, published); err != nil {
+		return fmt.Errorf("the OpenAPI v3 of %d custom resource versions not published in %s: %w", len(want), crdOpenAPIWait, err)
+	}
 	return nil
 }
 

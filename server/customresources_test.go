@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -191,6 +192,20 @@ func TestCustomResources(t *testing.T) {
 	}
 	createNamespace(t, ts, "cr")
 	devices := ts.dynamic.Resource(devicesV1).Namespace("cr")
+
+	// /openapi/v3 is built on its first request: that request already
+	// lists the CRD created before it, as kubectl needs.
+	t.Run("openapi v3 built on first request", func(t *testing.T) {
+		paths, err := openAPIV3Paths(ctx, ts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{"apis/example.com/v1", "apis/example.com/v1beta1", "apis/apiextensions.k8s.io/v1", "api/v1"} {
+			if _, ok := paths[p]; !ok {
+				t.Errorf("first /openapi/v3 lacks %s: %v", p, slices.Sorted(maps.Keys(paths)))
+			}
+		}
+	})
 
 	t.Run("create, get, list, watch, patch, apply, delete", func(t *testing.T) {
 		w, err := devices.Watch(ctx, metav1.ListOptions{})
@@ -697,4 +712,17 @@ func TestCustomResourceWatchExpired(t *testing.T) {
 	})
 	expectExpired(t, cached, old[cached])
 	expectExpired(t, uncached, old[uncached])
+}
+
+// openAPIV3Paths are the group versions /openapi/v3 lists.
+func openAPIV3Paths(ctx context.Context, ts *testServer) (map[string]any, error) {
+	body, err := ts.client.Discovery().RESTClient().Get().AbsPath("/openapi/v3").DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var idx struct {
+		Paths map[string]any `json:"paths"`
+	}
+	err = json.Unmarshal(body, &idx)
+	return idx.Paths, err
 }

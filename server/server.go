@@ -34,6 +34,7 @@ import (
 	"k8s.io/apiserver/pkg/util/notfoundhandler"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+	"k8s.io/kube-openapi/pkg/handler3"
 
 	"github.com/kubestore/kubestore/access"
 	"github.com/kubestore/kubestore/cacher"
@@ -275,6 +276,9 @@ func (b *builder) genericConfig() error {
 	// handlers see the shutdown signal); the server then waits this long
 	// for them, and as long again for the HTTP server to close.
 	c.ShutdownWatchTerminationGracePeriod = cfg.Server.ShutdownTimeout.Duration / 4
+	// /openapi/v3 is built on its first request (serveOpenAPIV3Lazily);
+	// the config stays for server-side apply's types.
+	c.SkipOpenAPIInstallation = true
 	c.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(openapi.GetOpenAPIDefinitions, openapinamer.NewDefinitionNamer(b.kinds.Scheme()))
 	c.OpenAPIV3Config.Info.Title = "Kubernetes"
 	c.OpenAPIV3Config.Info.Version = build.Kubernetes
@@ -371,7 +375,16 @@ func (b *builder) install() error {
 		return err
 	}
 	tokens := b.access.TokenAuthenticator([]string{b.cfg.Server.ServiceAccountIssuer}, b.saKeys.Authenticator(b.saLookup))
-	return b.kinds.InstallReviews(b.gs, tokens, b.c.Authorization.Authorizer, b.access)
+	if err := b.kinds.InstallReviews(b.gs, tokens, b.c.Authorization.Authorizer, b.access); err != nil {
+		return err
+	}
+	// Every API group is installed: server-side apply's types are built
+	// from the definitions, which go now (dropDefinitions).
+	dropDefinitions(b.c.OpenAPIV3Config)
+	if b.crds != nil {
+		dropDefinitions(b.crds.openAPIV3)
+	}
+	return nil
 }
 
 // workers adds the post-start hooks and kubestore's workers, which run
@@ -388,16 +401,20 @@ func (b *builder) workers() error {
 		close(s.systemNamespaces)
 		return nil
 	})
+	var openAPIBuilt func(*handler3.OpenAPIService)
 	if crds := b.crds; crds != nil {
 		custom, err := newCustomContents(crds)
 		if err != nil {
 			return err
 		}
 		b.deleteCustom = custom.deleteIn
-		gs.AddPostStartHookOrDie("kubestore-custom-resources-openapi", func(ctx genericapiserver.PostStartHookContext) error {
-			return crds.serveOpenAPIV3(ctx, gs.OpenAPIV3VersionedService, s.workers)
-		})
+		openAPIBuilt = func(service *handler3.OpenAPIService) {
+			if err := crds.serveOpenAPIV3(service, s.workers); err != nil {
+				klog.ErrorS(err, "Serving the OpenAPI v3 of the custom resources")
+			}
+		}
 	}
+	serveOpenAPIV3Lazily(gs, b.c.OpenAPIV3Config, openAPIBuilt)
 	keys := b.saKeys
 	gs.Handler.NonGoRestfulMux.Handle(serviceaccount.DiscoveryPath, keys.DiscoveryHandler(url+serviceaccount.JWKSPath))
 	gs.Handler.NonGoRestfulMux.Handle(serviceaccount.JWKSPath, keys.JWKSHandler())

@@ -1,0 +1,79 @@
+package server
+
+import (
+	"net/http"
+	"sync"
+
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/mux"
+	"k8s.io/apiserver/pkg/server/routes"
+	"k8s.io/klog/v2"
+	"k8s.io/kube-openapi/pkg/common"
+	"k8s.io/kube-openapi/pkg/handler3"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+)
+
+// openAPIV3Path is where kube-apiserver serves its OpenAPI v3 documents.
+const openAPIV3Path = "/openapi/v3"
+
+// lazyOpenAPIV3 serves /openapi/v3 as kube-apiserver does, from upstream's
+// own builder (routes.OpenAPI.InstallV3), but builds the documents on the
+// first request instead of in PrepareRun: built, they hold ~6 MB of heap
+// and their definitions ~5 MB more, and most devices never read them (the
+// kubelet, kube-proxy and client-go informers do not; kubectl does, before
+// it sends an object). Once built they stay, as upstream's.
+type lazyOpenAPIV3 struct {
+	once    sync.Once
+	build   func() *handler3.OpenAPIService
+	service *handler3.OpenAPIService
+}
+
+func (l *lazyOpenAPIV3) get() *handler3.OpenAPIService {
+	l.once.Do(func() { l.service = l.build() })
+	return l.service
+}
+
+// serveOpenAPIV3Lazily installs /openapi/v3 on gs for the web services
+// gs has when the first request comes; built is called with the service
+// once it exists (the custom resources add their documents to it). gs's
+// config must have SkipOpenAPIInstallation set.
+func serveOpenAPIV3Lazily(gs *genericapiserver.GenericAPIServer, cfg *common.OpenAPIV3Config, built func(*handler3.OpenAPIService)) {
+	l := &lazyOpenAPIV3{build: func() *handler3.OpenAPIService {
+		klog.V(2).InfoS("Building the OpenAPI v3 documents on their first request")
+		// The definitions, generated once for every group built here
+		// and dropped with this copy of the config.
+		withDefs := *cfg
+		withDefs.Definitions = cfg.GetDefinitions(openAPIV3Ref(cfg))
+		// A scratch mux: the paths are served below, by this service.
+		service := routes.OpenAPI{V3Config: &withDefs}.InstallV3(gs.Handler.GoRestfulContainer, mux.NewPathRecorderMux("openapi-v3"))
+		if built != nil {
+			built(service)
+		}
+		return service
+	}}
+	gs.Handler.NonGoRestfulMux.Handle(openAPIV3Path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		l.get().HandleDiscovery(w, r)
+	}))
+	gs.Handler.NonGoRestfulMux.HandlePrefix(openAPIV3Path+"/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		l.get().HandleGroupVersion(w, r)
+	}))
+}
+
+// dropDefinitions drops the definitions DefaultOpenAPIV3Config generated
+// into cfg, once every API group is installed: the installs share them
+// for server-side apply's types (each would generate its own copy
+// otherwise, and keep what its types reference), and afterwards the
+// builders generate them again when they are nil
+// (k8s.io/kube-openapi/pkg/builder3), as serveOpenAPIV3Lazily does.
+func dropDefinitions(cfg *common.OpenAPIV3Config) {
+	cfg.Definitions = nil
+}
+
+// openAPIV3Ref is the reference DefaultOpenAPIV3Config gives definitions:
+// a schema under #/components/schemas by its definition name.
+func openAPIV3Ref(cfg *common.OpenAPIV3Config) common.ReferenceCallback {
+	return func(name string) spec.Ref {
+		defName, _ := cfg.GetDefinitionName(name)
+		return spec.MustCreateRef("#/components/schemas/" + common.EscapeJsonPointer(defName))
+	}
+}
