@@ -43,6 +43,10 @@ type Options struct {
 	Duration time.Duration
 	// Approve runs the approving controller.
 	Approve bool
+	// CSRs, when set, lists and watches the CertificateSigningRequests
+	// (kubestore's watch cache, registry.Storage.ListerWatcher); nil reads
+	// them through cfg's client.
+	CSRs cache.ListerWatcher
 }
 
 // Run runs the controllers of o on the API at cfg until ctx ends. Every
@@ -78,8 +82,11 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	// One plain informer on the typed client: client-go's informer
 	// factory would link every API group's informers into the binary.
-	informer := cache.NewSharedIndexInformer(cache.NewListWatchFromClient(client.RESTClient(), "certificatesigningrequests", metav1.NamespaceAll, fields.Everything()),
-		&certificatesv1.CertificateSigningRequest{}, 0, cache.Indexers{})
+	lw := o.CSRs
+	if lw == nil {
+		lw = cache.NewListWatchFromClient(client.RESTClient(), "certificatesigningrequests", metav1.NamespaceAll, fields.Everything())
+	}
+	informer := cache.NewSharedIndexInformer(lw, &certificatesv1.CertificateSigningRequest{}, 0, cache.Indexers{})
 	for _, c := range controllers {
 		c.store = informer.GetStore()
 		if _, err := informer.AddEventHandler(c.handler()); err != nil {

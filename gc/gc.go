@@ -8,10 +8,12 @@
 // before its orphan finalizer is removed.
 //
 // It watches the metadata of every resource that can be listed, watched and
-// deleted, built-in or custom, through the server's loopback client, and
-// keeps of each object only what collecting needs (name, uid,
-// ownerReferences, finalizers, deletion timestamp). All work is derived
-// from that stored state, so a restart finishes what a stop interrupted.
+// deleted, built-in or custom: built-in ones on their watch caches (a
+// Source), the others through the server's loopback client, which it also
+// reads live objects and writes with. It keeps of each object only what
+// collecting needs (name, uid, ownerReferences, finalizers, deletion
+// timestamp). All work is derived from that stored state, so a restart
+// finishes what a stop interrupted.
 // Several kubestores on one etcd elect one collector with a Lease
 // (RunWithLeaderElection); every write it makes carries a uid or
 // resourceVersion precondition.
@@ -30,6 +32,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
@@ -75,6 +78,8 @@ func (i item) String() string {
 // RunWithLeaderElection.
 type Collector struct {
 	client metadata.Interface
+	// local reads a resource in-process when it can (see Source).
+	local  Source
 	disc   discovery.CachedDiscoveryInterface
 	mapper *restmapper.DeferredDiscoveryRESTMapper
 	queue  workqueue.TypedRateLimitingInterface[item]
@@ -94,8 +99,15 @@ type monitor struct {
 	stop     context.CancelFunc
 }
 
-// New builds a collector on the server's loopback client config.
-func New(cfg *rest.Config) (*Collector, error) {
+// Source lists and watches a resource in-process, as metadata when
+// metadata is set; ok is false for one it does not serve, which the
+// collector then watches through the loopback client
+// (registry.Storage.ListerWatcher).
+type Source func(gvr schema.GroupVersionResource, fieldSelector fields.Selector, metadata bool) (lw cache.ListerWatcher, ok bool)
+
+// New builds a collector on the server's loopback client config; local,
+// when not nil, serves the resources it can without the loopback client.
+func New(cfg *rest.Config, local Source) (*Collector, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = -1, -1
 	// Watching every resource reads the deprecated ones too (v1
@@ -112,7 +124,7 @@ func New(cfg *rest.Config) (*Collector, error) {
 	disc := memory.NewMemCacheClient(dc)
 	registerMetrics()
 	return &Collector{
-		client: client, disc: disc, mapper: restmapper.NewDeferredDiscoveryRESTMapper(disc),
+		client: client, local: local, disc: disc, mapper: restmapper.NewDeferredDiscoveryRESTMapper(disc),
 		resyncNow: make(chan struct{}, 1),
 		monitors:  map[schema.GroupVersionResource]*monitor{}, dependents: map[types.UID]map[item]struct{}{}, refs: map[item][]types.UID{},
 	}, nil
@@ -233,7 +245,12 @@ func (c *Collector) syncMonitors(ctx context.Context) bool {
 // monitor starts a metadata informer on gvr that keeps only what
 // collecting needs of each object.
 func (c *Collector) monitor(ctx context.Context, gvr schema.GroupVersionResource) *monitor {
-	inf := metadatainformer.NewFilteredMetadataInformer(c.client, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
+	var inf cache.SharedIndexInformer
+	if lw, ok := c.localSource(gvr); ok {
+		inf = cache.NewSharedIndexInformer(lw, &metav1.PartialObjectMetadata{}, 0, cache.Indexers{})
+	} else {
+		inf = metadatainformer.NewFilteredMetadataInformer(c.client, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
+	}
 	if err := inf.SetTransform(strip); err != nil {
 		klog.ErrorS(err, "Garbage collector: informer transform", "resource", gvr)
 	}
@@ -252,6 +269,13 @@ func (c *Collector) monitor(ctx context.Context, gvr schema.GroupVersionResource
 	}()
 	// stop returns once the informer has stopped.
 	return &monitor{informer: inf, stop: func() { cancel(); <-done }}
+}
+
+func (c *Collector) localSource(gvr schema.GroupVersionResource) (cache.ListerWatcher, bool) {
+	if c.local == nil {
+		return nil, false
+	}
+	return c.local(gvr, nil, true)
 }
 
 func (c *Collector) stopMonitors() {

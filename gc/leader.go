@@ -35,8 +35,8 @@ const (
 // RunWithLeaderElection collects while this process holds the Lease, and
 // campaigns again when it loses it, until ctx is done; on ctx's end it
 // gives the Lease up, so another process takes over at once.
-func RunWithLeaderElection(ctx context.Context, cfg *rest.Config) error {
-	c, err := New(cfg)
+func RunWithLeaderElection(ctx context.Context, cfg *rest.Config, local Source) error {
+	c, err := New(cfg, local)
 	if err != nil {
 		return err
 	}

@@ -4,11 +4,15 @@ import (
 	"context"
 	"fmt"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	networkingv1client "k8s.io/client-go/kubernetes/typed/networking/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/kubestore/kubestore/certificates"
@@ -54,12 +58,12 @@ func controllerDescriptors() []controllerDescriptor {
 		},
 		{
 			name:   config.ControllerGarbageCollector,
-			reads:  "the loopback client: a metadata informer per resource; each object judged read again from etcd",
+			reads:  "the registry's stores: a metadata informer per resource on its watch cache (custom resources: the loopback client); each object judged read again from etcd",
 			shared: "one collector, elected with the Lease kube-system/" + gc.LeaseName + "; deletes with uid and resourceVersion preconditions",
 			start: func(b *builder, s *Server, _ func(string) bool) error {
-				loopback := workerLoopback(b.gs.LoopbackClientConfig)
+				loopback, local := workerLoopback(b.gs.LoopbackClientConfig), b.api.ListerWatcher
 				s.addWorker("kubestore-garbage-collector", func(ctx context.Context) {
-					if err := gc.RunWithLeaderElection(ctx, loopback); err != nil {
+					if err := gc.RunWithLeaderElection(ctx, loopback, local); err != nil {
 						klog.ErrorS(err, "Garbage collector")
 					}
 				})
@@ -69,7 +73,7 @@ func controllerDescriptors() []controllerDescriptor {
 		{
 			name:   config.ControllerServiceAccount,
 			with:   []string{config.ControllerRootCAPublisher},
-			reads:  "the loopback client: typed informers of namespaces, ServiceAccounts and ConfigMaps",
+			reads:  "the registry's stores: typed informers of namespaces, ServiceAccounts and ConfigMaps on their watch caches",
 			shared: "creates only (AlreadyExists to the others); the CA bundle read from etcd before each write",
 			prepare: func(b *builder) error {
 				if b.cc.ControllerEnabled(config.ControllerServiceAccount) {
@@ -82,8 +86,11 @@ func controllerDescriptors() []controllerDescriptor {
 			start: func(b *builder, s *Server, enabled func(string) bool) error {
 				accounts, rootCA := enabled(config.ControllerServiceAccount), enabled(config.ControllerRootCAPublisher)
 				loopback, st, keys := workerLoopback(b.gs.LoopbackClientConfig), b.storage, b.saKeys
+				core := func(resource string, selector fields.Selector) cache.ListerWatcher {
+					return b.listerWatcher(corev1.SchemeGroupVersion.WithResource(resource), selector)
+				}
 				s.addWorker("kubestore-serviceaccount-controllers", func(ctx context.Context) {
-					if err := serviceaccount.Controllers(ctx, loopback, keys, st, accounts, rootCA); err != nil {
+					if err := serviceaccount.Controllers(ctx, loopback, keys, st, accounts, rootCA, core); err != nil {
 						klog.ErrorS(err, "ServiceAccount controllers")
 					}
 				})
@@ -93,11 +100,12 @@ func controllerDescriptors() []controllerDescriptor {
 		{
 			name:   config.ControllerCSRSigning,
 			with:   []string{config.ControllerCSRApproving},
-			reads:  "the loopback client: a typed informer of CertificateSigningRequests",
+			reads:  "the registry's stores: a typed informer of CertificateSigningRequests on their watch cache",
 			shared: "status written on the resourceVersion read: a second signer gets a conflict and finds it issued",
 			start: func(b *builder, s *Server, enabled func(string) bool) error {
 				loopback := workerLoopback(b.gs.LoopbackClientConfig)
-				opts := certificates.Options{Approve: enabled(config.ControllerCSRApproving)}
+				opts := certificates.Options{Approve: enabled(config.ControllerCSRApproving),
+					CSRs: b.listerWatcher(certificatesv1.SchemeGroupVersion.WithResource("certificatesigningrequests"), nil)}
 				if enabled(config.ControllerCSRSigning) {
 					// kubestore's CA, the one its client certificates are
 					// verified with: a kubelet's issued certificate logs it in.
@@ -127,6 +135,18 @@ func controllerDescriptors() []controllerDescriptor {
 			start: startClusterIPs,
 		},
 	}
+}
+
+// listerWatcher reads a built-in resource for an in-process controller
+// from its store's watch cache (registry.Storage.ListerWatcher), selected
+// by selector when not nil.
+func (b *builder) listerWatcher(gvr schema.GroupVersionResource, selector fields.Selector) cache.ListerWatcher {
+	lw, ok := b.api.ListerWatcher(gvr, selector, false)
+	if !ok {
+		// Every controller's resource is built in: a programming error.
+		panic(fmt.Sprintf("no store serves %s", gvr))
+	}
+	return lw
 }
 
 // enabled reports whether d or one it starts with is enabled.

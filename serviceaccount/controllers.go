@@ -35,22 +35,32 @@ const (
 // kubestore joining the etcd shows in every namespace's bundle.
 const refreshBundle = time.Minute
 
+// CoreSource lists and watches a core v1 resource, selected by selector.
+type CoreSource func(resource string, selector fields.Selector) cache.ListerWatcher
+
 // Controllers keeps a default ServiceAccount (when accounts) and the
 // kube-root-ca.crt ConfigMap (when rootCA) in every namespace that is not
 // terminating, recreating or correcting them, as kube-controller-manager's
 // serviceaccount and root-ca-certificate-publisher controllers do. Writes
 // are creates and resourceVersion-checked updates, so several kubestores
-// on one etcd converge: they publish one bundle of every CA.
-func Controllers(ctx context.Context, cfg *rest.Config, keys *Keys, st State, accounts, rootCA bool) error {
+// on one etcd converge: they publish one bundle of every CA. source, when
+// not nil, lists and watches a core resource (kubestore's watch cache,
+// registry.Storage.ListerWatcher); nil reads them through cfg's client.
+func Controllers(ctx context.Context, cfg *rest.Config, keys *Keys, st State, accounts, rootCA bool, source CoreSource) error {
 	client, err := corev1client.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
 	// Plain informers on the core client: client-go's informer factory
 	// would link every API group's informers into the binary (18 MB).
-	rc := client.RESTClient()
+	if source == nil {
+		rc := client.RESTClient()
+		source = func(resource string, selector fields.Selector) cache.ListerWatcher {
+			return cache.NewListWatchFromClient(rc, resource, metav1.NamespaceAll, selector)
+		}
+	}
 	informer := func(resource string, obj runtime.Object, selector fields.Selector) cache.SharedIndexInformer {
-		return cache.NewSharedIndexInformer(cache.NewListWatchFromClient(rc, resource, metav1.NamespaceAll, selector), obj, 0, cache.Indexers{})
+		return cache.NewSharedIndexInformer(source(resource, selector), obj, 0, cache.Indexers{})
 	}
 	queue := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "kubestore_serviceaccount_controllers"})
