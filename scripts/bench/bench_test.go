@@ -18,7 +18,11 @@ func TestOnly(t *testing.T) {
 		want    []string
 		wantErr bool
 	}{
-		{only: "", want: []string{sectionStore, sectionMirror, sectionControllers, sectionGateway, sectionNodeAgents}},
+		{only: "", want: []string{sectionStore, sectionMirror, sectionControllers, sectionGateway, sectionPeer, sectionCachePolicy, sectionNodeAgents}},
+		{only: "peer", want: []string{sectionPeer}},
+		{only: "store,gateway,peer", want: []string{sectionStore, sectionGateway, sectionPeer}},
+		{only: "gateway,peers", wantErr: true},
+		{only: "cache-policy", want: []string{sectionCachePolicy}},
 		{only: "node-agents", want: []string{sectionNodeAgents}},
 		{only: "gateway", want: []string{sectionGateway}},
 		{only: "controllers", want: []string{sectionControllers}},
@@ -55,16 +59,16 @@ func TestSmoke(t *testing.T) {
 	if bin == "" {
 		t.Skip("KUBESTORE_BIN is not set (make test sets it)")
 	}
-	kubemark := filepath.Join(t.TempDir(), "no-kubemark")
+	kubemark, peerBins := filepath.Join(t.TempDir(), "no-kubemark"), filepath.Join(t.TempDir(), "no-upstream")
 	if dir := os.Getenv("KUBESTORE_UPSTREAM_BIN_DIR"); dir != "" {
-		kubemark = filepath.Join(dir, "kubemark")
+		kubemark, peerBins = filepath.Join(dir, "kubemark"), dir
 	}
 	out := filepath.Join(t.TempDir(), "bench.json")
 	var log bytes.Buffer
 	o := options{
 		Bin: bin, Out: out, Scale: 0.01, Clients: 4, ListRuns: 3, WriteRate: 200, WatchRate: 200,
 		Idle: time.Second, CPUWindow: time.Second, DataRoot: t.TempDir(), Log: &log, MirrorOutage: 2 * time.Second,
-		GatewayScales: []int{1}, BurstDuration: time.Second, SlowWriteRate: 50, Kubemark: kubemark,
+		GatewayScales: []int{1}, BurstDuration: time.Second, SlowWriteRate: 50, Kubemark: kubemark, CachePolicyScale: 1, PeerBinDir: peerBins,
 	}
 	res, err := run(t.Context(), o)
 	if res != nil {
@@ -115,6 +119,23 @@ func TestSmoke(t *testing.T) {
 	for name, v := range positive {
 		if v <= 0 {
 			t.Errorf("%s = %v, want > 0", name, v)
+		}
+	}
+	switch p := got.Peer; {
+	case p == nil:
+		t.Error("no peer section")
+	case p.Skipped == "" && (p.Idle.VmRSS <= 0 || len(p.Runs) != 1 || p.Runs[0].Mem.VmRSS <= 0):
+		t.Errorf("peer = %+v, want its idle and gateway ×1 memory", p)
+	case p.Skipped != "" && os.Getenv("KUBESTORE_UPSTREAM_BIN_DIR") != "":
+		t.Errorf("peer skipped with KUBESTORE_UPSTREAM_BIN_DIR set: %s", p.Skipped)
+	}
+	if c := got.CachePolicy; c == nil || len(c.Runs) != 1+len(cachePolicyResources) {
+		t.Errorf("cache policy = %+v, want a run with every resource cached and one per resource", c)
+	} else {
+		for _, run := range c.Runs {
+			if run.LiveHeap <= 0 || len(run.Gets) == 0 || run.Gets[0].P50Ms <= 0 {
+				t.Errorf("cache policy, %s uncached: %+v", orNone(run.Uncached), run)
+			}
 		}
 	}
 	if got.MemAfterLists.VmHWM < got.MemAfterLists.VmRSS {

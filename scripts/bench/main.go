@@ -71,6 +71,13 @@ type options struct {
 	BurstDuration    time.Duration
 	SlowWriteUpdates int
 	SlowWriteRate    float64
+	// The peer section: where kube-apiserver and etcd are (make
+	// upstream-bins; missing: the section is skipped).
+	PeerBinDir string
+	// The cache-policy section: the copies of the gateway set, and the
+	// GETs by name of each resource.
+	CachePolicyScale int
+	CachePolicyGets  int
 	// The node-agents section: the kubemark binary (missing: the section
 	// is skipped), the steady window and the outage.
 	Kubemark   string
@@ -84,17 +91,19 @@ const (
 	sectionMirror      = "mirror"
 	sectionControllers = "controllers"
 	sectionGateway     = "gateway"
+	sectionPeer        = "peer"
+	sectionCachePolicy = "cache-policy"
 	sectionNodeAgents  = "node-agents"
 )
 
-var allSections = []string{sectionStore, sectionMirror, sectionControllers, sectionGateway, sectionNodeAgents}
+var allSections = []string{sectionStore, sectionMirror, sectionControllers, sectionGateway, sectionPeer, sectionCachePolicy, sectionNodeAgents}
 
 // sections are the sections this run measures.
 func (o *options) sections() []string {
 	if o.Only == "" {
 		return allSections
 	}
-	return []string{o.Only}
+	return strings.Split(o.Only, ",")
 }
 
 func scaled(n int, full int, scale float64) int {
@@ -127,6 +136,10 @@ func (o *options) complete() error {
 	o.ControllerNamespaces = scaled(o.ControllerNamespaces, 100, o.Scale)
 	o.BurstUpdates = scaled(o.BurstUpdates, 10000, o.Scale)
 	o.SlowWriteUpdates = scaled(o.SlowWriteUpdates, 600, o.Scale)
+	o.CachePolicyGets = scaled(o.CachePolicyGets, 1000, o.Scale)
+	if o.CachePolicyScale == 0 {
+		o.CachePolicyScale = 5
+	}
 	o.NodeWindow = scaledDuration(o.NodeWindow, time.Minute, o.Scale)
 	o.NodeOutage = scaledDuration(o.NodeOutage, 10*time.Minute, o.Scale)
 	if o.GatewayScales == nil {
@@ -143,8 +156,10 @@ func (o *options) complete() error {
 	if o.SlowWriteRate <= 0 {
 		return fmt.Errorf("invalid -slow-write-rate %v: must be > 0", o.SlowWriteRate)
 	}
-	if o.Only != "" && !slices.Contains(allSections, o.Only) {
-		return fmt.Errorf("invalid -only %q: must be one of %s, or empty for all", o.Only, strings.Join(allSections, ", "))
+	for _, s := range o.sections() {
+		if !slices.Contains(allSections, s) {
+			return fmt.Errorf("invalid -only %q: must be some of %s, comma separated, or empty for all", o.Only, strings.Join(allSections, ", "))
+		}
 	}
 	if o.MirrorChanges > o.MirrorObjects {
 		return fmt.Errorf("invalid -mirror-changes %d: more than the %d mirrored objects", o.MirrorChanges, o.MirrorObjects)
@@ -201,7 +216,7 @@ func main() {
 	flag.BoolVar(&o.Keep, "keep", false, "keep the data dir and server logs")
 	flag.BoolVar(&o.XZ, "xz", true, "also measure the binary compressed with xz -9 (about a minute of one core, before anything else runs)")
 	flag.StringVar(&o.ProfileDir, "profile-dir", "", "if set, serve with --profiling and save heap profiles (idle, loaded, after the lists) and a CPU profile of the first cached LISTs there")
-	flag.StringVar(&o.Only, "only", "", "run one section only: store (one process: start-up, memory, LISTs, writes, watches, flash, informer) or mirror (an edge mirroring a second kubestore) or controllers (the memory of each of --controllers) or gateway (memory of the gateway data set x1 and x5, a burst of updates, flash at 10 updates/s) or node-agents (an edge serving kubemark's hollow kubelet with 110 pods: requests, CPU, memory, the reconnect after an outage); empty runs all")
+	flag.StringVar(&o.Only, "only", "", "run only these sections, comma separated (peer's ratios need gateway and store in the same run): store (one process: start-up, memory, LISTs, writes, watches, flash, informer) or mirror (an edge mirroring a second kubestore) or controllers (the memory of each of --controllers) or gateway (memory of the gateway data set x1 and x5, a burst of updates, flash at 10 updates/s) or peer (kube-apiserver + etcd from -peer-bin-dir on the gateway data set, each figure beside kubestore's) or cache-policy (each gateway resource's watch cache: the memory it holds, what a GET by name costs without it) or node-agents (an edge serving kubemark's hollow kubelet with 110 pods: requests, CPU, memory, the reconnect after an outage); empty runs all")
 	flag.IntVar(&o.MirrorObjects, "mirror-objects", 0, "mirror: ConfigMaps of 1 KiB the edge mirrors (0: 10000 x scale)")
 	flag.IntVar(&o.MirrorChanges, "mirror-changes", 0, "mirror: ConfigMaps updated upstream during the outage (0: 100 x scale, 1 % of the mirrored ones)")
 	flag.DurationVar(&o.MirrorOutage, "mirror-outage", 60*time.Second, "mirror: how long the link between edge and upstream is cut")
@@ -221,6 +236,9 @@ func main() {
 	flag.DurationVar(&o.BurstDuration, "burst-duration", 10*time.Second, "gateway: the burst's updates are paced over this long")
 	flag.IntVar(&o.SlowWriteUpdates, "slow-write-updates", 0, "gateway: updates of the slow flash-write measurement (0: 600 x scale)")
 	flag.Float64Var(&o.SlowWriteRate, "slow-write-rate", 10, "gateway: updates per second of the slow flash-write measurement")
+	flag.StringVar(&o.PeerBinDir, "peer-bin-dir", "bin/upstream", "peer: directory of kube-apiserver and etcd (make upstream-bins builds them; missing: the section is skipped)")
+	flag.IntVar(&o.CachePolicyScale, "cache-policy-scale", 0, "cache-policy: copies of the gateway set each server holds (0: 5)")
+	flag.IntVar(&o.CachePolicyGets, "cache-policy-gets", 0, "cache-policy: GETs by name of each resource (0: 1000 x scale)")
 	flag.StringVar(&o.Kubemark, "kubemark", "bin/upstream/kubemark", "node-agents: kubemark binary, for its hollow kubelet (make upstream-bins builds it; missing: the section is skipped)")
 	flag.DurationVar(&o.NodeWindow, "node-window", 0, "node-agents: the steady window of the requests and CPU measurement (0: 60s x scale)")
 	flag.DurationVar(&o.NodeOutage, "node-outage", 0, "node-agents: how long the link is cut while the kubelet goes on (0: 10m x scale)")

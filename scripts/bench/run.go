@@ -65,6 +65,8 @@ type Result struct {
 	Mirror      *MirrorResult      `json:"mirror,omitempty"`
 	Controllers *ControllersResult `json:"controllers,omitempty"`
 	Gateway     *GatewayResult     `json:"gateway,omitempty"`
+	Peer        *PeerResult        `json:"peer,omitempty"`
+	CachePolicy *CachePolicyResult `json:"cachePolicy,omitempty"`
 	NodeAgents  *NodeAgentsResult  `json:"nodeAgents,omitempty"`
 }
 
@@ -84,8 +86,10 @@ type Counts struct {
 	WatchRate    float64 `json:"watchRate"`
 	IdleSec      float64 `json:"idleSec"`
 	// GatewayScales are the copies of the gateway set, one server each.
-	GatewayScales []int   `json:"gatewayScales"`
-	CPUWindowSec  float64 `json:"cpuWindowSec"`
+	GatewayScales []int `json:"gatewayScales"`
+	// CachePolicyGets are the GETs by name of each resource.
+	CachePolicyGets int     `json:"cachePolicyGets"`
+	CPUWindowSec    float64 `json:"cpuWindowSec"`
 }
 
 // run performs the whole benchmark. On error it returns what it measured
@@ -99,7 +103,8 @@ func run(ctx context.Context, o options) (*Result, error) {
 		ServeArgs: append([]string{}, o.ServeArgs...),
 		Counts: Counts{ConfigMaps: o.ConfigMaps, Pods: o.Pods, Nodes: o.Nodes, Watchers: o.Watchers, Clients: o.Clients,
 			ListRuns: o.ListRuns, WriteUpdates: o.WriteUpdates, WriteRate: o.WriteRate, WatchRate: o.WatchRate,
-			IdleSec: o.Idle.Seconds(), CPUWindowSec: o.CPUWindow.Seconds(), GatewayScales: o.GatewayScales},
+			IdleSec: o.Idle.Seconds(), CPUWindowSec: o.CPUWindow.Seconds(), GatewayScales: o.GatewayScales,
+			CachePolicyGets: o.CachePolicyGets},
 		Sections: o.sections(),
 	}
 	started := time.Now()
@@ -326,6 +331,16 @@ func (b *bench) run(ctx context.Context) error {
 	}
 	if b.res.ran(sectionGateway) {
 		if err := b.gateway(ctx); err != nil {
+			return err
+		}
+	}
+	if b.res.ran(sectionPeer) {
+		if err := b.peer(ctx); err != nil {
+			return err
+		}
+	}
+	if b.res.ran(sectionCachePolicy) {
+		if err := b.cachePolicy(ctx); err != nil {
 			return err
 		}
 	}

@@ -60,6 +60,16 @@ func printTable(w io.Writer, r *Result) {
 		fmt.Fprintf(w, "controllers: a fresh kubestore per run with %d namespaces, each a ConfigMap owning %d others and %d ClusterIP Services; memory %.0f s after the load\n",
 			c.Namespaces, c.Children, c.Services, r.Counts.IdleSec)
 	}
+	if p := r.Peer; p != nil && p.Skipped != "" {
+		fmt.Fprintf(w, "peer: skipped: %s\n", p.Skipped)
+	} else if p != nil {
+		fmt.Fprintf(w, "peer: kube-apiserver and etcd (one fresh pair per gateway scale, %v) on the gateway section's data; memory of both processes %.0f s after the first start and after the load, beside kubestore's from the store and gateway sections of this run\n",
+			r.Counts.GatewayScales, r.Counts.IdleSec)
+	}
+	if c := r.CachePolicy; c != nil {
+		fmt.Fprintf(w, "cache policy: a fresh kubestore (--profiling) per run on %d copies of the gateway set, every resource cached, then each one read from etcd (--watch-cache-sizes=<resource>#0); memory %.0f s after the load, live heap after a forced collection; %d GETs by name of a resource by 4 clients\n",
+			c.Scale, r.Counts.IdleSec, r.Counts.CachePolicyGets)
+	}
 	if n := r.NodeAgents; n != nil && n.Skipped != "" {
 		fmt.Fprintf(w, "node agents: skipped: %s\n", n.Skipped)
 	} else if n != nil {
@@ -96,6 +106,12 @@ func printTable(w io.Writer, r *Result) {
 	}
 	if r.Gateway != nil {
 		gatewayRows(row, r)
+	}
+	if p := r.Peer; p != nil && p.Skipped == "" {
+		peerRows(row, r)
+	}
+	if r.CachePolicy != nil {
+		cachePolicyRows(row, r)
 	}
 	if n := r.NodeAgents; n != nil && n.Skipped == "" {
 		nodeAgentsRows(row, r)

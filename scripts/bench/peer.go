@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// PeerResult is kube-apiserver and etcd, built from the modules kubestore
+// pins (make upstream-bins), on the data the gateway section loads: what
+// kubestore is compared with (issue 25). Memory is the sum of both
+// processes.
+type PeerResult struct {
+	// Skipped says why the section did not run (a binary missing).
+	Skipped string `json:"skipped,omitempty"`
+	// Idle is the first scale's pair -idle after its first start.
+	Idle Mem       `json:"idle"`
+	Runs []PeerRun `json:"runs"`
+}
+
+// PeerRun is one fresh pair holding Scale copies of the gateway set.
+type PeerRun struct {
+	Scale  int     `json:"scale"`
+	LoadMs float64 `json:"loadMs"`
+	Mem    Mem     `json:"mem"`
+}
+
+// peerToken is the admin's bearer token on the peer.
+const peerToken = "bench-admin-token-0123456789"
+
+func (b *bench) peer(ctx context.Context) error {
+	r := &PeerResult{}
+	b.res.Peer = r
+	etcdBin, apiserverBin := filepath.Join(b.o.PeerBinDir, "etcd"), filepath.Join(b.o.PeerBinDir, "kube-apiserver")
+	for _, bin := range []string{etcdBin, apiserverBin} {
+		if _, err := os.Stat(bin); err != nil {
+			r.Skipped = fmt.Sprintf("%s: %v (make upstream-bins builds it)", bin, err)
+			b.logf("peer: skipped: %s", r.Skipped)
+			return nil
+		}
+	}
+	for i, scale := range b.o.GatewayScales {
+		dir := filepath.Join(b.root, fmt.Sprintf("peer-%d", scale))
+		p, err := b.startPeer(ctx, dir, etcdBin, apiserverBin)
+		if err != nil {
+			return err
+		}
+		err = b.peerRun(ctx, p, scale, r, i == 0)
+		p.stop()
+		if err != nil {
+			return fmt.Errorf("peer ×%d: %w", scale, err)
+		}
+		os.RemoveAll(dir)
+	}
+	return nil
+}
+
+func (b *bench) peerRun(ctx context.Context, p *peerPair, scale int, r *PeerResult, first bool) error {
+	if first {
+		if err := sleep(ctx, b.o.Idle); err != nil {
+			return err
+		}
+		var err error
+		if r.Idle, err = b.memOfPeer(p, "peer idle after a first start"); err != nil {
+			return err
+		}
+	}
+	start := time.Now()
+	if _, err := b.gatewayLoad(ctx, &server{cfg: p.cfg}, scale); err != nil {
+		return err
+	}
+	run := PeerRun{Scale: scale, LoadMs: ms(time.Since(start))}
+	if err := sleep(ctx, b.o.Idle); err != nil {
+		return err
+	}
+	var err error
+	if run.Mem, err = b.memOfPeer(p, fmt.Sprintf("peer gateway ×%d", scale)); err != nil {
+		return err
+	}
+	r.Runs = append(r.Runs, run)
+	return nil
+}
+
+// peerPair is an etcd and a kube-apiserver on it, on loopback ports.
+type peerPair struct {
+	etcd, apiserver *server
+	cfg             *rest.Config
+}
+
+func (p *peerPair) stop() {
+	for _, s := range []*server{p.apiserver, p.etcd} {
+		if s != nil {
+			s.stop() //nolint:errcheck // the figures are taken
+		}
+	}
+}
+
+// startPeer starts etcd and kube-apiserver as a single-node control plane
+// is run (the flags of test/e2e's cluster): token authentication for the
+// bench, RBAC, ServiceAccount keys. The ServiceAccount admission plugin is
+// off: no kube-controller-manager makes the namespaces' default
+// ServiceAccounts the gateway pods would need.
+func (b *bench) startPeer(ctx context.Context, dir, etcdBin, apiserverBin string) (*peerPair, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	client, peerURL := fmt.Sprintf("http://127.0.0.1:%d", ports[0]), fmt.Sprintf("http://127.0.0.1:%d", ports[1])
+	p := &peerPair{}
+	p.etcd, err = startProcess(etcdBin, filepath.Join(b.root, "peer-etcd.log"), nil, "--data-dir", filepath.Join(dir, "etcd"),
+		"--listen-client-urls", client, "--advertise-client-urls", client, "--listen-peer-urls", peerURL,
+		"--initial-advertise-peer-urls", peerURL, "--initial-cluster", "default="+peerURL, "--log-level", "warn")
+	if err != nil {
+		return nil, err
+	}
+	saKey, saPub, tokens := filepath.Join(dir, "sa.key"), filepath.Join(dir, "sa.pub"), filepath.Join(dir, "tokens.csv")
+	if err := writeServiceAccountKeys(saKey, saPub); err != nil {
+		p.stop()
+		return nil, err
+	}
+	if err := os.WriteFile(tokens, []byte(peerToken+",admin,admin-uid,system:masters\n"), 0o600); err != nil {
+		p.stop()
+		return nil, err
+	}
+	url := fmt.Sprintf("https://127.0.0.1:%d", ports[2])
+	logPath := filepath.Join(b.root, "peer-kube-apiserver.log")
+	p.apiserver, err = startProcess(apiserverBin, logPath, nil,
+		"--etcd-servers", client, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(ports[2]),
+		"--advertise-address", "127.0.0.1", "--endpoint-reconciler-type", "none",
+		"--cert-dir", filepath.Join(dir, "certs"), "--token-auth-file", tokens, "--authorization-mode", "RBAC",
+		"--service-account-issuer", "https://kubernetes.default.svc", "--service-account-key-file", saPub,
+		"--service-account-signing-key-file", saKey, "--service-cluster-ip-range", "10.96.0.0/16",
+		"--disable-admission-plugins", "ServiceAccount")
+	if err != nil {
+		p.stop()
+		return nil, err
+	}
+	start := time.Now()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/readyz", nil)
+		req.Header.Set("Authorization", "Bearer "+peerToken)
+		if resp, err := readyClient.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if exited, err := p.apiserver.exited(); exited {
+			p.stop()
+			return nil, fmt.Errorf("kube-apiserver exited: %v\n%s", err, tail(logPath))
+		}
+		if time.Since(start) > 120*time.Second {
+			p.stop()
+			return nil, fmt.Errorf("kube-apiserver not ready within 120s\n%s", tail(logPath))
+		}
+		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+			p.stop()
+			return nil, err
+		}
+	}
+	b.logf("peer: etcd (pid %d) and kube-apiserver (pid %d) ready in %v", p.etcd.pid(), p.apiserver.pid(), time.Since(start).Round(time.Millisecond))
+	p.cfg = &rest.Config{Host: url, BearerToken: peerToken, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: -1}
+	return p, nil
+}
+
+// memOfPeer is the memory of both processes, summed.
+func (b *bench) memOfPeer(p *peerPair, what string) (Mem, error) {
+	var sum Mem
+	for _, s := range []*server{p.etcd, p.apiserver} {
+		m, err := readMem(s.pid())
+		if err != nil {
+			return Mem{}, err
+		}
+		sum.VmRSS += m.VmRSS
+		sum.RssAnon += m.RssAnon
+		sum.RssFile += m.RssFile
+		sum.VmHWM += m.VmHWM
+	}
+	b.logf("memory %s (kube-apiserver + etcd): RSS %s, anonymous %s", what, mib(sum.VmRSS), mib(sum.RssAnon))
+	return sum, nil
+}
+
+func writeServiceAccountKeys(keyPath, pubPath string) error {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	der, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return err
+	}
+	pub, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(pubPath, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o600)
+}
+
+// peerRows are kube-apiserver + etcd's figures, each beside kubestore's
+// of the same run and their ratio.
+func peerRows(row func(figure, value string, t target), r *Result) {
+	p := r.Peer
+	ratio := func(ours, theirs int64, limit float64) (string, target) {
+		if ours == 0 || theirs == 0 {
+			return "", target{}
+		}
+		q := float64(ours) / float64(theirs)
+		return fmt.Sprintf("; kubestore %s, ratio %.2f", mib(ours), q), target{fmt.Sprintf("ratio <= %.2f", limit), q <= limit}
+	}
+	var ours int64
+	if r.ran(sectionStore) {
+		ours = r.MemIdle.VmRSS
+	}
+	// Idle's target is absolute (the store section's row).
+	text, _ := ratio(ours, p.Idle.VmRSS, 0)
+	row("peer: kube-apiserver + etcd idle after a first start, RSS (anonymous)", fmt.Sprintf("%s (%s)%s", mib(p.Idle.VmRSS), mib(p.Idle.RssAnon), text), target{})
+	for _, run := range p.Runs {
+		ours = 0
+		if g := r.Gateway; g != nil {
+			for _, k := range g.Runs {
+				if k.Scale == run.Scale {
+					ours = k.Mem.VmRSS
+				}
+			}
+		}
+		// Issue 25's targets: ×1 a fifth of the peer, larger sets a quarter.
+		limit := 0.25
+		if run.Scale == 1 {
+			limit = 0.20
+		}
+		text, t := ratio(ours, run.Mem.VmRSS, limit)
+		row(fmt.Sprintf("peer: gateway ×%d, RSS (anonymous)", run.Scale), fmt.Sprintf("%s (%s)%s", mib(run.Mem.VmRSS), mib(run.Mem.RssAnon), text), t)
+	}
+}
