@@ -312,41 +312,17 @@ func (b *bench) dataDirSize(phase string) (DataDirSize, error) {
 	return s, nil
 }
 
-// run measures the sections -only selects, in order.
+// run measures the sections -only selects, in allSections' order.
 func (b *bench) run(ctx context.Context) error {
-	if b.res.ran(sectionStore) {
-		if err := b.store(ctx); err != nil {
-			return err
-		}
+	measure := map[string]func(context.Context) error{
+		sectionStore: b.store, sectionMirror: b.mirror, sectionControllers: b.controllers, sectionGateway: b.gateway,
+		sectionPeer: b.peer, sectionCachePolicy: b.cachePolicy, sectionNodeAgents: b.nodeAgents,
 	}
-	if b.res.ran(sectionMirror) {
-		if err := b.mirror(ctx); err != nil {
-			return err
-		}
-	}
-	if b.res.ran(sectionControllers) {
-		if err := b.controllers(ctx); err != nil {
-			return err
-		}
-	}
-	if b.res.ran(sectionGateway) {
-		if err := b.gateway(ctx); err != nil {
-			return err
-		}
-	}
-	if b.res.ran(sectionPeer) {
-		if err := b.peer(ctx); err != nil {
-			return err
-		}
-	}
-	if b.res.ran(sectionCachePolicy) {
-		if err := b.cachePolicy(ctx); err != nil {
-			return err
-		}
-	}
-	if b.res.ran(sectionNodeAgents) {
-		if err := b.nodeAgents(ctx); err != nil {
-			return err
+	for _, section := range allSections {
+		if b.res.ran(section) {
+			if err := measure[section](ctx); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
