@@ -105,8 +105,8 @@ type monitor struct {
 // (registry.Storage.ListerWatcher).
 type Source func(gvr schema.GroupVersionResource, fieldSelector fields.Selector, metadata bool) (lw cache.ListerWatcher, ok bool)
 
-// New builds a collector on the server's loopback client config; local,
-// when not nil, serves the resources it can without the loopback client.
+// New builds a collector on the server's loopback client config; local
+// serves the resources it can without the loopback client.
 func New(cfg *rest.Config, local Source) (*Collector, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = -1, -1
@@ -246,7 +246,7 @@ func (c *Collector) syncMonitors(ctx context.Context) bool {
 // collecting needs of each object.
 func (c *Collector) monitor(ctx context.Context, gvr schema.GroupVersionResource) *monitor {
 	var inf cache.SharedIndexInformer
-	if lw, ok := c.localSource(gvr); ok {
+	if lw, ok := c.local(gvr, nil, true); ok {
 		inf = cache.NewSharedIndexInformer(lw, &metav1.PartialObjectMetadata{}, 0, cache.Indexers{})
 	} else {
 		inf = metadatainformer.NewFilteredMetadataInformer(c.client, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
@@ -269,13 +269,6 @@ func (c *Collector) monitor(ctx context.Context, gvr schema.GroupVersionResource
 	}()
 	// stop returns once the informer has stopped.
 	return &monitor{informer: inf, stop: func() { cancel(); <-done }}
-}
-
-func (c *Collector) localSource(gvr schema.GroupVersionResource) (cache.ListerWatcher, bool) {
-	if c.local == nil {
-		return nil, false
-	}
-	return c.local(gvr, nil, true)
 }
 
 func (c *Collector) stopMonitors() {

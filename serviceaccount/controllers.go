@@ -43,22 +43,16 @@ type CoreSource func(resource string, selector fields.Selector) cache.ListerWatc
 // terminating, recreating or correcting them, as kube-controller-manager's
 // serviceaccount and root-ca-certificate-publisher controllers do. Writes
 // are creates and resourceVersion-checked updates, so several kubestores
-// on one etcd converge: they publish one bundle of every CA. source, when
-// not nil, lists and watches a core resource (kubestore's watch cache,
-// registry.Storage.ListerWatcher); nil reads them through cfg's client.
+// on one etcd converge: they publish one bundle of every CA. They read
+// through source (kubestore's watch cache, registry.Storage.ListerWatcher)
+// and write through cfg's client.
 func Controllers(ctx context.Context, cfg *rest.Config, keys *Keys, st State, accounts, rootCA bool, source CoreSource) error {
 	client, err := corev1client.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	// Plain informers on the core client: client-go's informer factory
-	// would link every API group's informers into the binary (18 MB).
-	if source == nil {
-		rc := client.RESTClient()
-		source = func(resource string, selector fields.Selector) cache.ListerWatcher {
-			return cache.NewListWatchFromClient(rc, resource, metav1.NamespaceAll, selector)
-		}
-	}
+	// Plain informers: client-go's informer factory would link every API
+	// group's informers into the binary (18 MB).
 	informer := func(resource string, obj runtime.Object, selector fields.Selector) cache.SharedIndexInformer {
 		return cache.NewSharedIndexInformer(source(resource, selector), obj, 0, cache.Indexers{})
 	}

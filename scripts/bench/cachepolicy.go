@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -161,8 +158,7 @@ func (b *bench) getByName(ctx context.Context, srv *server, resource, path strin
 		return GetRun{}, err
 	}
 	cpu := b.serverCPUOf(srv) - cpu0
-	slices.Sort(lat)
-	g := GetRun{Resource: resource, P50Ms: ms(lat[len(lat)/2]), P99Ms: ms(lat[len(lat)*99/100]), CPUMs: ms(cpu) / float64(n)}
+	g := GetRun{Resource: resource, P50Ms: ms(percentile(lat, 50)), P99Ms: ms(percentile(lat, 99)), CPUMs: ms(cpu) / float64(n)}
 
 	lists := make([]time.Duration, cachePolicyLists)
 	cpu0 = b.serverCPUOf(srv)
@@ -174,8 +170,7 @@ func (b *bench) getByName(ctx context.Context, srv *server, resource, path strin
 		lists[i] = time.Since(start)
 	}
 	g.ListCPUMs = ms(b.serverCPUOf(srv)-cpu0) / cachePolicyLists
-	slices.Sort(lists)
-	g.ListP50Ms = ms(lists[len(lists)/2])
+	g.ListP50Ms = ms(percentile(lists, 50))
 
 	before, err := liveHeap(ctx, srv)
 	if err != nil {
@@ -207,17 +202,16 @@ func liveHeap(ctx context.Context, srv *server) (int64, error) {
 	if _, err := rc.Get().AbsPath("/debug/pprof/heap").Param("gc", "1").DoRaw(ctx); err != nil {
 		return 0, fmt.Errorf("forcing a collection: %w", err)
 	}
-	body, err := rc.Get().AbsPath("/metrics").DoRaw(ctx)
+	const series = "go_memstats_heap_alloc_bytes"
+	m, err := metricsOf(ctx, srv, series)
 	if err != nil {
 		return 0, err
 	}
-	for line := range strings.SplitSeq(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, "go_memstats_heap_alloc_bytes "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			return int64(f), err
-		}
+	v, ok := m[series]
+	if !ok {
+		return 0, fmt.Errorf("no %s in /metrics", series)
 	}
-	return 0, fmt.Errorf("no go_memstats_heap_alloc_bytes in /metrics")
+	return int64(v), nil
 }
 
 func orNone(s string) string {
