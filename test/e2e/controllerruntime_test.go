@@ -198,7 +198,9 @@ spec:
 		if !eventually(60*time.Second, func() bool { d, _, ok := configMap("w2"); return ok && d["message"] == "after the takeover" }) {
 			t.Fatal("the new leader did not reconcile w2")
 		}
-		if !strings.Contains(standby.out.String(), "RECONCILED "+standby.id+" w2") {
+		// The operator prints RECONCILED after its status update, which
+		// follows the ConfigMap's write: wait for the line, not just the write.
+		if !eventually(30*time.Second, func() bool { return strings.Contains(standby.out.String(), "RECONCILED "+standby.id+" w2") }) {
 			t.Errorf("w2 not reconciled by the new leader %s", standby.id)
 		}
 	})
