@@ -42,7 +42,10 @@ func serve(c *cli.Context) error {
 			return err
 		}
 	}
-	limit, limitFrom := setMemoryLimit(cfg.Memory)
+	device, deviceFrom := config.DeviceMemory("/")
+	cc = cc.OnDevice(device)
+	logSmallDeviceCaches(cc)
+	limit, limitFrom := setMemoryLimit(cfg.Memory, device, deviceFrom)
 	unlock, err := datadir.Dir(cfg.DataDir).Lock()
 	if err != nil {
 		return err
@@ -117,16 +120,16 @@ func reloadOnHangup(srv *server.Server, done <-chan struct{}) {
 
 // setMemoryLimit sets the Go runtime's soft memory limit and returns it
 // with where it comes from: --memory-limit; else GOMEMLIMIT, which the
-// runtime has already applied; else half of the device's memory (its
-// cgroup's limit or MemTotal, config.DeviceMemory), at least
+// runtime has already applied; else half of the device's memory (device:
+// its cgroup's limit or MemTotal, as config.DeviceMemory read it from
+// from), at least
 // config.MinMemoryLimit, so that a device is tuned without a flag. The
 // limit also sets the heap watermark above which creates are refused
 // (cacher.HeapGuard). Only --memory-limit gives resources their default
 // byte budgets. On a small device (config.SmallDevice), unless GOGC is
 // set, the collector runs at GOGC=50: the heap grows by half the live heap
 // between collections instead of all of it.
-func setMemoryLimit(m config.Memory) (int64, string) {
-	device, from := config.DeviceMemory("/")
+func setMemoryLimit(m config.Memory, device int64, from string) (int64, string) {
 	if _, set := os.LookupEnv("GOGC"); !set && config.IsSmallDevice(device) {
 		debug.SetGCPercent(smallDeviceGOGC)
 		klog.V(2).InfoS("Garbage collector tuned for a small device", "GOGC", smallDeviceGOGC, "device", config.ByteSize(device), "from", from)
@@ -146,6 +149,21 @@ func setMemoryLimit(m config.Memory) (int64, string) {
 	debug.SetMemoryLimit(limit)
 	klog.V(2).InfoS("Memory limit derived from the device", "limit", config.ByteSize(limit), "device", config.ByteSize(device), "from", from)
 	return limit, fmt.Sprintf("half of the device's %s, from %s; set --%s to change it", config.ByteSize(device), from, config.FlagMemoryLimit)
+}
+
+// logSmallDeviceCaches says which resources a small device reads from
+// etcd by default (config.SmallDeviceUncached).
+func logSmallDeviceCaches(cc config.Completed) {
+	if !cc.SmallDevice() {
+		return
+	}
+	var uncached []string
+	for _, gr := range config.SmallDeviceUncached {
+		if !cc.CacheFor(gr).Enabled {
+			uncached = append(uncached, gr.String())
+		}
+	}
+	klog.V(2).InfoS("Watch caches off for a small device; --"+config.FlagWatchCacheSizes+" naming a resource overrides it", "resources", uncached)
 }
 
 // smallDeviceGOGC is the collector's setting on a small device

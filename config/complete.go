@@ -25,6 +25,7 @@ type completed struct {
 	maxBytes       map[schema.GroupResource]int64
 	controllers    map[string]bool
 	serviceCIDRs   []netip.Prefix
+	smallDevice    bool
 }
 
 // Complete validates c, reporting every problem at once as Validate does,
@@ -45,12 +46,15 @@ func (c Completed) Config() Config { return c.cfg }
 func (c Completed) FeatureGates() map[string]bool { return maps.Clone(c.featureGates) }
 
 // CacheFor resolves the cache setting of one resource from the global
-// switch, the per-resource overrides and the defaults.
+// switch, the per-resource overrides and the defaults, a small device's
+// (OnDevice) among them.
 func (c Completed) CacheFor(gr schema.GroupResource) ResourceCache {
 	cache := c.cfg.Cache
 	rc := ResourceCache{Enabled: cache.Enabled && cache.DefaultSize > 0, HistoryWindow: cache.HistoryWindow.Duration}
 	if size, ok := c.cacheSizes[gr]; ok {
 		rc.Enabled = cache.Enabled && size > 0
+	} else if c.smallDevice && slices.Contains(SmallDeviceUncached, gr) {
+		rc.Enabled = false
 	}
 	if w, ok := c.historyWindows[gr]; ok {
 		rc.HistoryWindow = w

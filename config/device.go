@@ -6,15 +6,40 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // SmallDevice is the most memory a device may have for the defaults that
-// trade CPU for memory (GOGC=50, no cache snapshots) to apply.
+// trade CPU for memory (GOGC=50, no cache snapshots, ConfigMaps and
+// Secrets read from etcd) to apply.
 const SmallDevice = 1 << 30
 
 // IsSmallDevice reports whether a device's memory (DeviceMemory) is known
 // and at most SmallDevice.
 func IsSmallDevice(memory int64) bool { return memory > 0 && memory <= SmallDevice }
+
+// SmallDeviceUncached are the resources a small device reads straight from
+// etcd unless --watch-cache-sizes names them. Their caches hold a third of a
+// gateway's heap (ConfigMaps and Secrets: 41 of 115 MB at five gateway
+// sets), and what the cache buys is cheaper LISTs and watches of the whole
+// resource, which a node's agents do not make: the kubelet reads the
+// ConfigMaps and Secrets of its pods by name, and a GET by name reads etcd
+// cached or not, a watch by name is a watch of one key in etcd
+// (docs/PERFORMANCE.md, "Watch cache per resource"). Pods stay cached:
+// the kubelet and the garbage collector list and watch them.
+var SmallDeviceUncached = []schema.GroupResource{{Resource: "configmaps"}, {Resource: "secrets"}}
+
+// OnDevice returns c with the defaults of a device with memory bytes
+// (DeviceMemory; 0 when unknown): on a small one, SmallDeviceUncached.
+func (c Completed) OnDevice(memory int64) Completed {
+	cc := *c.completed
+	cc.smallDevice = IsSmallDevice(memory)
+	return Completed{&cc}
+}
+
+// SmallDevice reports whether OnDevice was given a small device.
+func (c Completed) SmallDevice() bool { return c.smallDevice }
 
 // DeviceMemory is the memory the device gives this process: the smaller of
 // its cgroup's limit (v2 memory.max, v1 memory.limit_in_bytes) and the

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/kubestore/kubestore/config"
 )
 
@@ -58,6 +60,49 @@ func TestDeviceMemory(t *testing.T) {
 			// Every device here but the unreadable one has at most 1 GiB.
 			if small := config.IsSmallDevice(got); small != (tc.want > 0) {
 				t.Errorf("IsSmallDevice = %v with %d bytes", small, tc.want)
+			}
+		})
+	}
+}
+
+// On a small device ConfigMaps and Secrets are read from etcd unless
+// --watch-cache-sizes names them; everything else keeps its setting, and a
+// device that is not small (or of unknown memory) changes nothing.
+func TestSmallDeviceCaches(t *testing.T) {
+	configmaps, secrets, pods := schema.GroupResource{Resource: "configmaps"}, schema.GroupResource{Resource: "secrets"}, schema.GroupResource{Resource: "pods"}
+	cases := []struct {
+		name   string
+		memory int64
+		sizes  []string
+		cached map[schema.GroupResource]bool
+	}{
+		{"small", 512 << 20, nil, map[schema.GroupResource]bool{configmaps: false, secrets: false, pods: true}},
+		{"at the bound", config.SmallDevice, nil, map[schema.GroupResource]bool{configmaps: false, secrets: false, pods: true}},
+		{"small, ConfigMaps named", 512 << 20, []string{"configmaps#100"}, map[schema.GroupResource]bool{configmaps: true, secrets: false, pods: true}},
+		{"small, pods off by flag", 512 << 20, []string{"pods#0"}, map[schema.GroupResource]bool{configmaps: false, secrets: false, pods: false}},
+		{"large", 4 << 30, nil, map[schema.GroupResource]bool{configmaps: true, secrets: true, pods: true}},
+		{"unknown memory", 0, nil, map[schema.GroupResource]bool{configmaps: true, secrets: true, pods: true}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := config.Default()
+			c.Cache.Sizes = tc.sizes
+			cc, err := c.Complete()
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := cc.CacheFor(configmaps)
+			on := cc.OnDevice(tc.memory)
+			if on.SmallDevice() != config.IsSmallDevice(tc.memory) {
+				t.Errorf("SmallDevice() = %v with %d bytes", on.SmallDevice(), tc.memory)
+			}
+			for gr, want := range tc.cached {
+				if got := on.CacheFor(gr).Enabled; got != want {
+					t.Errorf("CacheFor(%v).Enabled = %v, want %v", gr, got, want)
+				}
+			}
+			if after := cc.CacheFor(configmaps); after != before {
+				t.Errorf("OnDevice changed the config it was called on: %+v, was %+v", after, before)
 			}
 		})
 	}

@@ -12,12 +12,6 @@ import (
 	"github.com/kubestore/kubestore/config"
 )
 
-// deviceMemory is the device's memory as config.DeviceMemory reads it.
-func deviceMemory() int64 {
-	m, _ := config.DeviceMemory("/")
-	return m
-}
-
 // setGates are the gates an earlier applyFeatureGates set: a server built
 // later in the same process (tests) without them gets their upstream
 // defaults back.

@@ -199,7 +199,7 @@ type builder struct {
 func (b *builder) undo(f func()) { b.cleanup = append(b.cleanup, f) }
 
 func (b *builder) featureGates() error {
-	if err := applyFeatureGates(b.cc.FeatureGates(), b.cfg.Server.FeatureGates, config.IsSmallDevice(deviceMemory())); err != nil {
+	if err := applyFeatureGates(b.cc.FeatureGates(), b.cfg.Server.FeatureGates, b.cc.SmallDevice()); err != nil {
 		return err
 	}
 	var err error
