@@ -126,6 +126,9 @@ func TestSmoke(t *testing.T) {
 		t.Error("no peer section")
 	case p.Skipped == "" && (p.Idle.VmRSS <= 0 || len(p.Runs) != 1 || p.Runs[0].Mem.VmRSS <= 0):
 		t.Errorf("peer = %+v, want its idle and gateway ×1 memory", p)
+	case p.Skipped == "" && (p.Store == nil || p.Store.ConfigMaps != 100 || p.Store.AfterLists.VmRSS <= 0 || p.Store.AfterRestart.VmRSS <= 0 ||
+		p.Store.PeerAfterLists.VmRSS <= 0 || p.Store.PeerAfterRestart.VmRSS <= 0):
+		t.Errorf("peer store comparison = %+v, want 100 ConfigMaps and both servers' memory after the LISTs and after a restart", p.Store)
 	case p.Skipped != "" && os.Getenv("KUBESTORE_UPSTREAM_BIN_DIR") != "":
 		t.Errorf("peer skipped with KUBESTORE_UPSTREAM_BIN_DIR set: %s", p.Skipped)
 	}
@@ -208,6 +211,11 @@ func TestSmoke(t *testing.T) {
 	default:
 		if n.Skipped != "" || n.Pods != 110 || n.Deleted != 5 || n.Created != 5 {
 			t.Errorf("node-agents %+v: want 110 pods, 5 deleted and 5 created", n)
+		}
+		// The node, its Lease, its pods, 10 ConfigMaps and 10 Secrets; the
+		// kubelet's status writes gave each pod an entry of its own.
+		if mf := n.ManagedFields; mf.Objects < 2+110+10+10 || mf.Entries < 2*110 || mf.Bytes <= 0 || mf.Bytes >= mf.ObjectsBytes || mf.DecodedWithout <= 0 || mf.Decoded <= mf.DecodedWithout {
+			t.Errorf("node-agents managedFields %+v: want at least 132 objects with an entry each and the kubelet's on every pod", mf)
 		}
 		for name, v := range map[string]float64{
 			"start": n.StartMs, "requests sent at the start": n.StartSent, "writes forwarded at the start": n.StartForwarded,

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,15 +12,22 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 )
 
@@ -75,6 +84,9 @@ type NodeAgentsResult struct {
 	KubeletMem     Mem         `json:"kubeletMem"`
 	// MirroredObjects is the sum of the edge's kubestore_mirror_objects.
 	MirroredObjects float64 `json:"mirroredObjects"`
+	// ManagedFields is what the upstream's managedFields take of the
+	// node's mirrored objects on the edge, once the kubelet runs.
+	ManagedFields ManagedFieldsShare `json:"managedFields"`
 
 	// The outage: the node's writes the edge applied locally during it,
 	// by write (kubestore_mirror_offline_writes_total), and the objects
@@ -226,7 +238,10 @@ func (b *bench) nodeAgents(ctx context.Context) error {
 	for _, n := range objects {
 		r.MirroredObjects += n
 	}
-	b.logf("node-agents: kubelet RSS %s; %.0f objects mirrored", mib(r.KubeletMem.VmRSS), r.MirroredObjects)
+	if r.ManagedFields, err = managedFieldsShare(ctx, b.clientsOf(edge, 1)[0]); err != nil {
+		return err
+	}
+	b.logf("node-agents: kubelet RSS %s; %.0f objects mirrored; managedFields %s", mib(r.KubeletMem.VmRSS), r.MirroredObjects, r.ManagedFields)
 
 	// The outage: the kubelet goes on against the edge; pods change
 	// upstream.
@@ -676,8 +691,135 @@ func nodeAgentsRows(row func(figure, value string, t target), r *Result) {
 	row("node agents: CPU edge / kubelet, same window", fmt.Sprintf("%.2f %% / %.2f %% of a core (edge without the kubelet %.2f %%)", with.EdgeCPUPercent, with.KubeletCPUPercent, without.EdgeCPUPercent), target{})
 	row(fmt.Sprintf("node agents: edge RSS / anonymous, %.0f mirrored objects", n.MirroredObjects),
 		fmt.Sprintf("%s / %s (without the kubelet %s / %s; kubelet RSS %s)", mib(with.EdgeMem.VmRSS), mib(with.EdgeMem.RssAnon), mib(without.EdgeMem.VmRSS), mib(without.EdgeMem.RssAnon), mib(n.KubeletMem.VmRSS)), target{})
+	row("node agents: managedFields of the node's mirrored objects", n.ManagedFields.String(), target{})
 	row(fmt.Sprintf("node agents: the node's offline writes, %.0f s outage", n.OutageSec), fmt.Sprintf("%.0f objects pending at the restore (writes: %s)", n.PendingAtRestore, byKey(n.OfflineWrites, "%.0f")), target{})
 	row(fmt.Sprintf("node agents: reconnect, %d deleted + %d created upstream", n.Deleted, n.Created),
 		fmt.Sprintf("%.0f ms (/mirrorz ok %.0f ms, none pending %.0f ms, upstream Ready %.0f ms; reconciled: %s)", n.ReconnectMs, n.MirrorzOkMs, n.PendingZeroMs, n.UpstreamReadyMs, byKey(n.Reconciled, "%.0f")), target{})
 	row("node agents: link bytes during the reconnect", fmt.Sprintf("%d sent upstream, %d received", n.SentBytes, n.ReceivedBytes), target{})
+}
+
+// ManagedFieldsShare is what managedFields take of some objects: of
+// their JSON, and of what decoding them from protobuf allocates, which is
+// close to what a decoded copy (the watch cache's) holds. The shares
+// differ because a decoded object is several times its JSON while each
+// entry's fieldsV1 stays the same JSON bytes.
+type ManagedFieldsShare struct {
+	Objects      int `json:"objects"`
+	Entries      int `json:"entries"`
+	Bytes        int `json:"bytes"`
+	ObjectsBytes int `json:"objectsBytes"`
+	// Decoded is what decoding the objects allocated; DecodedWithout the
+	// same without their managedFields.
+	Decoded        uint64 `json:"decoded"`
+	DecodedWithout uint64 `json:"decodedWithout"`
+}
+
+func (m ManagedFieldsShare) String() string {
+	return fmt.Sprintf("%d entries on %d objects: %.1f of their %.1f KiB of JSON (%.0f %%), %.1f of the %.1f KiB they hold decoded (%.0f %%)",
+		m.Entries, m.Objects, float64(m.Bytes)/1024, float64(m.ObjectsBytes)/1024, 100*float64(m.Bytes)/float64(max(m.ObjectsBytes, 1)),
+		float64(m.Decoded-m.DecodedWithout)/1024, float64(m.Decoded)/1024, 100*(1-float64(m.DecodedWithout)/float64(max(m.Decoded, 1))))
+}
+
+// managedFieldsShare measures the managedFields of the node's objects
+// that the default rules mirror: its Node and Lease, and its namespace's
+// pods, ConfigMaps and Secrets.
+func managedFieldsShare(ctx context.Context, cs kubernetes.Interface) (ManagedFieldsShare, error) {
+	var m ManagedFieldsShare
+	var objs []runtime.Object
+	node, err := cs.CoreV1().Nodes().Get(ctx, agentNode, metav1.GetOptions{})
+	if err != nil {
+		return m, err
+	}
+	lease, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, agentNode, metav1.GetOptions{})
+	if err != nil {
+		return m, err
+	}
+	objs = append(objs, node, lease)
+	pods, err := cs.CoreV1().Pods(agentNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return m, err
+	}
+	cms, err := cs.CoreV1().ConfigMaps(agentNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return m, err
+	}
+	secrets, err := cs.CoreV1().Secrets(agentNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return m, err
+	}
+	objs = appendItems(appendItems(appendItems(objs, pods.Items), cms.Items), secrets.Items)
+
+	var stripped []runtime.Object
+	for _, obj := range objs {
+		meta, err := apimeta.Accessor(obj)
+		if err != nil {
+			return m, err
+		}
+		all, err := json.Marshal(obj)
+		if err != nil {
+			return m, err
+		}
+		mf, err := json.Marshal(meta.GetManagedFields())
+		if err != nil {
+			return m, err
+		}
+		m.Objects++
+		m.Entries += len(meta.GetManagedFields())
+		m.Bytes += len(mf)
+		m.ObjectsBytes += len(all)
+		s := obj.DeepCopyObject()
+		sm, err := apimeta.Accessor(s)
+		if err != nil {
+			return m, err
+		}
+		sm.SetManagedFields(nil)
+		stripped = append(stripped, s)
+	}
+	if m.Decoded, err = decodedSize(objs); err != nil {
+		return m, err
+	}
+	if m.DecodedWithout, err = decodedSize(stripped); err != nil {
+		return m, err
+	}
+	return m, nil
+}
+
+// decodedSize is what decoding objs from protobuf allocates, all at once
+// (the bench's other goroutines allocate a little meanwhile).
+func decodedSize(objs []runtime.Object) (uint64, error) {
+	enc := scheme.Codecs.EncoderForVersion(protobuf.NewSerializer(scheme.Scheme, scheme.Scheme), schema.GroupVersions{corev1.SchemeGroupVersion, coordinationv1.SchemeGroupVersion})
+	dec := scheme.Codecs.UniversalDeserializer()
+	raw := make([][]byte, len(objs))
+	for i, obj := range objs {
+		var buf bytes.Buffer
+		if err := enc.Encode(obj, &buf); err != nil {
+			return 0, err
+		}
+		raw[i] = buf.Bytes()
+	}
+	decoded := make([]runtime.Object, len(raw))
+	var before, after goruntime.MemStats
+	goruntime.GC()
+	goruntime.ReadMemStats(&before)
+	for i, b := range raw {
+		obj, _, err := dec.Decode(b, nil, nil)
+		if err != nil {
+			return 0, err
+		}
+		decoded[i] = obj
+	}
+	goruntime.ReadMemStats(&after)
+	goruntime.KeepAlive(decoded)
+	return after.TotalAlloc - before.TotalAlloc, nil
+}
+
+// appendItems appends each item of a list as an object.
+func appendItems[T any, P interface {
+	*T
+	runtime.Object
+}](objs []runtime.Object, items []T) []runtime.Object {
+	for i := range items {
+		objs = append(objs, P(&items[i]))
+	}
+	return objs
 }

@@ -14,6 +14,9 @@ import (
 	"strconv"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
@@ -27,7 +30,26 @@ type PeerResult struct {
 	// Idle is the first scale's pair -idle after its first start.
 	Idle Mem       `json:"idle"`
 	Runs []PeerRun `json:"runs"`
+	// Store is the store section's ConfigMaps on each kind of server.
+	Store *StoreCompare `json:"store,omitempty"`
 }
+
+// StoreCompare is the store section's ConfigMaps (10,000 of 1 KiB at
+// -scale=1, alone in their namespace) loaded into a fresh kubestore and a
+// fresh kube-apiserver + etcd, one after the other in the same run: the
+// memory of each after storeCompareLists LISTs of them, then -idle after
+// a restart on the same data.
+type StoreCompare struct {
+	ConfigMaps       int `json:"configMaps"`
+	AfterLists       Mem `json:"afterLists"`
+	AfterRestart     Mem `json:"afterRestart"`
+	PeerAfterLists   Mem `json:"peerAfterLists"`
+	PeerAfterRestart Mem `json:"peerAfterRestart"`
+}
+
+// storeCompareLists LISTs of the ConfigMaps: the six variants of the
+// store section without gzip, five times each.
+const storeCompareLists = 30
 
 // PeerRun is one fresh pair holding Scale copies of the gateway set.
 type PeerRun struct {
@@ -62,6 +84,117 @@ func (b *bench) peer(ctx context.Context) error {
 			return fmt.Errorf("peer ×%d: %w", scale, err)
 		}
 		os.RemoveAll(dir)
+	}
+	return b.storeCompare(ctx, etcdBin, apiserverBin)
+}
+
+// storeStart starts one kind of server on its data dir: its client config,
+// its memory reader and its stop.
+type storeStart func(ctx context.Context) (*rest.Config, func(what string) (Mem, error), func() error, error)
+
+// storeCompare measures StoreCompare, kubestore first.
+func (b *bench) storeCompare(ctx context.Context, etcdBin, apiserverBin string) error {
+	c := &StoreCompare{ConfigMaps: b.o.ConfigMaps}
+	b.res.Peer.Store = c
+	ksDir, peerDir := filepath.Join(b.root, "compare-kubestore"), filepath.Join(b.root, "compare-peer")
+	var err error
+	c.AfterLists, c.AfterRestart, err = b.storeCompareOne(ctx, "kubestore", func(ctx context.Context) (*rest.Config, func(string) (Mem, error), func() error, error) {
+		srv, _, err := b.startOn(ctx, ksDir, "compare")
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return srv.cfg, func(what string) (Mem, error) { return b.memOf(srv, what) }, func() error { return stopServer(srv) }, nil
+	})
+	if err != nil {
+		return err
+	}
+	c.PeerAfterLists, c.PeerAfterRestart, err = b.storeCompareOne(ctx, "peer", func(ctx context.Context) (*rest.Config, func(string) (Mem, error), func() error, error) {
+		p, err := b.startPeer(ctx, peerDir, etcdBin, apiserverBin)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return p.cfg, func(what string) (Mem, error) { return b.memOfPeer(p, what) }, func() error { p.stop(); return nil }, nil
+	})
+	if err != nil {
+		return err
+	}
+	os.RemoveAll(ksDir)
+	os.RemoveAll(peerDir)
+	return nil
+}
+
+// storeCompareOne loads the ConfigMaps into a fresh server, LISTs them,
+// restarts it on the same data and idles: the memory after the LISTs and
+// after the idle.
+func (b *bench) storeCompareOne(ctx context.Context, name string, start storeStart) (afterLists, afterRestart Mem, err error) {
+	cfg, mem, stop, err := start(ctx)
+	if err != nil {
+		return afterLists, afterRestart, err
+	}
+	err = b.configMapsAndLists(ctx, cfg)
+	if err == nil {
+		afterLists, err = mem(fmt.Sprintf("%s: %d ConfigMaps after %d LISTs", name, b.o.ConfigMaps, storeCompareLists))
+	}
+	if serr := stop(); err == nil {
+		err = serr
+	}
+	if err != nil {
+		return afterLists, afterRestart, fmt.Errorf("%s with the ConfigMaps: %w", name, err)
+	}
+	if _, mem, stop, err = start(ctx); err != nil {
+		return afterLists, afterRestart, fmt.Errorf("%s restarted on the ConfigMaps: %w", name, err)
+	}
+	defer stop() //nolint:errcheck // the figure is taken
+	if err := sleep(ctx, b.o.Idle); err != nil {
+		return afterLists, afterRestart, err
+	}
+	afterRestart, err = mem(fmt.Sprintf("%s: %d ConfigMaps, idle after a restart", name, b.o.ConfigMaps))
+	return afterLists, afterRestart, err
+}
+
+// configMapsAndLists creates the store section's ConfigMaps in their
+// namespace and LISTs them storeCompareLists times.
+func (b *bench) configMapsAndLists(ctx context.Context, cfg *rest.Config) error {
+	srv := &server{cfg: cfg}
+	cs := make([]*kubernetes.Clientset, b.o.Clients)
+	for i := range cs {
+		cs[i] = clientFor(srv, true)
+	}
+	if _, err := cs[0].CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating namespace: %w", err)
+	}
+	if _, err := parallel(ctx, b.o.Clients, b.o.ConfigMaps, func(ctx context.Context, w, i int) error {
+		_, err := cs[w].CoreV1().ConfigMaps(benchNamespace).Create(ctx, configMap(i), metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return fmt.Errorf("creating configmaps: %w", err)
+	}
+	lc := rest.CopyConfig(cfg)
+	lc.DisableCompression = true
+	hc, err := rest.HTTPClientFor(lc)
+	if err != nil {
+		return err
+	}
+	defer hc.CloseIdleConnections()
+	var variants []listVariant
+	for _, v := range listVariants {
+		if !v.gzip {
+			variants = append(variants, v)
+		}
+	}
+	base := cfg.Host + "/api/v1/namespaces/" + benchNamespace + "/configmaps"
+	for i := range storeCompareLists {
+		v := variants[i%len(variants)]
+		accept := contentJSON
+		if v.format == "protobuf" {
+			accept = contentProtobuf
+		}
+		if _, items, _, _, err := listOnce(ctx, hc, base, accept, v); err != nil {
+			return fmt.Errorf("LIST %s %s: %w", v.format, v.variant, err)
+		} else if items < b.o.ConfigMaps {
+			// kubestore's namespace also holds kube-root-ca.crt.
+			return fmt.Errorf("LIST %s %s: %d items, want at least %d", v.format, v.variant, items, b.o.ConfigMaps)
+		}
 	}
 	return nil
 }
@@ -247,5 +380,17 @@ func peerRows(row func(figure, value string, t target), r *Result) {
 		}
 		text, t := ratio(ours, run.Mem.VmRSS, limit)
 		row(fmt.Sprintf("peer: gateway ×%d, RSS (anonymous)", run.Scale), fmt.Sprintf("%s (%s)%s", mib(run.Mem.VmRSS), mib(run.Mem.RssAnon), text), t)
+	}
+	if c := p.Store; c != nil {
+		for _, f := range []struct {
+			what         string
+			ours, theirs Mem
+		}{
+			{fmt.Sprintf("%d ConfigMaps after %d LISTs", c.ConfigMaps, storeCompareLists), c.AfterLists, c.PeerAfterLists},
+			{fmt.Sprintf("%d ConfigMaps, idle after a restart", c.ConfigMaps), c.AfterRestart, c.PeerAfterRestart},
+		} {
+			text, t := ratio(f.ours.VmRSS, f.theirs.VmRSS, 0.25)
+			row("peer: "+f.what+", RSS (anonymous)", fmt.Sprintf("%s (%s)%s (%s)", mib(f.theirs.VmRSS), mib(f.theirs.RssAnon), text, mib(f.ours.RssAnon)), t)
+		}
 	}
 }
