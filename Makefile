@@ -2,7 +2,15 @@
 # (-trimpath) and stamped with the version of the commit it was built from.
 
 MODULE    := github.com/kubestore/kubestore
-VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# RELEASE is the version this tree prepares (the VERSION file). A build of
+# the commit tagged v$(RELEASE), unchanged, is that release; any other build
+# is a development build of it, named after its commit:
+# $(RELEASE)-dev+<commit>[.dirty], a semantic version that sorts before the
+# release.
+RELEASE   := $(shell cat VERSION)
+VERSION   ?= $(shell if git describe --exact-match --match 'v$(RELEASE)' >/dev/null 2>&1 && git diff --quiet HEAD 2>/dev/null; \
+	then echo '$(RELEASE)'; \
+	else echo "$(RELEASE)-dev+$$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$$(git diff --quiet HEAD 2>/dev/null || echo .dirty)"; fi)
 COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 # The commit date, not the time of the build, so that two builds of one
 # commit are byte-identical.

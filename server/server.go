@@ -235,6 +235,7 @@ func (b *builder) pki() error {
 func (b *builder) genericConfig() error {
 	cfg, pki := b.cfg, b.pkiFiles
 	build := BuildInfo()
+	recordBuildInfo(build)
 	ev, err := newEffectiveVersion(build)
 	if err != nil {
 		return err

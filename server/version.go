@@ -2,21 +2,46 @@ package server
 
 import (
 	"fmt"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync"
 
 	apimachineryversion "k8s.io/apimachinery/pkg/version"
 	"k8s.io/component-base/compatibility"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
 	baseversion "k8s.io/component-base/version"
 )
 
-// Stamped at build time with -ldflags "-X github.com/kubestore/kubestore/server.version=…".
+// Stamped at build time with -ldflags "-X github.com/kubestore/kubestore/server.version=…"
+// (the Makefile: the VERSION file's release, or a development build of it).
+// Unstamped, the version is the one the Go toolchain gives the main module
+// (a pseudo-version from the checkout), else unstampedVersion.
 var (
-	version   = "dev"
+	version   = ""
 	gitCommit = "unknown"
 	buildDate = "1970-01-01T00:00:00Z"
 )
+
+// unstampedVersion is the version of a build that carries none: a
+// development build, sorting before every release.
+const unstampedVersion = "0.0.0-dev"
+
+// semver is a semantic version (semver.org 2.0.0), without a leading v.
+var semver = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$`)
+
+// semanticVersion is this binary's semantic version.
+func semanticVersion() string {
+	if version != "" {
+		return strings.TrimPrefix(version, "v")
+	}
+	if info, ok := debug.ReadBuildInfo(); ok && semver.MatchString(strings.TrimPrefix(info.Main.Version, "v")) {
+		return strings.TrimPrefix(info.Main.Version, "v")
+	}
+	return unstampedVersion
+}
 
 // Build describes this binary.
 type Build struct {
@@ -32,7 +57,7 @@ type Build struct {
 // etcd code linked into it, read from the module versions.
 func BuildInfo() Build {
 	b := Build{
-		Version:   version,
+		Version:   semanticVersion(),
 		GitCommit: gitCommit,
 		GoVersion: runtime.Version(),
 		Platform:  runtime.GOOS + "/" + runtime.GOARCH,
@@ -86,4 +111,21 @@ func (v kubestoreVersion) Info() *apimachineryversion.Info {
 	info.Compiler = runtime.Compiler
 	info.Platform = v.build.Platform
 	return info
+}
+
+var (
+	buildInfo = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace: "kubestore", Name: "build_info",
+		Help:           "1, labelled with this binary's version, commit and the versions of the Kubernetes API and etcd it serves and embeds.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"version", "git_commit", "kubernetes_api", "etcd", "go_version"})
+	registerBuildInfo sync.Once
+)
+
+// recordBuildInfo sets kubestore_build_info, once per process.
+func recordBuildInfo(b Build) {
+	registerBuildInfo.Do(func() {
+		legacyregistry.MustRegister(buildInfo)
+		buildInfo.WithLabelValues(b.Version, b.GitCommit, b.Kubernetes, b.Etcd, b.GoVersion).Set(1)
+	})
 }

@@ -8,6 +8,7 @@ package e2e
 import (
 	"crypto/tls"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -378,3 +380,48 @@ func procNetAddr(t *testing.T, s string) string {
 	}
 	return net.JoinHostPort(ip.String(), strconv.FormatUint(port, 10))
 }
+
+// The binary's version is a semantic version, the same in `kubestore
+// version`, /version (as the Kubernetes version's build metadata) and the
+// kubestore_build_info metric; a binary the Makefile built is the VERSION
+// file's release or a development build of it.
+func TestVersions(t *testing.T) {
+	out, err := exec.Command(binary(t), "version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(string(out), "\n")
+	version, ok := strings.CutPrefix(first, "kubestore ")
+	if !ok || !semanticVersion.MatchString(version) {
+		t.Fatalf("first line of kubestore version %q: want kubestore <semantic version>", first)
+	}
+	if os.Getenv("KUBESTORE_BIN") != "" {
+		release, err := os.ReadFile("../../VERSION")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := strings.TrimSpace(string(release))
+		if version != r && !strings.HasPrefix(version, r+"-dev+") {
+			t.Errorf("make's binary says %q; want the VERSION file's %s or %s-dev+<commit>", version, r, r)
+		}
+	}
+
+	p := start(t, shortTempDir(t))
+	var info struct {
+		GitVersion string `json:"gitVersion"`
+	}
+	if err := json.Unmarshal([]byte(p.mustKubectl("get", "--raw", "/version")), &info); err != nil {
+		t.Fatal(err)
+	}
+	meta := strings.NewReplacer("+", "-").Replace(version)
+	if !strings.HasPrefix(info.GitVersion, "v1.") || !strings.HasSuffix(info.GitVersion, "+kubestore."+meta) {
+		t.Errorf("/version gitVersion %q; want v1.<minor>.<patch>+kubestore.%s", info.GitVersion, meta)
+	}
+	if metrics := p.mustKubectl("get", "--raw", "/metrics"); !strings.Contains(metrics, `version="`+version+`"`) ||
+		!strings.Contains(metrics, "kubestore_build_info{") {
+		t.Errorf("/metrics has no kubestore_build_info with version %q", version)
+	}
+}
+
+// semanticVersion is semver.org 2.0.0's grammar, without a leading v.
+var semanticVersion = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$`)
