@@ -51,6 +51,13 @@ func serve(c *cli.Context) error {
 		return err
 	}
 	defer unlock()
+	// An external etcd's data is shared with the other kubestores on it:
+	// no data directory speaks for it.
+	if !cfg.Etcd.External() {
+		if err := datadir.Dir(cfg.DataDir).CheckFormat(server.BuildInfo().Version); err != nil {
+			return err
+		}
+	}
 	listeners, err := server.Listen(cfg.Server)
 	if err != nil {
 		return err
@@ -189,8 +196,8 @@ func printVersion(c *cli.Context) error {
 		return err
 	}
 	b := server.BuildInfo()
-	fmt.Fprintf(c.App.Writer, "kubestore %s\ngit commit: %s\ngo: %s %s\netcd: %s\nkubernetes API: %s\n",
-		b.Version, b.GitCommit, b.GoVersion, b.Platform, b.Etcd, b.Kubernetes)
+	fmt.Fprintf(c.App.Writer, "kubestore %s\ngit commit: %s\ngo: %s %s\netcd: %s\nkubernetes API: %s\ndata format: %d\n",
+		b.Version, b.GitCommit, b.GoVersion, b.Platform, b.Etcd, b.Kubernetes, datadir.Format)
 	return nil
 }
 

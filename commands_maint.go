@@ -9,6 +9,7 @@ import (
 
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/maintenance"
+	"github.com/kubestore/kubestore/server"
 )
 
 // flagRevisionBump is snapshot restore's --bump-revision.
@@ -180,7 +181,7 @@ func defrag(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return maintenance.Defrag(c.Context, cc, c.App.Writer)
+	return maintenance.Defrag(c.Context, cc, server.BuildInfo().Version, c.App.Writer)
 }
 
 func snapshotSave(c *cli.Context) error {
@@ -192,7 +193,7 @@ func snapshotSave(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return maintenance.SnapshotSave(c.Context, cc, file, c.App.Writer)
+	return maintenance.SnapshotSave(c.Context, cc, file, server.BuildInfo().Version, c.App.Writer)
 }
 
 func snapshotRestore(c *cli.Context) error {
@@ -204,5 +205,5 @@ func snapshotRestore(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return maintenance.SnapshotRestore(cc, file, c.Uint64(flagRevisionBump), c.App.Writer)
+	return maintenance.SnapshotRestore(cc, file, c.Uint64(flagRevisionBump), server.BuildInfo().Version, c.App.Writer)
 }

@@ -5,6 +5,7 @@
 //	<data-dir>/pki/              generated CA, serving and admin certificates (0600)
 //	<data-dir>/admin.kubeconfig  kubeconfig of the admin identity
 //	<data-dir>/lock              held while a server uses the directory
+//	<data-dir>/format            the data format the directory holds, and who wrote it (format.go)
 package datadir
 
 import (

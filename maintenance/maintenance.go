@@ -50,8 +50,10 @@ func hasEtcdData(dir datadir.Dir) bool {
 
 // connect reaches the etcd of cfg: --etcd-servers, the embedded etcd of a
 // running server on its socket, or, when no server holds the data
-// directory, the embedded etcd started for the command's duration.
-func connect(ctx context.Context, cfg config.Config) (*conn, error) {
+// directory, the embedded etcd started for the command's duration, unless
+// the directory holds a newer data format than kubestore version reads
+// (the server, when one runs, checked that at its start).
+func connect(ctx context.Context, cfg config.Config, version string) (*conn, error) {
 	lg, err := etcdembed.Logger(cfg.Log)
 	if err != nil {
 		return nil, err
@@ -69,6 +71,10 @@ func connect(ctx context.Context, cfg config.Config) (*conn, error) {
 		return dial(cfg, etcdembed.Endpoints(dir, cfg.Etcd), lg, func() {})
 	}
 	if err != nil {
+		return nil, err
+	}
+	if err := dir.RefuseNewerFormat(version); err != nil {
+		unlock()
 		return nil, err
 	}
 	srv, err := etcdembed.Start(ctx, dir, cfg.Etcd, cfg.Log)
@@ -96,10 +102,11 @@ func dial(cfg config.Config, endpoints []string, lg *zap.Logger, closeFn func())
 // Defrag defragments every etcd member of cfg, reports the database size
 // before and after on w, and, when etcd raised its NOSPACE alarm and the
 // database is now below its quota, disarms the alarm so that writes work
-// again without a restart. Under the alarm it compacts first.
-func Defrag(ctx context.Context, cc config.Completed, w io.Writer) error {
+// again without a restart. Under the alarm it compacts first. version is
+// the running kubestore's (the data format check).
+func Defrag(ctx context.Context, cc config.Completed, version string, w io.Writer) error {
 	cfg := cc.Config()
-	c, err := connect(ctx, cfg)
+	c, err := connect(ctx, cfg, version)
 	if err != nil {
 		return err
 	}
@@ -208,10 +215,11 @@ func disarmNoSpace(ctx context.Context, cfg config.Config, c *conn, w io.Writer)
 
 // SnapshotSave writes a consistent snapshot of etcd to file: through a
 // temporary file in the same directory, synced and renamed, so file is
-// either absent or complete.
-func SnapshotSave(ctx context.Context, cc config.Completed, file string, w io.Writer) error {
+// either absent or complete. version is the running kubestore's (the data
+// format check).
+func SnapshotSave(ctx context.Context, cc config.Completed, file, version string, w io.Writer) error {
 	cfg := cc.Config()
-	c, err := connect(ctx, cfg)
+	c, err := connect(ctx, cfg, version)
 	if err != nil {
 		return err
 	}
@@ -263,8 +271,10 @@ func SnapshotSave(ctx context.Context, cc config.Completed, file string, w io.Wr
 // etcdutl snapshot restore does for the embedded etcd's single member. The
 // revision is raised by bump and marked compacted, so resourceVersions keep
 // increasing past any the old server handed out and watchers from before
-// relist. The data directory must not hold etcd data yet.
-func SnapshotRestore(cc config.Completed, file string, bump uint64, w io.Writer) error {
+// relist. The data directory must not hold etcd data yet. Its data format
+// record then says that kubestore version restored it: the data is of
+// that release's format (the way back from a newer one).
+func SnapshotRestore(cc config.Completed, file string, bump uint64, version string, w io.Writer) error {
 	cfg := cc.Config()
 	if cfg.Etcd.External() {
 		return fmt.Errorf("snapshot restore is for the embedded etcd; restore an external etcd (--%s) with etcdutl", config.FlagEtcdServers)
@@ -279,6 +289,9 @@ func SnapshotRestore(cc config.Completed, file string, bump uint64, w io.Writer)
 	}
 	defer unlock()
 	if err := etcdembed.Restore(dir, cfg.Etcd, cfg.Log, file, bump); err != nil {
+		return err
+	}
+	if err := dir.RecordRestore(version); err != nil {
 		return err
 	}
 	lg, err := etcdembed.Logger(cfg.Log)

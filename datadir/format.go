@@ -1,0 +1,145 @@
+package datadir
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Format is the data format this kubestore writes and the newest it can
+// read: what the files of the directory and the etcd database in it mean
+// (etcd's storage version, the API versions objects are stored in,
+// kubestore's own records). A release that writes anything an older
+// release could not read raises it, and records the release that
+// introduced it in formatSince.
+const Format = 1
+
+// formatSince is the first kubestore release that reads each format.
+var formatSince = map[int]string{1: "0.1.0"}
+
+// Record is <data-dir>/format: which data format the directory holds, the
+// kubestore that last started on it, and the oldest release that reads
+// it. Every release reads the record of every other: fields are only
+// ever added, and one a release does not know is kept as it is.
+type Record struct {
+	Format int `json:"format"`
+	// WrittenBy is the version of the kubestore that last started on the
+	// directory.
+	WrittenBy string `json:"writtenBy"`
+	// OldestReader is the first release that reads Format.
+	OldestReader string `json:"oldestReader"`
+	// Snapshot, when set, is a snapshot of the data taken before a
+	// kubestore of a newer format changed it: the way back for an older
+	// one.
+	Snapshot string `json:"snapshot,omitempty"`
+}
+
+func (d Dir) formatFile() string { return filepath.Join(string(d), "format") }
+
+// FormatError is the refusal of a kubestore to start on data of a newer
+// format than it reads. Its message is one line that says what to do.
+type FormatError struct {
+	Dir    Dir
+	Record Record
+	// Reader is the version of the kubestore refusing.
+	Reader string
+}
+
+func (e *FormatError) Error() string {
+	dir, r := string(e.Dir), e.Record
+	way := fmt.Sprintf("move %s aside and restore a snapshot taken before the update: kubestore snapshot restore --data-dir %s FILE", Dir(dir).Etcd(), dir)
+	if r.Snapshot != "" {
+		way = fmt.Sprintf("move %s aside and restore the snapshot taken before the update: kubestore snapshot restore --data-dir %s %s", Dir(dir).Etcd(), dir, r.Snapshot)
+	}
+	return fmt.Sprintf("data directory %s holds data format %d, written by kubestore %s and readable from kubestore %s; kubestore %s reads formats up to %d: start kubestore %s or newer on it, or %s",
+		dir, r.Format, r.WrittenBy, r.OldestReader, e.Reader, Format, r.OldestReader, way)
+}
+
+// ReadRecord reads the directory's record; ok is false when it has none
+// (a new directory, or one of a release from before records).
+func (d Dir) ReadRecord() (r Record, ok bool, err error) {
+	_, r, ok, err = d.readRecord()
+	return r, ok, err
+}
+
+// readRecord also returns every field of the record, known or not.
+func (d Dir) readRecord() (fields map[string]json.RawMessage, r Record, ok bool, err error) {
+	b, err := os.ReadFile(d.formatFile())
+	if errors.Is(err, os.ErrNotExist) {
+		return map[string]json.RawMessage{}, Record{}, false, nil
+	}
+	if err != nil {
+		return nil, Record{}, false, err
+	}
+	if json.Unmarshal(b, &fields) != nil || json.Unmarshal(b, &r) != nil || r.Format < 1 {
+		return nil, Record{}, false, fmt.Errorf("%s is not a kubestore data format record (%q): only kubestore writes it; restore it from a backup of the directory", d.formatFile(), b)
+	}
+	return fields, r, true, nil
+}
+
+// CheckFormat is what a server does before it opens the directory's
+// etcd: RefuseNewerFormat, then it records that version, a kubestore of
+// this Format, starts on it. A directory without a record holds format
+// 1, the first with records. The record is written atomically, and only
+// when it changes.
+func (d Dir) CheckFormat(version string) error {
+	fields, err := d.refuseNewer(version)
+	if err != nil {
+		return err
+	}
+	// Format 1 is the first: there is no older format to convert yet.
+	return d.record(fields, version)
+}
+
+// RefuseNewerFormat returns a FormatError when the directory holds data
+// of a newer format than Format.
+func (d Dir) RefuseNewerFormat(version string) error {
+	_, err := d.refuseNewer(version)
+	return err
+}
+
+// RecordRestore records that version restored a snapshot into the
+// directory: its data is of this Format now, and the snapshot the record
+// named (if any) is spent.
+func (d Dir) RecordRestore(version string) error {
+	fields, _, _, err := d.readRecord()
+	if err != nil {
+		// A record that cannot be read is replaced: the restore is the
+		// way back from whatever wrote it.
+		fields = map[string]json.RawMessage{}
+	}
+	delete(fields, "snapshot")
+	return d.record(fields, version)
+}
+
+func (d Dir) refuseNewer(version string) (map[string]json.RawMessage, error) {
+	fields, r, ok, err := d.readRecord()
+	if err != nil {
+		return nil, err
+	}
+	if ok && r.Format > Format {
+		return nil, &FormatError{Dir: d, Record: r, Reader: version}
+	}
+	return fields, nil
+}
+
+// record writes the record's fields with this Format, written by version.
+func (d Dir) record(fields map[string]json.RawMessage, version string) error {
+	for k, v := range map[string]any{"format": Format, "writtenBy": version, "oldestReader": formatSince[Format]} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		fields[k] = b
+	}
+	b, err := json.Marshal(fields)
+	if err != nil {
+		return err
+	}
+	if err := WriteFileAtomic(d.formatFile(), append(b, '\n')); err != nil {
+		return fmt.Errorf("recording the data format in %s: %w", d.formatFile(), err)
+	}
+	return nil
+}

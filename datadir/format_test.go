@@ -1,0 +1,144 @@
+package datadir_test
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubestore/kubestore/datadir"
+)
+
+func readFields(t *testing.T, dir string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "format"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func writeRecord(t *testing.T, dir, content string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, "format"), []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A server records its version and format; a restart of the same version
+// writes nothing; a later version of the same format keeps the fields it
+// does not know.
+func TestCheckFormatRecords(t *testing.T) {
+	dir := t.TempDir()
+	d := datadir.Dir(dir)
+	if err := d.CheckFormat("0.1.0"); err != nil {
+		t.Fatal(err)
+	}
+	r, ok, err := d.ReadRecord()
+	if err != nil || !ok || r != (datadir.Record{Format: datadir.Format, WrittenBy: "0.1.0", OldestReader: "0.1.0"}) {
+		t.Fatalf("record after the first start = %+v, %v, %v", r, ok, err)
+	}
+	path := filepath.Join(dir, "format")
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.CheckFormat("0.1.0"); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Stat(path); !st.ModTime().Equal(old) {
+		t.Error("a restart of the same version rewrote the record")
+	}
+
+	writeRecord(t, dir, `{"format":1,"writtenBy":"0.4.0","oldestReader":"0.1.0","update":{"from":"0.3.0"},"snapshot":"/data/pre-update.db"}`)
+	if err := d.CheckFormat("0.2.0"); err != nil {
+		t.Fatal(err)
+	}
+	m := readFields(t, dir)
+	if m["writtenBy"] != "0.2.0" || m["update"] == nil || m["snapshot"] != "/data/pre-update.db" {
+		t.Errorf("record after an older release of the same format started: %v; want writtenBy 0.2.0 and the other fields kept", m)
+	}
+}
+
+// Data of a newer format is refused, by the server and the maintenance
+// commands alike, with one line that names the format, who wrote it, the
+// oldest release that reads it and the way back; the record is left as it
+// was.
+func TestCheckFormatRefusesNewer(t *testing.T) {
+	for _, tc := range []struct {
+		name, record string
+		want         []string
+	}{
+		{"without snapshot", `{"format":2,"writtenBy":"0.5.0","oldestReader":"0.5.0"}`,
+			[]string{"data format 2", "written by kubestore 0.5.0", "readable from kubestore 0.5.0", "kubestore 0.1.0 reads formats up to 1",
+				"start kubestore 0.5.0 or newer", "kubestore snapshot restore --data-dir", " FILE"}},
+		{"with the pre-update snapshot", `{"format":2,"writtenBy":"0.5.0","oldestReader":"0.5.0","snapshot":"/data/pre-update.db"}`,
+			[]string{"data format 2", "kubestore snapshot restore --data-dir", "/data/pre-update.db"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			d := datadir.Dir(dir)
+			writeRecord(t, dir, tc.record)
+			for name, check := range map[string]func(string) error{"CheckFormat": d.CheckFormat, "RefuseNewerFormat": d.RefuseNewerFormat} {
+				err := check("0.1.0")
+				var fe *datadir.FormatError
+				if !errors.As(err, &fe) {
+					t.Fatalf("%s = %v, want a FormatError", name, err)
+				}
+				msg := err.Error()
+				if strings.Contains(msg, "\n") {
+					t.Errorf("%s: more than one line: %q", name, msg)
+				}
+				for _, w := range append(tc.want, d.Etcd()) {
+					if !strings.Contains(msg, w) {
+						t.Errorf("%s: %q lacks %q", name, msg, w)
+					}
+				}
+			}
+			if b, _ := os.ReadFile(filepath.Join(dir, "format")); string(b) != tc.record {
+				t.Errorf("the refusal changed the record: %s", b)
+			}
+		})
+	}
+}
+
+// A directory without a record (new, or of a release before records)
+// holds format 1; a record that is not one is refused, naming the file;
+// a restore makes the data this release's format and spends the snapshot.
+func TestFormatRecordEdges(t *testing.T) {
+	dir := t.TempDir()
+	d := datadir.Dir(dir)
+	if _, ok, err := d.ReadRecord(); ok || err != nil {
+		t.Fatalf("ReadRecord of an empty directory = %v, %v", ok, err)
+	}
+	if err := d.RefuseNewerFormat("0.1.0"); err != nil {
+		t.Fatalf("RefuseNewerFormat without a record: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "format")); !errors.Is(err, os.ErrNotExist) {
+		t.Error("RefuseNewerFormat wrote a record")
+	}
+	for _, bad := range []string{"", "{", `{"format":0}`, `["format"]`} {
+		writeRecord(t, dir, bad)
+		if err := d.CheckFormat("0.1.0"); err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "format")) {
+			t.Errorf("CheckFormat with record %q = %v, want an error naming the file", bad, err)
+		}
+	}
+	writeRecord(t, dir, `{"format":2,"writtenBy":"0.5.0","oldestReader":"0.5.0","snapshot":"/data/pre-update.db","update":{}}`)
+	if err := d.RecordRestore("0.1.0"); err != nil {
+		t.Fatal(err)
+	}
+	m := readFields(t, dir)
+	if m["format"] != float64(datadir.Format) || m["writtenBy"] != "0.1.0" || m["snapshot"] != nil || m["update"] == nil {
+		t.Errorf("record after a restore: %v; want this format, written by 0.1.0, no snapshot, other fields kept", m)
+	}
+	if err := d.CheckFormat("0.1.0"); err != nil {
+		t.Errorf("CheckFormat after the restore: %v", err)
+	}
+}

@@ -1,0 +1,114 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The data directory records its data format and the kubestore that last
+// started on it. A kubestore that finds a newer format than it reads (an
+// older release booted back onto a newer one's data) starts nothing, not
+// even etcd, and says in one line what to do; the way back it names, a
+// snapshot restored into the directory, then serves the data again.
+func TestDataFormatRecordAndWayBack(t *testing.T) {
+	requireKubectl(t)
+	dir := shortTempDir(t)
+	files := t.TempDir()
+	snap := filepath.Join(files, "pre-update.db")
+	record := filepath.Join(dir, "format")
+
+	p := start(t, dir)
+	p.mustKubectl("create", "configmap", "kept", "--from-literal=a=b")
+	if err := p.stop(30 * time.Second); err != nil {
+		t.Fatalf("graceful stop: %v\n%s", err, p.logs())
+	}
+	version := strings.TrimPrefix(strings.SplitN(mustRunKubestore(t, "version"), "\n", 2)[0], "kubestore ")
+	var r struct {
+		Format       int    `json:"format"`
+		WrittenBy    string `json:"writtenBy"`
+		OldestReader string `json:"oldestReader"`
+	}
+	b, err := os.ReadFile(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &r); err != nil || r.Format != 1 || r.WrittenBy != version || r.OldestReader == "" {
+		t.Fatalf("%s after a start = %s (%v); want format 1 written by %s", record, b, err, version)
+	}
+	mustRunKubestore(t, "snapshot", "save", "--data-dir", dir, snap)
+
+	// A newer release's record, as its trial boot leaves it.
+	newer := `{"format":2,"writtenBy":"9.0.0","oldestReader":"9.0.0","snapshot":"` + snap + `"}`
+	if err := os.WriteFile(record, []byte(newer), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	etcdBefore := treeState(t, filepath.Join(dir, "etcd"))
+	for _, args := range [][]string{
+		{"serve", "--data-dir", dir, "--secure-port", "0"},
+		{"defrag", "--data-dir", dir},
+		{"snapshot", "save", "--data-dir", dir, filepath.Join(files, "x.db")},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		out, err := exec.CommandContext(ctx, binary(t), args...).CombinedOutput()
+		timedOut := ctx.Err() != nil
+		cancel()
+		if err == nil || timedOut {
+			t.Fatalf("kubestore %s on a newer data format: %v (timed out: %v)\n%s", args[0], err, timedOut, out)
+		}
+		line := strings.TrimSpace(string(out))
+		for _, want := range []string{"data format 2", "written by kubestore 9.0.0", "kubestore " + version + " reads formats up to 1",
+			"kubestore snapshot restore --data-dir " + dir + " " + snap} {
+			if !strings.Contains(line, want) {
+				t.Errorf("kubestore %s: %q lacks %q", args[0], line, want)
+			}
+		}
+		if strings.Count(line, "\n") > 0 {
+			t.Errorf("kubestore %s: more than one line:\n%s", args[0], line)
+		}
+	}
+	if got, _ := os.ReadFile(record); string(got) != newer {
+		t.Errorf("the refusals changed the record: %s", got)
+	}
+	if after := treeState(t, filepath.Join(dir, "etcd")); after != etcdBefore {
+		t.Errorf("the refusals changed etcd's files:\nbefore %s\nafter  %s", etcdBefore, after)
+	}
+
+	// The way back the line names.
+	if err := os.Rename(filepath.Join(dir, "etcd"), filepath.Join(files, "etcd.newer")); err != nil {
+		t.Fatal(err)
+	}
+	mustRunKubestore(t, "snapshot", "restore", "--data-dir", dir, snap)
+	q := start(t, dir)
+	if out := q.mustKubectl("get", "configmap", "kept", "-o", "jsonpath={.data.a}"); out != "b" {
+		t.Errorf("configmap kept after the way back: %q", out)
+	}
+	if b, _ := os.ReadFile(record); !strings.Contains(string(b), `"format":1`) || strings.Contains(string(b), "snapshot") {
+		t.Errorf("%s after the restore: %s; want format 1 and the snapshot spent", record, b)
+	}
+}
+
+// treeState is every file under dir with its size and modification time.
+func treeState(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.Walk(dir, func(path string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		if info.Mode().IsRegular() {
+			fmt.Fprintf(&b, "%s %d %s; ", path, info.Size(), info.ModTime())
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
