@@ -23,6 +23,8 @@ import (
 	"k8s.io/apiserver/pkg/storage/value/encrypt/identity"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 
 	"github.com/kubestore/kubestore/config"
@@ -132,6 +134,7 @@ func (b *Backend) restOptions(gr schema.GroupResource, codec runtime.Codec, enco
 
 	klog.V(3).InfoS("Storage", "resource", gr, "watchCache", rc.Enabled, "historyWindow", rc.HistoryWindow, "key", sc.Prefix+"/"+prefix,
 		"maxObjects", budget.Objects, "maxBytes", budget.Bytes)
+	recordWatchCache(gr, rc.Enabled)
 	return generic.RESTOptions{
 		StorageConfig: sc.ForResource(gr),
 		Decorator:     b.decorator(rc.Enabled, budget),
@@ -142,6 +145,25 @@ func (b *Backend) restOptions(gr schema.GroupResource, codec runtime.Codec, enco
 		ResourcePrefix:          prefix,
 		CountMetricPollPeriod:   countMetricPollPeriod,
 	}, nil
+}
+
+var (
+	watchCacheEnabled = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace: "kubestore", Name: "watch_cache_enabled",
+		Help:           "1 for each resource served from its watch cache, 0 for each read straight from etcd (--watch-cache-sizes, and a small device's defaults).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"group", "resource"})
+	registerWatchCacheEnabled sync.Once
+)
+
+// recordWatchCache sets kubestore_watch_cache_enabled for one resource.
+func recordWatchCache(gr schema.GroupResource, enabled bool) {
+	registerWatchCacheEnabled.Do(func() { legacyregistry.MustRegister(watchCacheEnabled) })
+	v := 0.0
+	if enabled {
+		v = 1
+	}
+	watchCacheEnabled.WithLabelValues(gr.Group, gr.Resource).Set(v)
 }
 
 // decorator builds the storage.Interface of one resource: the upstream

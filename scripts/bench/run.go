@@ -468,15 +468,19 @@ func (b *bench) store(ctx context.Context) error {
 
 // configMapsCache is how the server serves the ConfigMaps: "cached", or
 // "uncached" when it reads them from etcd, as a small device does by
-// default (its cache then never initializes:
-// apiserver_watch_cache_initializations_total has no series for them).
+// default (kubestore_watch_cache_enabled says which).
 func (b *bench) configMapsCache(ctx context.Context) (string, error) {
-	m, err := metricsOf(ctx, b.srv, `apiserver_watch_cache_initializations_total{group="",resource="configmaps"}`)
+	m, err := metricsOf(ctx, b.srv, `kubestore_watch_cache_enabled{group="",resource="configmaps"}`)
 	if err != nil {
 		return "", err
 	}
-	if len(m) > 0 {
-		return "cached", nil
+	if len(m) != 1 {
+		return "", fmt.Errorf("/metrics: %d series of kubestore_watch_cache_enabled for configmaps, want 1", len(m))
+	}
+	for _, v := range m {
+		if v == 1 {
+			return "cached", nil
+		}
 	}
 	b.logf("the server reads ConfigMaps from etcd (a small device's default): the first LISTs are uncached too")
 	return "uncached", nil
