@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"sync"
@@ -18,6 +21,7 @@ import (
 	"github.com/kubestore/kubestore/cacher"
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/datadir"
+	"github.com/kubestore/kubestore/maintenance"
 	"github.com/kubestore/kubestore/mirror"
 	"github.com/kubestore/kubestore/server"
 )
@@ -53,8 +57,10 @@ func serve(c *cli.Context) error {
 	defer unlock()
 	// An external etcd's data is shared with the other kubestores on it:
 	// no data directory speaks for it.
-	if !cfg.Etcd.External() {
-		if err := datadir.Dir(cfg.DataDir).CheckFormat(server.BuildInfo().Version); err != nil {
+	dir, version, embedded := datadir.Dir(cfg.DataDir), server.BuildInfo().Version, !cfg.Etcd.External()
+	var last datadir.Record
+	if embedded {
+		if last, _, err = dir.RefuseNewerFormat(version); err != nil {
 			return err
 		}
 	}
@@ -69,6 +75,12 @@ func serve(c *cli.Context) error {
 		return err
 	}
 	defer backend.Close()
+	if embedded {
+		if err := recordStart(ctx, cc, dir, last, version); err != nil {
+			listeners.Close()
+			return err
+		}
+	}
 	backend.GuardHeap(cacher.NewHeapGuard(limit, limitFrom))
 	srv, err := server.New(cc, backend, listeners)
 	if err != nil {
@@ -101,6 +113,58 @@ func serve(c *cli.Context) error {
 	}
 	backend.Close()
 	klog.InfoS("kubestore stopped")
+	return nil
+}
+
+// recordStart records in the data directory that this version serves it.
+// After an update (a newer release than the one that last wrote it) it
+// first saves the data as the older release left it, etcd just opened and
+// nothing served yet, to dir.PreUpdateSnapshot: the way back for that
+// release, one snapshot, replaced at the next update. Until the record
+// says so, a restart takes it again. A device without room for it (the
+// database's size above --etcd-reserved-disk-bytes) or a snapshot that
+// fails still starts, with an error logged and no snapshot: the previous
+// release reads the same format, so the A/B fallback works without one.
+func recordStart(ctx context.Context, cc config.Completed, dir datadir.Dir, last datadir.Record, version string) error {
+	if !datadir.IsUpdate(last.WrittenBy, version) {
+		return dir.RecordStart(version, nil)
+	}
+	start := time.Now()
+	update := &datadir.Update{From: last.WrittenBy, To: version, At: start.UTC()}
+	snapshot := dir.PreUpdateSnapshot()
+	// The previous update's snapshot is not this one's way back.
+	if err := os.Remove(snapshot); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	err := roomForSnapshot(dir, int64(cc.Config().Etcd.ReservedDiskBytes))
+	if err == nil {
+		err = maintenance.SnapshotSave(ctx, cc, snapshot, version, io.Discard)
+	}
+	if err != nil {
+		klog.ErrorS(err, "Updated without a pre-update snapshot", "from", last.WrittenBy, "to", version)
+		return dir.RecordStart(version, update)
+	}
+	update.Snapshot = snapshot
+	klog.InfoS("Updated: saved the data as the previous release left it", "from", last.WrittenBy, "to", version, "snapshot", snapshot, "took", time.Since(start).Round(time.Millisecond))
+	return dir.RecordStart(version, update)
+}
+
+// roomForSnapshot says whether the data directory's file system holds a
+// snapshot of etcd's database (at most its file's size) and still keeps
+// reserved bytes free.
+func roomForSnapshot(dir datadir.Dir, reserved int64) error {
+	db, err := os.Stat(filepath.Join(dir.Etcd(), "member", "snap", "db"))
+	if err != nil {
+		return err
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(string(dir), &st); err != nil {
+		return err
+	}
+	if free := int64(st.Bavail) * int64(st.Bsize); free-db.Size() < reserved {
+		return fmt.Errorf("no room for a pre-update snapshot: the database takes %s and %s is free, of which --%s keeps %s",
+			config.ByteSize(db.Size()), config.ByteSize(free), config.FlagEtcdReservedDiskBytes, config.ByteSize(reserved))
+	}
 	return nil
 }
 

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
+
+	utilversion "k8s.io/apimachinery/pkg/util/version"
 )
 
 // Format is the data format this kubestore writes and the newest it can
@@ -79,30 +82,76 @@ func (d Dir) readRecord() (fields map[string]json.RawMessage, r Record, ok bool,
 	return fields, r, true, nil
 }
 
-// CheckFormat is what a server does before it opens the directory's
-// etcd: RefuseNewerFormat, then it records that version, a kubestore of
-// this Format, starts on it. A directory without a record holds format
-// 1, the first with records. The record is written atomically, and only
-// when it changes.
-func (d Dir) CheckFormat(version string) error {
-	fields, err := d.refuseNewer(version)
+// Update is what the record says of the last update: a kubestore of a
+// newer release than the one before it started on the directory, and the
+// snapshot it took first.
+type Update struct {
+	From string    `json:"from"`
+	To   string    `json:"to"`
+	At   time.Time `json:"at"`
+	// Snapshot is the pre-update snapshot: PreUpdateSnapshot, holding the
+	// data as From left it.
+	Snapshot string `json:"-"`
+}
+
+// PreUpdateSnapshot is where a server keeps the one snapshot taken before
+// an update; the next update replaces it.
+func (d Dir) PreUpdateSnapshot() string { return filepath.Join(string(d), "pre-update.db") }
+
+// IsUpdate reports whether a kubestore of version to starting on data
+// last written by version from is an update: both are semantic versions
+// and to is the newer release (build metadata, and so two development
+// builds of one release, compare equal).
+func IsUpdate(from, to string) bool {
+	f, err := utilversion.ParseSemantic(from)
+	if err != nil {
+		return false
+	}
+	t, err := utilversion.ParseSemantic(to)
+	return err == nil && f.LessThan(t)
+}
+
+// RefuseNewerFormat returns a FormatError when the directory holds data
+// of a newer format than Format, and otherwise its record (ok false: it
+// has none; a new directory, or one of a release from before records,
+// which holds format 1). It writes nothing.
+func (d Dir) RefuseNewerFormat(version string) (r Record, ok bool, err error) {
+	_, r, ok, err = d.readRecord()
+	if err != nil {
+		return Record{}, false, err
+	}
+	if ok && r.Format > Format {
+		return Record{}, false, &FormatError{Dir: d, Record: r, Reader: version}
+	}
+	return r, ok, nil
+}
+
+// RecordStart records that version, a kubestore of this Format, started
+// on the directory and, after an update, the update and its snapshot.
+// The record is written atomically, and only when it changes: a restart
+// of the same release writes nothing.
+func (d Dir) RecordStart(version string, update *Update) error {
+	fields, _, _, err := d.readRecord()
 	if err != nil {
 		return err
 	}
 	// Format 1 is the first: there is no older format to convert yet.
+	if update != nil {
+		delete(fields, "snapshot")
+		values := map[string]any{"update": update}
+		if update.Snapshot != "" {
+			values["snapshot"] = update.Snapshot
+		}
+		if err := setFields(fields, values); err != nil {
+			return err
+		}
+	}
 	return d.record(fields, version)
 }
 
-// RefuseNewerFormat returns a FormatError when the directory holds data
-// of a newer format than Format.
-func (d Dir) RefuseNewerFormat(version string) error {
-	_, err := d.refuseNewer(version)
-	return err
-}
-
 // RecordRestore records that version restored a snapshot into the
-// directory: its data is of this Format now, and the snapshot the record
-// named (if any) is spent.
+// directory: its data is of this Format now, and the update and snapshot
+// the record named (if any) are spent.
 func (d Dir) RecordRestore(version string) error {
 	fields, _, _, err := d.readRecord()
 	if err != nil {
@@ -111,28 +160,14 @@ func (d Dir) RecordRestore(version string) error {
 		fields = map[string]json.RawMessage{}
 	}
 	delete(fields, "snapshot")
+	delete(fields, "update")
 	return d.record(fields, version)
-}
-
-func (d Dir) refuseNewer(version string) (map[string]json.RawMessage, error) {
-	fields, r, ok, err := d.readRecord()
-	if err != nil {
-		return nil, err
-	}
-	if ok && r.Format > Format {
-		return nil, &FormatError{Dir: d, Record: r, Reader: version}
-	}
-	return fields, nil
 }
 
 // record writes the record's fields with this Format, written by version.
 func (d Dir) record(fields map[string]json.RawMessage, version string) error {
-	for k, v := range map[string]any{"format": Format, "writtenBy": version, "oldestReader": formatSince[Format]} {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		fields[k] = b
+	if err := setFields(fields, map[string]any{"format": Format, "writtenBy": version, "oldestReader": formatSince[Format]}); err != nil {
+		return err
 	}
 	b, err := json.Marshal(fields)
 	if err != nil {
@@ -140,6 +175,17 @@ func (d Dir) record(fields map[string]json.RawMessage, version string) error {
 	}
 	if err := WriteFileAtomic(d.formatFile(), append(b, '\n')); err != nil {
 		return fmt.Errorf("recording the data format in %s: %w", d.formatFile(), err)
+	}
+	return nil
+}
+
+func setFields(fields map[string]json.RawMessage, values map[string]any) error {
+	for k, v := range values {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		fields[k] = b
 	}
 	return nil
 }

@@ -32,13 +32,22 @@ func writeRecord(t *testing.T, dir, content string) {
 	}
 }
 
+// start is what a server does with the record: refuse a newer format,
+// then record itself.
+func start(d datadir.Dir, version string) error {
+	if _, _, err := d.RefuseNewerFormat(version); err != nil {
+		return err
+	}
+	return d.RecordStart(version, nil)
+}
+
 // A server records its version and format; a restart of the same version
 // writes nothing; a later version of the same format keeps the fields it
-// does not know.
-func TestCheckFormatRecords(t *testing.T) {
+// does not know; an update records itself and its snapshot.
+func TestRecordStart(t *testing.T) {
 	dir := t.TempDir()
 	d := datadir.Dir(dir)
-	if err := d.CheckFormat("0.1.0"); err != nil {
+	if err := start(d, "0.1.0"); err != nil {
 		t.Fatal(err)
 	}
 	r, ok, err := d.ReadRecord()
@@ -50,7 +59,7 @@ func TestCheckFormatRecords(t *testing.T) {
 	if err := os.Chtimes(path, old, old); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.CheckFormat("0.1.0"); err != nil {
+	if err := start(d, "0.1.0"); err != nil {
 		t.Fatal(err)
 	}
 	if st, _ := os.Stat(path); !st.ModTime().Equal(old) {
@@ -58,12 +67,43 @@ func TestCheckFormatRecords(t *testing.T) {
 	}
 
 	writeRecord(t, dir, `{"format":1,"writtenBy":"0.4.0","oldestReader":"0.1.0","update":{"from":"0.3.0"},"snapshot":"/data/pre-update.db"}`)
-	if err := d.CheckFormat("0.2.0"); err != nil {
+	if err := start(d, "0.2.0"); err != nil {
 		t.Fatal(err)
 	}
 	m := readFields(t, dir)
 	if m["writtenBy"] != "0.2.0" || m["update"] == nil || m["snapshot"] != "/data/pre-update.db" {
 		t.Errorf("record after an older release of the same format started: %v; want writtenBy 0.2.0 and the other fields kept", m)
+	}
+
+	at := time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC)
+	if err := d.RecordStart("0.3.0", &datadir.Update{From: "0.2.0", To: "0.3.0", At: at, Snapshot: d.PreUpdateSnapshot()}); err != nil {
+		t.Fatal(err)
+	}
+	m = readFields(t, dir)
+	u, _ := m["update"].(map[string]any)
+	if m["writtenBy"] != "0.3.0" || m["snapshot"] != d.PreUpdateSnapshot() || u["from"] != "0.2.0" || u["to"] != "0.3.0" || u["at"] != "2026-11-26T08:00:00Z" {
+		t.Errorf("record after an update: %v", m)
+	}
+}
+
+func TestIsUpdate(t *testing.T) {
+	for _, tc := range []struct {
+		from, to string
+		want     bool
+	}{
+		{"0.1.0", "0.2.0", true},
+		{"0.1.0-dev+abc", "0.1.0", true},
+		{"0.1.0", "0.1.1-dev+abc", true},
+		{"0.2.0", "0.1.0", false},
+		{"0.1.0", "0.1.0", false},
+		{"0.1.0-dev+abc", "0.1.0-dev+def", false},
+		{"", "0.1.0", false},
+		{"a287bf5-dirty", "0.1.0", false},
+		{"0.1.0", "0.0.0-dev", false},
+	} {
+		if got := datadir.IsUpdate(tc.from, tc.to); got != tc.want {
+			t.Errorf("IsUpdate(%q, %q) = %v, want %v", tc.from, tc.to, got, tc.want)
+		}
 	}
 }
 
@@ -71,7 +111,7 @@ func TestCheckFormatRecords(t *testing.T) {
 // commands alike, with one line that names the format, who wrote it, the
 // oldest release that reads it and the way back; the record is left as it
 // was.
-func TestCheckFormatRefusesNewer(t *testing.T) {
+func TestRefusesNewerFormat(t *testing.T) {
 	for _, tc := range []struct {
 		name, record string
 		want         []string
@@ -86,7 +126,8 @@ func TestCheckFormatRefusesNewer(t *testing.T) {
 			dir := t.TempDir()
 			d := datadir.Dir(dir)
 			writeRecord(t, dir, tc.record)
-			for name, check := range map[string]func(string) error{"CheckFormat": d.CheckFormat, "RefuseNewerFormat": d.RefuseNewerFormat} {
+			for name, check := range map[string]func(string) error{"start": func(v string) error { return start(d, v) },
+				"RefuseNewerFormat": func(v string) error { _, _, err := d.RefuseNewerFormat(v); return err }} {
 				err := check("0.1.0")
 				var fe *datadir.FormatError
 				if !errors.As(err, &fe) {
@@ -118,27 +159,27 @@ func TestFormatRecordEdges(t *testing.T) {
 	if _, ok, err := d.ReadRecord(); ok || err != nil {
 		t.Fatalf("ReadRecord of an empty directory = %v, %v", ok, err)
 	}
-	if err := d.RefuseNewerFormat("0.1.0"); err != nil {
-		t.Fatalf("RefuseNewerFormat without a record: %v", err)
+	if _, ok, err := d.RefuseNewerFormat("0.1.0"); ok || err != nil {
+		t.Fatalf("RefuseNewerFormat without a record: %v, %v", ok, err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "format")); !errors.Is(err, os.ErrNotExist) {
 		t.Error("RefuseNewerFormat wrote a record")
 	}
 	for _, bad := range []string{"", "{", `{"format":0}`, `["format"]`} {
 		writeRecord(t, dir, bad)
-		if err := d.CheckFormat("0.1.0"); err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "format")) {
-			t.Errorf("CheckFormat with record %q = %v, want an error naming the file", bad, err)
+		if err := start(d, "0.1.0"); err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "format")) {
+			t.Errorf("a start with record %q = %v, want an error naming the file", bad, err)
 		}
 	}
-	writeRecord(t, dir, `{"format":2,"writtenBy":"0.5.0","oldestReader":"0.5.0","snapshot":"/data/pre-update.db","update":{}}`)
+	writeRecord(t, dir, `{"format":2,"writtenBy":"0.5.0","oldestReader":"0.5.0","snapshot":"/data/pre-update.db","update":{},"later":true}`)
 	if err := d.RecordRestore("0.1.0"); err != nil {
 		t.Fatal(err)
 	}
 	m := readFields(t, dir)
-	if m["format"] != float64(datadir.Format) || m["writtenBy"] != "0.1.0" || m["snapshot"] != nil || m["update"] == nil {
-		t.Errorf("record after a restore: %v; want this format, written by 0.1.0, no snapshot, other fields kept", m)
+	if m["format"] != float64(datadir.Format) || m["writtenBy"] != "0.1.0" || m["snapshot"] != nil || m["update"] != nil || m["later"] != true {
+		t.Errorf("record after a restore: %v; want this format, written by 0.1.0, no update or snapshot, other fields kept", m)
 	}
-	if err := d.CheckFormat("0.1.0"); err != nil {
-		t.Errorf("CheckFormat after the restore: %v", err)
+	if err := start(d, "0.1.0"); err != nil {
+		t.Errorf("a start after the restore: %v", err)
 	}
 }

@@ -73,7 +73,7 @@ func connect(ctx context.Context, cfg config.Config, version string) (*conn, err
 	if err != nil {
 		return nil, err
 	}
-	if err := dir.RefuseNewerFormat(version); err != nil {
+	if _, _, err := dir.RefuseNewerFormat(version); err != nil {
 		unlock()
 		return nil, err
 	}

@@ -112,3 +112,97 @@ func treeState(t *testing.T, dir string) string {
 	}
 	return b.String()
 }
+
+// newerKubestore is this checkout built as release 99.0.0, newer than any
+// build of the tree: an update's new firmware.
+var newerKubestore = &goBinary{pkg: ".", name: "kubestore-99", ldflags: "-X github.com/kubestore/kubestore/server.version=99.0.0"}
+
+// An update (a newer release starting on the data dir) first saves the
+// data as the previous release left it, once: a restart of the new
+// release does not take it again, the previous release still starts on
+// the data (the same format: an A/B fallback), and the snapshot restores
+// the data as it was before the update.
+func TestUpdateKeepsPreUpdateSnapshot(t *testing.T) {
+	requireKubectl(t)
+	dir := shortTempDir(t)
+	files := t.TempDir()
+	snapshot := filepath.Join(dir, "pre-update.db")
+	version := strings.TrimPrefix(strings.SplitN(mustRunKubestore(t, "version"), "\n", 2)[0], "kubestore ")
+	type update struct {
+		From string    `json:"from"`
+		To   string    `json:"to"`
+		At   time.Time `json:"at"`
+	}
+	var r struct {
+		WrittenBy string  `json:"writtenBy"`
+		Snapshot  string  `json:"snapshot"`
+		Update    *update `json:"update"`
+	}
+	readRecord := func() {
+		t.Helper()
+		r.Snapshot, r.Update = "", nil
+		b, err := os.ReadFile(filepath.Join(dir, "format"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop := func(p *proc) {
+		t.Helper()
+		if err := p.stop(30 * time.Second); err != nil {
+			t.Fatalf("graceful stop: %v\n%s", err, p.logs())
+		}
+	}
+
+	p := start(t, dir)
+	p.mustKubectl("create", "configmap", "before")
+	stop(p)
+	readRecord()
+	if r.WrittenBy != version || r.Update != nil || r.Snapshot != "" {
+		t.Fatalf("record after a first start: %+v", r)
+	}
+	if _, err := os.Stat(snapshot); !os.IsNotExist(err) {
+		t.Fatalf("a first start took a pre-update snapshot: %v", err)
+	}
+
+	newer := startBinary(t, newerKubestore.get(t), nil, dir)
+	newer.mustKubectl("create", "configmap", "after-update")
+	stop(newer)
+	readRecord()
+	if r.WrittenBy != "99.0.0" || r.Snapshot != snapshot || r.Update == nil || r.Update.From != version || r.Update.To != "99.0.0" {
+		t.Fatalf("record after the update: %+v (update %+v)", r, r.Update)
+	}
+	st, err := os.Stat(snapshot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer = startBinary(t, newerKubestore.get(t), nil, dir)
+	stop(newer)
+	if again, err := os.Stat(snapshot); err != nil || !again.ModTime().Equal(st.ModTime()) {
+		t.Errorf("a restart of the new release took the snapshot again (%v)", err)
+	}
+
+	// The fallback: the previous release on the same format.
+	back := start(t, dir)
+	if names := back.mustKubectl("get", "configmaps", "-o", "name"); !strings.Contains(names, "configmap/before") || !strings.Contains(names, "configmap/after-update") {
+		t.Errorf("the previous release after the update serves:\n%s", names)
+	}
+	stop(back)
+	readRecord()
+	if r.WrittenBy != version || r.Snapshot != snapshot {
+		t.Errorf("record after the fallback: %+v; want written by %s, the snapshot kept", r, version)
+	}
+
+	// The snapshot is the data as the previous release left it.
+	if err := os.Rename(filepath.Join(dir, "etcd"), filepath.Join(files, "etcd.after")); err != nil {
+		t.Fatal(err)
+	}
+	mustRunKubestore(t, "snapshot", "restore", "--data-dir", dir, snapshot)
+	restored := start(t, dir)
+	names := restored.mustKubectl("get", "configmaps", "-o", "name")
+	if !strings.Contains(names, "configmap/before") || strings.Contains(names, "configmap/after-update") {
+		t.Errorf("the pre-update snapshot restored:\n%s\nwant configmap/before and not configmap/after-update", names)
+	}
+}

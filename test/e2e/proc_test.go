@@ -26,11 +26,12 @@ import (
 
 // goBinary is a program of this module built once per test run.
 type goBinary struct {
-	pkg  string // relative to the module root
-	name string
-	once sync.Once
-	path string
-	err  error
+	pkg     string // relative to the module root
+	name    string
+	ldflags string // passed to go build when set
+	once    sync.Once
+	path    string
+	err     error
 }
 
 func (b *goBinary) get(t *testing.T) string {
@@ -43,7 +44,11 @@ func (b *goBinary) get(t *testing.T) string {
 		}
 		b.path = filepath.Join(dir, b.name)
 		_, file, _, _ := runtime.Caller(0)
-		cmd := exec.Command("go", "build", "-o", b.path, "./"+b.pkg)
+		args := []string{"build", "-o", b.path}
+		if b.ldflags != "" {
+			args = append(args, "-ldflags", b.ldflags)
+		}
+		cmd := exec.Command("go", append(args, "./"+b.pkg)...)
 		cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.err = fmt.Errorf("go build ./%s: %v\n%s", b.pkg, err, out)
