@@ -132,11 +132,18 @@ func recordStart(ctx context.Context, cc config.Completed, dir datadir.Dir, last
 	start := time.Now()
 	update := &datadir.Update{From: last.WrittenBy, To: version, At: start.UTC()}
 	snapshot := dir.PreUpdateSnapshot()
-	// The previous update's snapshot is not this one's way back.
-	if err := os.Remove(snapshot); err != nil && !os.IsNotExist(err) {
+	// The previous update's snapshot is not this one's way back, and a
+	// snapshot a power cut interrupted (its temporary file) is nothing.
+	parts, err := filepath.Glob(filepath.Join(filepath.Dir(snapshot), "."+filepath.Base(snapshot)+".part*"))
+	if err != nil {
 		return err
 	}
-	err := roomForSnapshot(dir, int64(cc.Config().Etcd.ReservedDiskBytes))
+	for _, f := range append(parts, snapshot) {
+		if err := os.Remove(f); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+	}
+	err = roomForSnapshot(dir, int64(cc.Config().Etcd.ReservedDiskBytes))
 	if err == nil {
 		err = maintenance.SnapshotSave(ctx, cc, snapshot, version, io.Discard)
 	}

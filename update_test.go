@@ -13,8 +13,8 @@ import (
 
 // An update on a device without room for the pre-update snapshot (the
 // database's size above the reserved free space) still starts: the
-// previous update's snapshot is dropped, the update is recorded without
-// one, and nothing is left half written. (TestUpdateKeepsPreUpdateSnapshot
+// previous update's snapshot and what a power cut left of one are
+// dropped, and the update is recorded without one. (TestUpdateKeepsPreUpdateSnapshot
 // in test/e2e takes one on a device with room.)
 func TestUpdateWithoutRoomForSnapshot(t *testing.T) {
 	dir := datadir.Dir(t.TempDir())
@@ -26,6 +26,10 @@ func TestUpdateWithoutRoomForSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(dir.PreUpdateSnapshot(), []byte("the update before"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// What a power cut during an earlier snapshot leaves.
+	if err := os.WriteFile(filepath.Join(string(dir), ".pre-update.db.part123"), []byte("half"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := dir.RecordStart("0.1.0", &datadir.Update{From: "0.0.9", To: "0.1.0", Snapshot: dir.PreUpdateSnapshot()}); err != nil {
