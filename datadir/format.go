@@ -51,23 +51,17 @@ type FormatError struct {
 }
 
 func (e *FormatError) Error() string {
-	dir, r := string(e.Dir), e.Record
-	way := fmt.Sprintf("move %s aside and restore a snapshot taken before the update: kubestore snapshot restore --data-dir %s FILE", Dir(dir).Etcd(), dir)
+	r := e.Record
+	which, file := "a", "FILE"
 	if r.Snapshot != "" {
-		way = fmt.Sprintf("move %s aside and restore the snapshot taken before the update: kubestore snapshot restore --data-dir %s %s", Dir(dir).Etcd(), dir, r.Snapshot)
+		which, file = "the", r.Snapshot
 	}
-	return fmt.Sprintf("data directory %s holds data format %d, written by kubestore %s and readable from kubestore %s; kubestore %s reads formats up to %d: start kubestore %s or newer on it, or %s",
-		dir, r.Format, r.WrittenBy, r.OldestReader, e.Reader, Format, r.OldestReader, way)
+	return fmt.Sprintf("data directory %s holds data format %d, written by kubestore %s and readable from kubestore %s; kubestore %s reads formats up to %d: start kubestore %s or newer on it, or move %s aside and restore %s snapshot taken before the update: kubestore snapshot restore --data-dir %s %s",
+		e.Dir, r.Format, r.WrittenBy, r.OldestReader, e.Reader, Format, r.OldestReader, e.Dir.Etcd(), which, e.Dir, file)
 }
 
-// ReadRecord reads the directory's record; ok is false when it has none
-// (a new directory, or one of a release from before records).
-func (d Dir) ReadRecord() (r Record, ok bool, err error) {
-	_, r, ok, err = d.readRecord()
-	return r, ok, err
-}
-
-// readRecord also returns every field of the record, known or not.
+// readRecord reads the directory's record, and every field of it, known
+// or not; ok is false when it has none.
 func (d Dir) readRecord() (fields map[string]json.RawMessage, r Record, ok bool, err error) {
 	b, err := os.ReadFile(d.formatFile())
 	if errors.Is(err, os.ErrNotExist) {

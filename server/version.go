@@ -2,12 +2,12 @@ package server
 
 import (
 	"fmt"
-	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
 
+	utilversion "k8s.io/apimachinery/pkg/util/version"
 	apimachineryversion "k8s.io/apimachinery/pkg/version"
 	"k8s.io/component-base/compatibility"
 	"k8s.io/component-base/metrics"
@@ -29,20 +29,6 @@ var (
 // development build, sorting before every release.
 const unstampedVersion = "0.0.0-dev"
 
-// semver is a semantic version (semver.org 2.0.0), without a leading v.
-var semver = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$`)
-
-// semanticVersion is this binary's semantic version.
-func semanticVersion() string {
-	if version != "" {
-		return strings.TrimPrefix(version, "v")
-	}
-	if info, ok := debug.ReadBuildInfo(); ok && semver.MatchString(strings.TrimPrefix(info.Main.Version, "v")) {
-		return strings.TrimPrefix(info.Main.Version, "v")
-	}
-	return unstampedVersion
-}
-
 // Build describes this binary.
 type Build struct {
 	Version    string `json:"version"`
@@ -57,7 +43,7 @@ type Build struct {
 // etcd code linked into it, read from the module versions.
 func BuildInfo() Build {
 	b := Build{
-		Version:   semanticVersion(),
+		Version:   strings.TrimPrefix(version, "v"),
 		GitCommit: gitCommit,
 		GoVersion: runtime.Version(),
 		Platform:  runtime.GOOS + "/" + runtime.GOARCH,
@@ -66,6 +52,11 @@ func BuildInfo() Build {
 		Etcd:       "unknown",
 	}
 	if info, ok := debug.ReadBuildInfo(); ok {
+		if mod := strings.TrimPrefix(info.Main.Version, "v"); b.Version == "" {
+			if _, err := utilversion.ParseSemantic(mod); err == nil {
+				b.Version = mod
+			}
+		}
 		for _, m := range info.Deps {
 			switch m.Path {
 			case "k8s.io/apiserver":
@@ -75,6 +66,9 @@ func BuildInfo() Build {
 				b.Etcd = m.Version
 			}
 		}
+	}
+	if b.Version == "" {
+		b.Version = unstampedVersion
 	}
 	return b
 }
