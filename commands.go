@@ -4,11 +4,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"sync"
@@ -21,7 +19,6 @@ import (
 	"github.com/kubestore/kubestore/cacher"
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/datadir"
-	"github.com/kubestore/kubestore/maintenance"
 	"github.com/kubestore/kubestore/mirror"
 	"github.com/kubestore/kubestore/server"
 )
@@ -58,9 +55,9 @@ func serve(c *cli.Context) error {
 	// An external etcd's data is shared with the other kubestores on it:
 	// no data directory speaks for it.
 	dir, version, embedded := datadir.Dir(cfg.DataDir), server.BuildInfo().Version, !cfg.Etcd.External()
-	var last datadir.Record
+	var data dataBefore
 	if embedded {
-		if last, _, err = dir.RefuseNewerFormat(version); err != nil {
+		if data, err = checkDataFormat(c.Context, cc, dir, version); err != nil {
 			return err
 		}
 	}
@@ -76,7 +73,11 @@ func serve(c *cli.Context) error {
 	}
 	defer backend.Close()
 	if embedded {
-		if err := recordStart(ctx, cc, dir, last, version); err != nil {
+		err := agreeOnDataFormat(ctx, cfg.Etcd.Prefix, backend.Client(), dir, data, version)
+		if err == nil {
+			err = recordStart(ctx, cc, dir, data.record, version)
+		}
+		if err != nil {
 			listeners.Close()
 			return err
 		}
@@ -92,6 +93,11 @@ func serve(c *cli.Context) error {
 	done := make(chan struct{})
 	defer close(done)
 	wg.Go(func() { reloadOnHangup(srv, done) })
+	trial, endTrial := context.WithCancel(ctx)
+	defer endTrial()
+	if embedded {
+		wg.Go(func() { commitUpdates(trial, cfg, backend, dir, version) })
+	}
 	wg.Go(func() {
 		select {
 		case <-done:
@@ -111,67 +117,9 @@ func serve(c *cli.Context) error {
 	if err := srv.Run(ctx); err != nil {
 		return err
 	}
+	endTrial()
 	backend.Close()
 	klog.InfoS("kubestore stopped")
-	return nil
-}
-
-// recordStart records in the data directory that this version serves it.
-// After an update (a newer release than the one that last wrote it) it
-// first saves the data as the older release left it, etcd just opened and
-// nothing served yet, to dir.PreUpdateSnapshot: the way back for that
-// release, one snapshot, replaced at the next update. Until the record
-// says so, a restart takes it again. A device without room for it (the
-// database's size above --etcd-reserved-disk-bytes) or a snapshot that
-// fails still starts, with an error logged and no snapshot: the previous
-// release reads the same format, so the A/B fallback works without one.
-func recordStart(ctx context.Context, cc config.Completed, dir datadir.Dir, last datadir.Record, version string) error {
-	if !datadir.IsUpdate(last.WrittenBy, version) {
-		return dir.RecordStart(version, nil)
-	}
-	start := time.Now()
-	update := &datadir.Update{From: last.WrittenBy, To: version, At: start.UTC()}
-	snapshot := dir.PreUpdateSnapshot()
-	// The previous update's snapshot is not this one's way back, and a
-	// snapshot a power cut interrupted (its temporary file) is nothing.
-	parts, err := filepath.Glob(filepath.Join(filepath.Dir(snapshot), "."+filepath.Base(snapshot)+".part*"))
-	if err != nil {
-		return err
-	}
-	for _, f := range append(parts, snapshot) {
-		if err := os.Remove(f); err != nil && !os.IsNotExist(err) {
-			return err
-		}
-	}
-	err = roomForSnapshot(dir, int64(cc.Config().Etcd.ReservedDiskBytes))
-	if err == nil {
-		err = maintenance.SnapshotSave(ctx, cc, snapshot, version, io.Discard)
-	}
-	if err != nil {
-		klog.ErrorS(err, "Updated without a pre-update snapshot", "from", last.WrittenBy, "to", version)
-		return dir.RecordStart(version, update)
-	}
-	update.Snapshot = snapshot
-	klog.InfoS("Updated: saved the data as the previous release left it", "from", last.WrittenBy, "to", version, "snapshot", snapshot, "took", time.Since(start).Round(time.Millisecond))
-	return dir.RecordStart(version, update)
-}
-
-// roomForSnapshot says whether the data directory's file system holds a
-// snapshot of etcd's database (at most its file's size) and still keeps
-// reserved bytes free.
-func roomForSnapshot(dir datadir.Dir, reserved int64) error {
-	db, err := os.Stat(filepath.Join(dir.Etcd(), "member", "snap", "db"))
-	if err != nil {
-		return err
-	}
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(string(dir), &st); err != nil {
-		return err
-	}
-	if free := int64(st.Bavail) * int64(st.Bsize); free-db.Size() < reserved {
-		return fmt.Errorf("no room for a pre-update snapshot: the database takes %s and %s is free, of which --%s keeps %s",
-			config.ByteSize(db.Size()), config.ByteSize(free), config.FlagEtcdReservedDiskBytes, config.ByteSize(reserved))
-	}
 	return nil
 }
 

@@ -52,6 +52,7 @@ func operatorCommands() []*cli.Command {
 				},
 			},
 		},
+		updateCommands(),
 		{
 			Name:  "config",
 			Usage: "print or check configuration files",
@@ -205,5 +206,5 @@ func snapshotRestore(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return maintenance.SnapshotRestore(cc, file, c.Uint64(flagRevisionBump), server.BuildInfo().Version, c.App.Writer)
+	return maintenance.SnapshotRestore(c.Context, cc, file, c.Uint64(flagRevisionBump), server.BuildInfo().Version, c.App.Writer)
 }

@@ -69,7 +69,11 @@ func (b *Backend) RawStore(getter generic.RESTOptionsGetter, gr schema.GroupReso
 // "-".
 const stateDir = "-kubestore"
 
-func (b *Backend) stateKey(name string) string { return path.Join(b.etcd.Prefix, stateDir, name) }
+func (b *Backend) stateKey(name string) string { return StateKey(b.etcd.Prefix, name) }
+
+// StateKey is the etcd key of kubestore's own record name under prefix
+// (--etcd-prefix).
+func StateKey(prefix, name string) string { return path.Join(prefix, stateDir, name) }
 
 // GetState reads a record of kubestore's own; nil when there is none.
 func (b *Backend) GetState(ctx context.Context, name string) ([]byte, error) {

@@ -20,9 +20,13 @@ import (
 // Defaults. Each one is what an unconfigured device gets; the flag help
 // repeats it.
 const (
-	DefaultBindAddress         = "127.0.0.1"
-	DefaultSecurePort          = 6443
-	DefaultShutdownTimeout     = 30 * time.Second
+	DefaultBindAddress     = "127.0.0.1"
+	DefaultSecurePort      = 6443
+	DefaultShutdownTimeout = 30 * time.Second
+	// DefaultUpdateTrialPeriod: an hour of healthy service commits an
+	// update, as an A/B updater marks its slot good after a boot that
+	// held.
+	DefaultUpdateTrialPeriod   = time.Hour
 	DefaultRequestTimeout      = 60 * time.Second
 	DefaultMinRequestTimeout   = 30 * time.Minute
 	DefaultMaxRequestsInFlight = 400
@@ -109,6 +113,19 @@ type Config struct {
 	Memory  Memory `json:"memory"`
 	Log     Log    `json:"log"`
 	Mirror  Mirror `json:"mirror"`
+	Update  Update `json:"update"`
+}
+
+// Update configures what a release does on the data of another: the trial
+// of an update and the way back from a newer one (README: "Updating the
+// firmware").
+type Update struct {
+	// TrialPeriod is how long the server serves healthily after an update
+	// before it commits it by itself; 0 waits for kubestore update commit.
+	TrialPeriod Duration `json:"trialPeriod"`
+	// RestoreOnNewerData restores the pre-update snapshot instead of
+	// refusing data of a newer format.
+	RestoreOnNewerData bool `json:"restoreOnNewerData"`
 }
 
 // Server configures the HTTPS API server.
@@ -274,6 +291,7 @@ func Default() Config {
 		},
 		Log:    Log{Format: DefaultLogFormat},
 		Mirror: Mirror{Rules: DefaultMirrorRules()},
+		Update: Update{TrialPeriod: Duration{DefaultUpdateTrialPeriod}},
 	}
 }
 
@@ -318,6 +336,9 @@ func (c Config) complete() (*completed, error) {
 	errs = append(errs, c.Mirror.validate()...)
 	if c.Log.Format != LogFormatText && c.Log.Format != LogFormatJSON {
 		errs = append(errs, invalid(FlagLogFormat, c.Log.Format, "must be text or json"))
+	}
+	if c.Update.TrialPeriod.Duration < 0 {
+		errs = append(errs, invalid(FlagUpdateTrialPeriod, c.Update.TrialPeriod, "must not be negative (0 commits only on kubestore update commit)"))
 	}
 	if c.Log.Verbosity < 0 {
 		errs = append(errs, invalid(FlagVerbosity, c.Log.Verbosity, "must not be negative"))

@@ -164,6 +164,8 @@ var settings = []setting{
 	{config.FlagLogFormat, "json", func(c *config.Config) any { return &c.Log.Format }, "json"},
 	{config.FlagUpstreamKubeconfig, "/etc/kubestore/upstream.kubeconfig", func(c *config.Config) any { return &c.Mirror.UpstreamKubeconfig }, "/etc/kubestore/upstream.kubeconfig"},
 	{config.FlagNodeName, "edge-1", func(c *config.Config) any { return &c.Mirror.NodeName }, "edge-1"},
+	{config.FlagUpdateTrialPeriod, "10m", func(c *config.Config) any { return &c.Update.TrialPeriod }, dur(10 * time.Minute)},
+	{config.FlagRestoreOnNewerData, "true", func(c *config.Config) any { return &c.Update.RestoreOnNewerData }, true},
 }
 
 // fileOnly are the settings only the config file sets: lists of
@@ -706,6 +708,8 @@ func TestValidateRefuses(t *testing.T) {
 			[][]string{{"--etcd-quota-backend-bytes", `"0"`}}},
 		{"negative batch interval", func(c *config.Config) { c.Etcd.BackendBatchInterval = dur(-time.Second) },
 			[][]string{{"--etcd-backend-batch-interval", "-1s"}}},
+		{"negative update trial period", func(c *config.Config) { c.Update.TrialPeriod = dur(-time.Hour) },
+			[][]string{{"--update-trial-period", "-1h0m0s"}}},
 		{"negative batch limit", func(c *config.Config) { c.Etcd.BackendBatchLimit = -1 },
 			[][]string{{"--etcd-backend-batch-limit", "-1"}}},
 		{"zero max request bytes", func(c *config.Config) { c.Etcd.MaxRequestBytes = 0 },

@@ -66,6 +66,8 @@ const (
 	FlagControllers                     = "controllers"
 	FlagServiceClusterIPRange           = "service-cluster-ip-range"
 	FlagServiceAccountIssuer            = "service-account-issuer"
+	FlagUpdateTrialPeriod               = "update-trial-period"
+	FlagRestoreOnNewerData              = "restore-on-newer-data"
 )
 
 // EnvVar is the environment variable that sets a flag: KUBESTORE_ and the
@@ -232,6 +234,10 @@ var bindings = []binding{
 		func(c *Config) *int { return &c.Log.Verbosity }),
 	bind(FlagLogFormat, "log format on stderr: text or json",
 		func(c *Config) *string { return &c.Log.Format }),
+	bind(FlagUpdateTrialPeriod, "after an update to a newer release, commit it once the server has served healthily this long in one run (the data stays readable by the previous release until then; kubestore update commit commits at once); 0 commits only on that command",
+		func(c *Config) *Duration { return &c.Update.TrialPeriod }),
+	bind(FlagRestoreOnNewerData, "on data of a newer format than this release reads, restore the pre-update snapshot the newer release took (moving the newer data to <data-dir>/etcd.newer) instead of refusing to start",
+		func(c *Config) *bool { return &c.Update.RestoreOnNewerData }),
 	bind(FlagUpstreamKubeconfig, "kubeconfig of an upstream cluster: mirror the objects of the config file's mirror.rules (by default this node's Node, pods, the ConfigMaps and Secrets they reference, Services and EndpointSlices) and forward writes to them there; empty mirrors nothing",
 		func(c *Config) *string { return &c.Mirror.UpstreamKubeconfig }),
 	bind(FlagNodeName, "node name that replaces $(NODE_NAME) in mirror.rules; empty is the host name",

@@ -169,7 +169,7 @@ func TestFormatRecordEdges(t *testing.T) {
 		}
 	}
 	writeRecord(t, dir, `{"format":2,"writtenBy":"0.5.0","oldestReader":"0.5.0","snapshot":"/data/pre-update.db","update":{},"later":true}`)
-	if err := d.RecordRestore("0.1.0"); err != nil {
+	if err := d.RecordRestore("0.1.0", 1); err != nil {
 		t.Fatal(err)
 	}
 	m := readFields(t, dir)

@@ -23,6 +23,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/etcdutl/v3/snapshot"
 	"go.uber.org/zap"
+	"k8s.io/klog/v2"
 
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/datadir"
@@ -40,6 +41,9 @@ type conn struct {
 	endpoints []string
 	logger    *zap.Logger
 	close     func()
+	// online: a running server's etcd; otherwise one started for the
+	// command.
+	online bool
 }
 
 // hasEtcdData reports whether a data directory holds an etcd member.
@@ -68,7 +72,11 @@ func connect(ctx context.Context, cfg config.Config, version string) (*conn, err
 	unlock, err := dir.Lock()
 	if errors.Is(err, datadir.ErrLocked) {
 		// A server runs on the directory: use its etcd.
-		return dial(cfg, etcdembed.Endpoints(dir, cfg.Etcd), lg, func() {})
+		c, err := dial(cfg, etcdembed.Endpoints(dir, cfg.Etcd), lg, func() {})
+		if err == nil {
+			c.online = true
+		}
+		return c, err
 	}
 	if err != nil {
 		return nil, err
@@ -272,9 +280,10 @@ func SnapshotSave(ctx context.Context, cc config.Completed, file, version string
 // revision is raised by bump and marked compacted, so resourceVersions keep
 // increasing past any the old server handed out and watchers from before
 // relist. The data directory must not hold etcd data yet. Its data format
-// record then says that kubestore version restored it: the data is of
-// that release's format (the way back from a newer one).
-func SnapshotRestore(cc config.Completed, file string, bump uint64, version string, w io.Writer) error {
+// record then says that kubestore version restored it, and the format the
+// data says it is of; data of a newer format than version reads is
+// removed again, with an error naming the release that reads it.
+func SnapshotRestore(ctx context.Context, cc config.Completed, file string, bump uint64, version string, w io.Writer) error {
 	cfg := cc.Config()
 	if cfg.Etcd.External() {
 		return fmt.Errorf("snapshot restore is for the embedded etcd; restore an external etcd (--%s) with etcdutl", config.FlagEtcdServers)
@@ -288,10 +297,8 @@ func SnapshotRestore(cc config.Completed, file string, bump uint64, version stri
 		return err
 	}
 	defer unlock()
-	if err := etcdembed.Restore(dir, cfg.Etcd, cfg.Log, file, bump); err != nil {
-		return err
-	}
-	if err := dir.RecordRestore(version); err != nil {
+	format, err := restore(ctx, cfg, dir, file, bump, version)
+	if err != nil {
 		return err
 	}
 	lg, err := etcdembed.Logger(cfg.Log)
@@ -302,6 +309,86 @@ func SnapshotRestore(cc config.Completed, file string, bump uint64, version stri
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "restored %s into %s: revision %d (+%d), %d keys\n", file, cfg.DataDir, st.Revision, bump, st.TotalKey)
+	fmt.Fprintf(w, "restored %s into %s: revision %d (+%d), %d keys, data format %d\n", file, cfg.DataDir, st.Revision, bump, st.TotalKey, format)
+	return nil
+}
+
+// restore restores file into dir, whose lock the caller holds, and
+// records the format of its data, which it returns.
+func restore(ctx context.Context, cfg config.Config, dir datadir.Dir, file string, bump uint64, version string) (int, error) {
+	if err := etcdembed.Restore(dir, cfg.Etcd, cfg.Log, file, bump); err != nil {
+		return 0, err
+	}
+	format, err := func() (int, error) {
+		srv, err := etcdembed.Start(ctx, dir, cfg.Etcd, cfg.Log)
+		if err != nil {
+			return 0, err
+		}
+		lg, err := etcdembed.Logger(cfg.Log)
+		if err != nil {
+			srv.Close()
+			return 0, err
+		}
+		c, err := dial(cfg, srv.Endpoints(), lg, srv.Close)
+		if err != nil {
+			return 0, err
+		}
+		defer c.close()
+		return DataFormat(ctx, c.client, cfg.Etcd.Prefix)
+	}()
+	if err == nil && format > datadir.Format {
+		err = fmt.Errorf("snapshot %s holds data format %d; kubestore %s reads formats up to %d: restore it with %s", file, format, version, datadir.Format, datadir.Reader(format))
+	}
+	if err != nil {
+		os.RemoveAll(dir.Etcd())
+		return 0, err
+	}
+	return format, dir.RecordRestore(version, format)
+}
+
+// RestorePreUpdate is the way back of a device with nobody to type it
+// (--restore-on-newer-data): when the data is of a newer format than
+// version reads (refused, the FormatError), it restores the snapshot the
+// newer release took before its update, the data as this release's
+// format left it. The newer data is moved aside to <data-dir>/etcd.newer,
+// which replaces an earlier one. The caller holds dir's lock. A power cut
+// at any point leaves a directory on which the next start does the same
+// again, or is done.
+func RestorePreUpdate(ctx context.Context, cc config.Completed, refused *datadir.FormatError, version string) error {
+	cfg := cc.Config()
+	dir, snap := refused.Dir, refused.Record.Snapshot
+	if snap == "" {
+		return fmt.Errorf("%w; --%s: the record names no pre-update snapshot to restore", refused, config.FlagRestoreOnNewerData)
+	}
+	if _, err := os.Stat(snap); err != nil {
+		return fmt.Errorf("%w; --%s: %w", refused, config.FlagRestoreOnNewerData, err)
+	}
+	aside := filepath.Join(string(dir), "etcd.newer")
+	switch {
+	case refused.Record.Restoring:
+		// A restore a power cut interrupted: what it wrote is nothing.
+		if err := os.RemoveAll(dir.Etcd()); err != nil {
+			return err
+		}
+	case hasEtcdData(dir):
+		if err := os.RemoveAll(aside); err != nil {
+			return err
+		}
+		if err := os.Rename(dir.Etcd(), aside); err != nil {
+			return err
+		}
+		if err := datadir.SyncDir(string(dir)); err != nil {
+			return err
+		}
+	}
+	if err := dir.BeginRestore(); err != nil {
+		return err
+	}
+	format, err := restore(ctx, cfg, dir, snap, DefaultRevisionBump, version)
+	if err != nil {
+		return fmt.Errorf("--%s: restoring %s: %w", config.FlagRestoreOnNewerData, snap, err)
+	}
+	klog.InfoS("Restored the pre-update snapshot: the data was of a newer format than this release reads",
+		"snapshot", snap, "refused", refused.Record.Format, "format", format, "newerDataMovedTo", aside)
 	return nil
 }

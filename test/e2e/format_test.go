@@ -114,8 +114,10 @@ func treeState(t *testing.T, dir string) string {
 }
 
 // newerKubestore is this checkout built as release 99.0.0, newer than any
-// build of the tree: an update's new firmware.
-var newerKubestore = &goBinary{pkg: ".", name: "kubestore-99", ldflags: "-X github.com/kubestore/kubestore/server.version=99.0.0"}
+// build of the tree, with a newer data format (2) than any release has yet
+// (datadir.simulatedFormat): an update's new firmware, whose data an older
+// release can read only until the update is committed.
+var newerKubestore = &goBinary{pkg: ".", name: "kubestore-99", ldflags: "-X github.com/kubestore/kubestore/server.version=99.0.0 -X github.com/kubestore/kubestore/datadir.simulatedFormat=2@99.0.0"}
 
 // An update (a newer release starting on the data dir) first saves the
 // data as the previous release left it, once: a restart of the new
@@ -128,37 +130,14 @@ func TestUpdateKeepsPreUpdateSnapshot(t *testing.T) {
 	files := t.TempDir()
 	snapshot := filepath.Join(dir, "pre-update.db")
 	version := strings.TrimPrefix(strings.SplitN(mustRunKubestore(t, "version"), "\n", 2)[0], "kubestore ")
-	type update struct {
-		From string    `json:"from"`
-		To   string    `json:"to"`
-		At   time.Time `json:"at"`
-	}
-	var r struct {
-		WrittenBy string  `json:"writtenBy"`
-		Snapshot  string  `json:"snapshot"`
-		Update    *update `json:"update"`
-	}
+	var r formatRecord
 	readRecord := func() {
 		t.Helper()
-		r.Snapshot, r.Update = "", nil
-		b, err := os.ReadFile(filepath.Join(dir, "format"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := json.Unmarshal(b, &r); err != nil {
-			t.Fatal(err)
-		}
+		r = readFormatRecord(t, dir)
 	}
-	stop := func(p *proc) {
-		t.Helper()
-		if err := p.stop(30 * time.Second); err != nil {
-			t.Fatalf("graceful stop: %v\n%s", err, p.logs())
-		}
-	}
-
 	p := start(t, dir)
 	p.mustKubectl("create", "configmap", "before")
-	stop(p)
+	stopGracefully(t, p)
 	readRecord()
 	if r.WrittenBy != version || r.Update != nil || r.Snapshot != "" {
 		t.Fatalf("record after a first start: %+v", r)
@@ -169,7 +148,7 @@ func TestUpdateKeepsPreUpdateSnapshot(t *testing.T) {
 
 	newer := startBinary(t, newerKubestore.get(t), nil, dir)
 	newer.mustKubectl("create", "configmap", "after-update")
-	stop(newer)
+	stopGracefully(t, newer)
 	readRecord()
 	if r.WrittenBy != "99.0.0" || r.Snapshot != snapshot || r.Update == nil || r.Update.From != version || r.Update.To != "99.0.0" {
 		t.Fatalf("record after the update: %+v (update %+v)", r, r.Update)
@@ -179,7 +158,7 @@ func TestUpdateKeepsPreUpdateSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	newer = startBinary(t, newerKubestore.get(t), nil, dir)
-	stop(newer)
+	stopGracefully(t, newer)
 	if again, err := os.Stat(snapshot); err != nil || !again.ModTime().Equal(st.ModTime()) {
 		t.Errorf("a restart of the new release took the snapshot again (%v)", err)
 	}
@@ -189,7 +168,7 @@ func TestUpdateKeepsPreUpdateSnapshot(t *testing.T) {
 	if names := back.mustKubectl("get", "configmaps", "-o", "name"); !strings.Contains(names, "configmap/before") || !strings.Contains(names, "configmap/after-update") {
 		t.Errorf("the previous release after the update serves:\n%s", names)
 	}
-	stop(back)
+	stopGracefully(t, back)
 	readRecord()
 	if r.WrittenBy != version || r.Snapshot != snapshot {
 		t.Errorf("record after the fallback: %+v; want written by %s, the snapshot kept", r, version)

@@ -1,0 +1,322 @@
+package maintenance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/kubestore/kubestore/cacher"
+	"github.com/kubestore/kubestore/config"
+	"github.com/kubestore/kubestore/datadir"
+)
+
+// The records of an update's commit in etcd, among kubestore's own
+// (cacher.StateKey).
+const (
+	// dataFormatRecord is the data's own record of its format, written at
+	// the commit of an update that raises it; absent, the data is of
+	// format 1. A snapshot carries it, so a restore knows what it holds.
+	dataFormatRecord = "data-format"
+	// commitRequestRecord asks the server that runs on the data to commit
+	// its update (kubestore update commit). The server deletes it once
+	// the update is committed, or writes the error there.
+	commitRequestRecord = "update-commit"
+	commitRequested     = "requested"
+	commitFailed        = "error: "
+)
+
+// A migration converts the data from the format before its own to its
+// own, with etcd serving it, and returns how many keys it wrote. It is run
+// again from the start after a power cut at any point, so it must be
+// idempotent.
+type migration func(ctx context.Context, c *clientv3.Client, prefix string) (int, error)
+
+// migrations are the steps to each Format from the one before. No release
+// has raised the format yet; a test build's simulated format
+// (datadir.Simulated) gets rewriteEveryKey, the step a stored version's
+// change needs.
+var migrations = map[int]migration{}
+
+func init() {
+	if datadir.Simulated() {
+		migrations[datadir.Format] = rewriteEveryKey
+	}
+}
+
+// DataFormat is the format the data in etcd says it is of.
+func DataFormat(ctx context.Context, c *clientv3.Client, prefix string) (int, error) {
+	resp, err := c.Get(ctx, cacher.StateKey(prefix, dataFormatRecord))
+	if err != nil {
+		return 0, fmt.Errorf("reading the data's format: %w", err)
+	}
+	if len(resp.Kvs) == 0 {
+		return 1, nil
+	}
+	f, err := strconv.Atoi(string(resp.Kvs[0].Value))
+	if err != nil || f < 1 {
+		return 0, fmt.Errorf("the data's format record %s is %q: only kubestore writes it", resp.Kvs[0].Key, resp.Kvs[0].Value)
+	}
+	return f, nil
+}
+
+// SetDataFormat records in etcd that the data is of format.
+func SetDataFormat(ctx context.Context, c *clientv3.Client, prefix string, format int) error {
+	if _, err := c.Put(ctx, cacher.StateKey(prefix, dataFormatRecord), strconv.Itoa(format)); err != nil {
+		return fmt.Errorf("recording the data's format: %w", err)
+	}
+	return nil
+}
+
+// Committed is what a commit did.
+type Committed struct {
+	// Update is the update committed; nil when the data was not on trial.
+	Update *datadir.Update
+	// Migration is the format's change, when the update raised it.
+	Migration *datadir.Migration
+	// Rewritten is how many keys the migration wrote.
+	Rewritten int
+	Took      time.Duration
+}
+
+func (c Committed) String() string {
+	if c.Update == nil && c.Migration == nil {
+		return "nothing to commit: the data is not on trial"
+	}
+	s := "committed"
+	if c.Update != nil {
+		s += fmt.Sprintf(" the update from kubestore %s to %s", c.Update.From, c.Update.To)
+	}
+	if m := c.Migration; m != nil {
+		s += fmt.Sprintf(", data format %d to %d (%d keys rewritten)", m.From, m.To, c.Rewritten)
+	}
+	return s + fmt.Sprintf(" in %s", c.Took.Round(time.Millisecond))
+}
+
+// Commit commits version's update of the data directory dir, whose etcd
+// c serves: the commit point (datadir.BeginCommit), then the data's own
+// record of its new format, each migration's step, and the record that it
+// is done. From the commit point on, older releases refuse the data; a
+// power cut anywhere after it is finished by running Commit again, which
+// the server does at its start.
+func Commit(ctx context.Context, c *clientv3.Client, dir datadir.Dir, prefix, version string) (Committed, error) {
+	start := time.Now()
+	r, _, err := dir.Record()
+	if err != nil || !r.OnTrial(version) {
+		return Committed{}, err
+	}
+	done := Committed{Update: r.Update}
+	if done.Migration, err = dir.BeginCommit(version); err != nil {
+		return done, err
+	}
+	if m := done.Migration; m != nil {
+		if err := SetDataFormat(ctx, c, prefix, m.To); err != nil {
+			return done, err
+		}
+		for f := m.From + 1; f <= m.To; f++ {
+			step, ok := migrations[f]
+			if !ok {
+				continue
+			}
+			n, err := step(ctx, c, prefix)
+			done.Rewritten += n
+			if err != nil {
+				return done, fmt.Errorf("converting the data to format %d: %w", f, err)
+			}
+		}
+	}
+	if err := dir.EndCommit(version); err != nil {
+		return done, err
+	}
+	done.Took = time.Since(start)
+	return done, nil
+}
+
+// rewriteEveryKey writes every key under prefix again with its own value
+// and lease, as a storage version migration rewrites every object
+// (KEP-4192): the simulated format's step, which touches all the data as a
+// real one would. A key written since it was read is skipped (its writer
+// wrote the new format), and so is one whose lease has expired; kubestore's
+// own records are not objects.
+func rewriteEveryKey(ctx context.Context, c *clientv3.Client, prefix string) (int, error) {
+	const batchKeys, batchBytes = 64, 512 << 10
+	own := cacher.StateKey(prefix, "") + "/"
+	from, end := prefix+"/", clientv3.GetPrefixRangeEnd(prefix+"/")
+	n := 0
+	for {
+		resp, err := c.Get(ctx, from, clientv3.WithRange(end), clientv3.WithLimit(4*batchKeys))
+		if err != nil {
+			return n, err
+		}
+		var batch []*clientv3.Op
+		var compares []clientv3.Cmp
+		size := 0
+		flush := func() error {
+			if len(batch) == 0 {
+				return nil
+			}
+			ops := make([]clientv3.Op, len(batch))
+			for i, op := range batch {
+				ops[i] = *op
+			}
+			txn, err := c.Txn(ctx).If(compares...).Then(ops...).Commit()
+			if err == nil && txn.Succeeded {
+				n += len(batch)
+			} else {
+				// One by one: a key changed, or a lease expired.
+				for i := range batch {
+					txn, err := c.Txn(ctx).If(compares[i]).Then(ops[i]).Commit()
+					switch {
+					case errors.Is(err, rpctypes.ErrLeaseNotFound):
+					case err != nil:
+						return err
+					case txn.Succeeded:
+						n++
+					}
+				}
+			}
+			batch, compares, size = batch[:0], compares[:0], 0
+			return nil
+		}
+		for _, kv := range resp.Kvs {
+			if strings.HasPrefix(string(kv.Key), own) {
+				continue
+			}
+			op := clientv3.OpPut(string(kv.Key), string(kv.Value), clientv3.WithLease(clientv3.LeaseID(kv.Lease)))
+			batch = append(batch, &op)
+			compares = append(compares, clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision))
+			if size += len(kv.Key) + len(kv.Value); len(batch) == batchKeys || size >= batchBytes {
+				if err := flush(); err != nil {
+					return n, err
+				}
+			}
+		}
+		if err := flush(); err != nil {
+			return n, err
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return n, nil
+		}
+		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+}
+
+// RequestCommit asks the server that runs on the data, whose etcd c
+// serves, to commit its update, and waits until it has.
+func RequestCommit(ctx context.Context, c *clientv3.Client, prefix string) error {
+	key := cacher.StateKey(prefix, commitRequestRecord)
+	put, err := c.Put(ctx, key, commitRequested)
+	if err != nil {
+		return fmt.Errorf("asking the server to commit: %w", err)
+	}
+	for resp := range c.Watch(ctx, key, clientv3.WithRev(put.Header.Revision+1)) {
+		if err := resp.Err(); err != nil {
+			return err
+		}
+		for _, ev := range resp.Events {
+			if ev.Type == clientv3.EventTypeDelete {
+				return nil
+			}
+			if v := string(ev.Kv.Value); strings.HasPrefix(v, commitFailed) {
+				return errors.New(strings.TrimPrefix(v, commitFailed))
+			}
+		}
+	}
+	return fmt.Errorf("waiting for the server to commit: %w", ctx.Err())
+}
+
+// CommitRequests are the server's side of RequestCommit: it calls commit
+// for each request, and at once for one made while no server ran, then
+// answers it. It returns when ctx is done.
+func CommitRequests(ctx context.Context, c *clientv3.Client, prefix string, commit func() error) {
+	key := cacher.StateKey(prefix, commitRequestRecord)
+	answer := func(kvRev int64) {
+		err := commit()
+		// The request is answered only if it is still the one read.
+		if err != nil {
+			c.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", kvRev)).Then(clientv3.OpPut(key, commitFailed+err.Error())).Commit()
+			return
+		}
+		c.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", kvRev)).Then(clientv3.OpDelete(key)).Commit()
+	}
+	for ctx.Err() == nil {
+		resp, err := c.Get(ctx, key)
+		if err != nil {
+			time.Sleep(time.Second)
+			continue
+		}
+		if len(resp.Kvs) > 0 && string(resp.Kvs[0].Value) == commitRequested {
+			answer(resp.Kvs[0].ModRevision)
+		}
+		for w := range c.Watch(clientv3.WithRequireLeader(ctx), key, clientv3.WithRev(resp.Header.Revision+1)) {
+			if w.Err() != nil {
+				break
+			}
+			for _, ev := range w.Events {
+				if ev.Type == clientv3.EventTypePut && string(ev.Kv.Value) == commitRequested {
+					answer(ev.Kv.ModRevision)
+				}
+			}
+		}
+	}
+}
+
+// UpdateCommit commits the update of cfg's data directory: through the
+// server when one runs on it, otherwise itself, with the embedded etcd
+// started for the command. It reports what was committed on w.
+func UpdateCommit(ctx context.Context, cc config.Completed, version string, w io.Writer) error {
+	cfg := cc.Config()
+	if cfg.Etcd.External() {
+		return fmt.Errorf("an external etcd (--%s) is shared: no data directory's update to commit", config.FlagEtcdServers)
+	}
+	c, err := connect(ctx, cfg, version)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	dir := datadir.Dir(cfg.DataDir)
+	if c.online {
+		if err := RequestCommit(ctx, c.client, cfg.Etcd.Prefix); err != nil {
+			return err
+		}
+		r, _, err := dir.Record()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(w, Status(r))
+		return nil
+	}
+	done, err := Commit(ctx, c.client, dir, cfg.Etcd.Prefix, version)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(w, done)
+	return nil
+}
+
+// Status says in one line what the record says of the data and its last
+// update.
+func Status(r datadir.Record) string {
+	s := fmt.Sprintf("data format %d, written by kubestore %s, readable from kubestore %s", r.Format, r.WrittenBy, r.OldestReader)
+	if u := r.Update; u != nil {
+		s += fmt.Sprintf("; update from %s to %s at %s", u.From, u.To, u.At.Format(time.RFC3339))
+		if u.Committed != nil {
+			s += ", committed at " + u.Committed.Format(time.RFC3339)
+		} else {
+			s += ", on trial"
+		}
+	}
+	if m := r.Migration; m != nil {
+		s += fmt.Sprintf("; commit to format %d under way since %s", m.To, m.At.Format(time.RFC3339))
+	}
+	if r.Snapshot != "" {
+		s += "; pre-update snapshot " + r.Snapshot
+	}
+	return s
+}

@@ -1,0 +1,244 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/klog/v2"
+
+	"github.com/kubestore/kubestore/cacher"
+	"github.com/kubestore/kubestore/config"
+	"github.com/kubestore/kubestore/datadir"
+	"github.com/kubestore/kubestore/maintenance"
+	"github.com/kubestore/kubestore/server"
+)
+
+// updateCommands are the commands of an update's trial: commit it, or say
+// where it stands.
+func updateCommands() *cli.Command {
+	return &cli.Command{
+		Name:  "update",
+		Usage: "the trial of an update to a newer release: commit it, or print its status",
+		Subcommands: []*cli.Command{
+			{
+				Name:         "commit",
+				Usage:        "commit the update of --data-dir (through the server when one runs on it): from then on the data may be of the new release's format, and an older release restores the pre-update snapshot to go back",
+				Flags:        config.Flags(),
+				Action:       updateCommit,
+				OnUsageError: usageError,
+			},
+			{
+				Name:         "status",
+				Usage:        "print the data format of --data-dir, the release that last served it, and its last update (on trial or committed)",
+				Flags:        config.Flags(),
+				Action:       updateStatus,
+				OnUsageError: usageError,
+			},
+		},
+	}
+}
+
+func updateCommit(c *cli.Context) error {
+	cc, err := loadConfigArgs(c)
+	if err != nil {
+		return err
+	}
+	return maintenance.UpdateCommit(c.Context, cc, server.BuildInfo().Version, c.App.Writer)
+}
+
+func updateStatus(c *cli.Context) error {
+	cc, err := loadConfigArgs(c)
+	if err != nil {
+		return err
+	}
+	r, ok, err := datadir.Dir(cc.Config().DataDir).Record()
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("--%s %s holds no data format record: no kubestore has served it yet", config.FlagDataDir, cc.Config().DataDir)
+	}
+	fmt.Fprintln(c.App.Writer, maintenance.Status(r))
+	return nil
+}
+
+// dataBefore is what serve learns of the data directory before etcd opens.
+type dataBefore struct {
+	record datadir.Record
+	// fresh: no kubestore has served the directory yet.
+	fresh bool
+}
+
+// checkDataFormat refuses, before etcd opens, data of a newer format than
+// this release reads, unless --restore-on-newer-data says to restore the
+// pre-update snapshot instead.
+func checkDataFormat(ctx context.Context, cc config.Completed, dir datadir.Dir, version string) (dataBefore, error) {
+	r, ok, err := dir.RefuseNewerFormat(version)
+	var refused *datadir.FormatError
+	if errors.As(err, &refused) && cc.Config().Update.RestoreOnNewerData {
+		if err := maintenance.RestorePreUpdate(ctx, cc, refused, version); err != nil {
+			return dataBefore{}, err
+		}
+		r, ok, err = dir.RefuseNewerFormat(version)
+	}
+	if err != nil {
+		return dataBefore{}, err
+	}
+	_, err = os.Stat(filepath.Join(dir.Etcd(), "member"))
+	return dataBefore{record: r, fresh: !ok && os.IsNotExist(err)}, nil
+}
+
+// commitUpdates commits this release's update of the data directory: at
+// once when a commit was under way when the server last stopped (a power
+// cut), on kubestore update commit, and after --update-trial-period of
+// healthy service. It returns when ctx is done.
+func commitUpdates(ctx context.Context, cfg config.Config, backend *cacher.Backend, dir datadir.Dir, version string) {
+	var mu sync.Mutex
+	commit := func(why string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		done, err := maintenance.Commit(ctx, backend.Client(), dir, cfg.Etcd.Prefix, version)
+		if err != nil {
+			klog.ErrorS(err, "Committing the update", "why", why)
+			return err
+		}
+		if done.Update != nil || done.Migration != nil {
+			klog.InfoS("Update committed", "why", why, "what", done.String())
+		}
+		return nil
+	}
+	r, _, err := dir.Record()
+	if err != nil {
+		klog.ErrorS(err, "Reading the data format record")
+		return
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	switch period := cfg.Update.TrialPeriod.Duration; {
+	case r.Migration != nil:
+		wg.Go(func() {
+			for commit("a commit was under way when the server last stopped") != nil && sleep(ctx, time.Minute) {
+			}
+		})
+	case r.OnTrial(version) && r.Update != nil:
+		klog.InfoS("Update on trial: the previous release reads the data until kubestore update commit, or --"+config.FlagUpdateTrialPeriod+" of healthy service (0: only the command)",
+			"from", r.Update.From, "to", version, "trialPeriod", period)
+		if period > 0 {
+			wg.Go(func() { commitAfterTrial(ctx, backend, period, commit) })
+		}
+	}
+	maintenance.CommitRequests(ctx, backend.Client(), cfg.Etcd.Prefix, func() error { return commit("kubestore update commit") })
+}
+
+// commitAfterTrial commits once etcd has answered every health check for
+// period, checked a tenth of it apart and at least once a minute; a failed
+// check starts the period again.
+func commitAfterTrial(ctx context.Context, backend *cacher.Backend, period time.Duration, commit func(string) error) {
+	step := min(period/10, time.Minute)
+	healthy := time.Now()
+	for sleep(ctx, step) {
+		if err := backend.Check(ctx); err != nil {
+			healthy = time.Now()
+			continue
+		}
+		if time.Since(healthy) >= period && commit("served healthily for --"+config.FlagUpdateTrialPeriod) == nil {
+			return
+		}
+	}
+}
+
+// sleep waits for d and reports whether ctx is still live.
+func sleep(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
+
+// agreeOnDataFormat, with etcd just opened, makes the record agree with
+// the format the data itself says it is of (a new directory is of this
+// release's Format), or refuses data of a newer format than this release
+// reads.
+func agreeOnDataFormat(ctx context.Context, prefix string, c *clientv3.Client, dir datadir.Dir, data dataBefore, version string) error {
+	format, err := maintenance.DataFormat(ctx, c, prefix)
+	if err != nil {
+		return err
+	}
+	if data.fresh && format < datadir.Format {
+		if err := maintenance.SetDataFormat(ctx, c, prefix, datadir.Format); err != nil {
+			return err
+		}
+		format = datadir.Format
+	}
+	return dir.RecordDataFormat(version, format)
+}
+
+// recordStart records in the data directory that this version serves it.
+// After an update (a newer release than the one that last wrote it) it
+// first saves the data as the older release left it, etcd just opened and
+// nothing served yet, to dir.PreUpdateSnapshot: the way back for that
+// release, one snapshot, replaced at the next update. Until the record
+// says so, a restart takes it again. A device without room for it (the
+// database's size above --etcd-reserved-disk-bytes) or a snapshot that
+// fails still starts, with an error logged and no snapshot: the previous
+// release reads the same format, so the A/B fallback works without one.
+func recordStart(ctx context.Context, cc config.Completed, dir datadir.Dir, last datadir.Record, version string) error {
+	if !datadir.IsUpdate(last.WrittenBy, version) {
+		return dir.RecordStart(version, nil)
+	}
+	start := time.Now()
+	update := &datadir.Update{From: last.WrittenBy, To: version, At: start.UTC()}
+	snapshot := dir.PreUpdateSnapshot()
+	// The previous update's snapshot is not this one's way back, and a
+	// snapshot a power cut interrupted (its temporary file) is nothing.
+	parts, err := filepath.Glob(filepath.Join(filepath.Dir(snapshot), "."+filepath.Base(snapshot)+".part*"))
+	if err != nil {
+		return err
+	}
+	for _, f := range append(parts, snapshot) {
+		if err := os.Remove(f); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+	}
+	err = roomForSnapshot(dir, int64(cc.Config().Etcd.ReservedDiskBytes))
+	if err == nil {
+		err = maintenance.SnapshotSave(ctx, cc, snapshot, version, io.Discard)
+	}
+	if err != nil {
+		klog.ErrorS(err, "Updated without a pre-update snapshot", "from", last.WrittenBy, "to", version)
+		return dir.RecordStart(version, update)
+	}
+	update.Snapshot = snapshot
+	klog.InfoS("Updated: saved the data as the previous release left it", "from", last.WrittenBy, "to", version, "snapshot", snapshot, "took", time.Since(start).Round(time.Millisecond))
+	return dir.RecordStart(version, update)
+}
+
+// roomForSnapshot says whether the data directory's file system holds a
+// snapshot of etcd's database (at most its file's size) and still keeps
+// reserved bytes free.
+func roomForSnapshot(dir datadir.Dir, reserved int64) error {
+	db, err := os.Stat(filepath.Join(dir.Etcd(), "member", "snap", "db"))
+	if err != nil {
+		return err
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(string(dir), &st); err != nil {
+		return err
+	}
+	if free := int64(st.Bavail) * int64(st.Bsize); free-db.Size() < reserved {
+		return fmt.Errorf("no room for a pre-update snapshot: the database takes %s and %s is free, of which --%s keeps %s",
+			config.ByteSize(db.Size()), config.ByteSize(free), config.FlagEtcdReservedDiskBytes, config.ByteSize(reserved))
+	}
+	return nil
+}
