@@ -27,10 +27,16 @@ PLATFORMS := linux-amd64 linux-arm64 linux-arm linux-riscv64
 GOTESTFLAGS ?=
 TEST_TIMEOUT ?= 45m
 
-.PHONY: fuzz build run test release-check release-builds vet cross clean generate upstream-bins release-e2e $(addprefix build-,$(PLATFORMS))
+.PHONY: fuzz build build-format2 run test release-check release-builds vet cross clean generate upstream-bins release-e2e $(addprefix build-,$(PLATFORMS))
 
 build:
 	$(GOBUILD) -o bin/kubestore .
+
+# This tree as release 99.0.0 of a newer data format (2) than any release
+# has yet (datadir.simulatedFormat): the newer firmware of the update
+# tests and of make bench's update section.
+build-format2:
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X $(MODULE)/server.version=99.0.0 -X $(MODULE)/datadir.simulatedFormat=2@99.0.0" -o bin/kubestore-format2 .
 
 # Build and serve on the embedded defaults (HTTPS on 127.0.0.1:6443).
 run: build
@@ -48,8 +54,8 @@ vet:
 # here: it runs in release-check. client-go's cache mutation detector is
 # on: the in-process controllers' informers hold the watch cache's own
 # objects (docs/CONTROLLERS.md), and one modified fails the test.
-test: vet build
-	KUBESTORE_BIN=$(CURDIR)/bin/kubestore KUBE_CACHE_MUTATION_DETECTOR=true \
+test: vet build build-format2
+	KUBESTORE_BIN=$(CURDIR)/bin/kubestore KUBESTORE_NEWER_BIN=$(CURDIR)/bin/kubestore-format2 KUBE_CACHE_MUTATION_DETECTOR=true \
 		go test -count=1 $(GOTESTFLAGS) -timeout $(TEST_TIMEOUT) ./...
 
 # The slow checks of a release, on top of make test (.ci/run runs both):
@@ -85,20 +91,24 @@ upstream-bins:
 
 # The slow end-to-end suites of a release (make upstream-bins first): the
 # node agents on kubestore and through the mirror of a real cluster, the
-# mirror's faults test at its full five minutes of a flapping link, and
-# fifty first starts with clean logs. RELEASE_E2E_FLAGS may say -short
-# (outages of a minute, two delete races).
+# mirror's faults test at its full five minutes of a flapping link, fifty
+# first starts with clean logs, an update from OLDER_COMMIT (a release in
+# the field: the last one landed) to a newer data format and back, and
+# twelve power cuts during an update's commit. RELEASE_E2E_FLAGS may say
+# -short (outages of a minute, two delete races).
 RELEASE_E2E_FLAGS ?=
-release-e2e:
-	KUBESTORE_BIN=$(CURDIR)/bin/kubestore KUBESTORE_UPSTREAM_BIN_DIR=$(UPSTREAM_BIN) KUBESTORE_MIRROR_FLAP=5m KUBESTORE_CLEAN_STARTS=50 \
-		go test -count=1 -v $(RELEASE_E2E_FLAGS) -timeout 40m -run '^(TestNodeAgents|TestMirrorUnderFaults|TestCleanLogsFirstStarts)' ./test/e2e
+OLDER_COMMIT ?= d64fc635805387fbc73dd10d014fefdcf4c714e6
+release-e2e: build-format2
+	KUBESTORE_BIN=$(CURDIR)/bin/kubestore KUBESTORE_NEWER_BIN=$(CURDIR)/bin/kubestore-format2 KUBESTORE_UPSTREAM_BIN_DIR=$(UPSTREAM_BIN) KUBESTORE_MIRROR_FLAP=5m KUBESTORE_CLEAN_STARTS=50 \
+	KUBESTORE_OLDER_COMMIT=$(OLDER_COMMIT) KUBESTORE_UPDATE_CUTS=12 \
+		go test -count=1 -v $(RELEASE_E2E_FLAGS) -timeout 40m -run '^(TestNodeAgents|TestMirrorUnderFaults|TestCleanLogsFirstStarts|TestUpdateAcrossReleases|TestPowerCutDuringUpdate)' ./test/e2e
 
 # Measures the built binary: one table on stdout, the figures in bench.json
 # (docs/PERFORMANCE.md). BENCHFLAGS adds options, e.g.
 # BENCHFLAGS=-serve-arg=--memory-limit=128Mi or BENCHFLAGS=-scale=0.1.
 .PHONY: bench
-bench: build
-	go run ./scripts/bench -bin bin/kubestore $(BENCHFLAGS)
+bench: build build-format2
+	go run ./scripts/bench -bin bin/kubestore -newer-bin bin/kubestore-format2 $(BENCHFLAGS)
 
 cross: $(addprefix build-,$(PLATFORMS))
 	cd dist && sha256sum kubestore-* > SHA256SUMS

@@ -19,6 +19,7 @@ import (
 	"github.com/kubestore/kubestore/cacher"
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/datadir"
+	"github.com/kubestore/kubestore/maintenance"
 	"github.com/kubestore/kubestore/mirror"
 	"github.com/kubestore/kubestore/server"
 )
@@ -96,7 +97,7 @@ func serve(c *cli.Context) error {
 	trial, endTrial := context.WithCancel(ctx)
 	defer endTrial()
 	if embedded {
-		wg.Go(func() { commitUpdates(trial, cfg, backend, dir, version) })
+		wg.Go(func() { maintenance.CommitUpdates(trial, cfg, backend.Client(), backend.Check, dir, version) })
 	}
 	wg.Go(func() {
 		select {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"time"
 
@@ -15,7 +14,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/klog/v2"
 
-	"github.com/kubestore/kubestore/cacher"
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/datadir"
 	"github.com/kubestore/kubestore/maintenance"
@@ -95,75 +93,6 @@ func checkDataFormat(ctx context.Context, cc config.Completed, dir datadir.Dir, 
 	}
 	_, err = os.Stat(filepath.Join(dir.Etcd(), "member"))
 	return dataBefore{record: r, fresh: !ok && os.IsNotExist(err)}, nil
-}
-
-// commitUpdates commits this release's update of the data directory: at
-// once when a commit was under way when the server last stopped (a power
-// cut), on kubestore update commit, and after --update-trial-period of
-// healthy service. It returns when ctx is done.
-func commitUpdates(ctx context.Context, cfg config.Config, backend *cacher.Backend, dir datadir.Dir, version string) {
-	var mu sync.Mutex
-	commit := func(why string) error {
-		mu.Lock()
-		defer mu.Unlock()
-		done, err := maintenance.Commit(ctx, backend.Client(), dir, cfg.Etcd.Prefix, version)
-		if err != nil {
-			klog.ErrorS(err, "Committing the update", "why", why)
-			return err
-		}
-		if done.Update != nil || done.Migration != nil {
-			klog.InfoS("Update committed", "why", why, "what", done.String())
-		}
-		return nil
-	}
-	r, _, err := dir.Record()
-	if err != nil {
-		klog.ErrorS(err, "Reading the data format record")
-		return
-	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	switch period := cfg.Update.TrialPeriod.Duration; {
-	case r.Migration != nil:
-		wg.Go(func() {
-			for commit("a commit was under way when the server last stopped") != nil && sleep(ctx, time.Minute) {
-			}
-		})
-	case r.OnTrial(version) && r.Update != nil:
-		klog.InfoS("Update on trial: the previous release reads the data until kubestore update commit, or --"+config.FlagUpdateTrialPeriod+" of healthy service (0: only the command)",
-			"from", r.Update.From, "to", version, "trialPeriod", period)
-		if period > 0 {
-			wg.Go(func() { commitAfterTrial(ctx, backend, period, commit) })
-		}
-	}
-	maintenance.CommitRequests(ctx, backend.Client(), cfg.Etcd.Prefix, func() error { return commit("kubestore update commit") })
-}
-
-// commitAfterTrial commits once etcd has answered every health check for
-// period, checked a tenth of it apart and at least once a minute; a failed
-// check starts the period again.
-func commitAfterTrial(ctx context.Context, backend *cacher.Backend, period time.Duration, commit func(string) error) {
-	step := min(period/10, time.Minute)
-	healthy := time.Now()
-	for sleep(ctx, step) {
-		if err := backend.Check(ctx); err != nil {
-			healthy = time.Now()
-			continue
-		}
-		if time.Since(healthy) >= period && commit("served healthily for --"+config.FlagUpdateTrialPeriod) == nil {
-			return
-		}
-	}
-}
-
-// sleep waits for d and reports whether ctx is still live.
-func sleep(ctx context.Context, d time.Duration) bool {
-	select {
-	case <-ctx.Done():
-		return false
-	case <-time.After(d):
-		return true
-	}
 }
 
 // agreeOnDataFormat, with etcd just opened, makes the record agree with

@@ -7,10 +7,12 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/klog/v2"
 
 	"github.com/kubestore/kubestore/cacher"
 	"github.com/kubestore/kubestore/config"
@@ -232,38 +234,111 @@ func RequestCommit(ctx context.Context, c *clientv3.Client, prefix string) error
 }
 
 // CommitRequests are the server's side of RequestCommit: it calls commit
-// for each request, and at once for one made while no server ran, then
-// answers it. It returns when ctx is done.
+// for each request and answers it. A request from before the server
+// started is dropped: its command gave up when that server stopped, and
+// the update it meant may have been left since (a fallback). It returns
+// when ctx is done.
 func CommitRequests(ctx context.Context, c *clientv3.Client, prefix string, commit func() error) {
 	key := cacher.StateKey(prefix, commitRequestRecord)
-	answer := func(kvRev int64) {
-		err := commit()
-		// The request is answered only if it is still the one read.
-		if err != nil {
-			c.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", kvRev)).Then(clientv3.OpPut(key, commitFailed+err.Error())).Commit()
+	var from int64
+	for from == 0 {
+		resp, err := c.Delete(ctx, key)
+		if err == nil {
+			from = resp.Header.Revision + 1
+		} else if !sleep(ctx, time.Second) {
 			return
 		}
-		c.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", kvRev)).Then(clientv3.OpDelete(key)).Commit()
 	}
 	for ctx.Err() == nil {
-		resp, err := c.Get(ctx, key)
-		if err != nil {
-			time.Sleep(time.Second)
-			continue
-		}
-		if len(resp.Kvs) > 0 && string(resp.Kvs[0].Value) == commitRequested {
-			answer(resp.Kvs[0].ModRevision)
-		}
-		for w := range c.Watch(clientv3.WithRequireLeader(ctx), key, clientv3.WithRev(resp.Header.Revision+1)) {
+		for w := range c.Watch(clientv3.WithRequireLeader(ctx), key, clientv3.WithRev(from)) {
 			if w.Err() != nil {
 				break
 			}
 			for _, ev := range w.Events {
-				if ev.Type == clientv3.EventTypePut && string(ev.Kv.Value) == commitRequested {
-					answer(ev.Kv.ModRevision)
+				from = ev.Kv.ModRevision + 1
+				if ev.Type != clientv3.EventTypePut || string(ev.Kv.Value) != commitRequested {
+					continue
 				}
+				// The answer is written only if the request is still
+				// the one answered.
+				answer := clientv3.OpDelete(key)
+				if err := commit(); err != nil {
+					answer = clientv3.OpPut(key, commitFailed+err.Error())
+				}
+				c.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", ev.Kv.ModRevision)).Then(answer).Commit()
 			}
 		}
+		sleep(ctx, time.Second)
+	}
+}
+
+// CommitUpdates is the server's part in its update of the data directory
+// dir, whose etcd c serves: it commits at once when a commit was under way
+// when the server last stopped (a power cut), on kubestore update commit,
+// and after --update-trial-period of healthy service (check, etcd's health
+// check, answering). It returns when ctx is done.
+func CommitUpdates(ctx context.Context, cfg config.Config, c *clientv3.Client, check func(context.Context) error, dir datadir.Dir, version string) {
+	var mu sync.Mutex
+	commit := func(why string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		done, err := Commit(ctx, c, dir, cfg.Etcd.Prefix, version)
+		if err != nil {
+			klog.ErrorS(err, "Committing the update", "why", why)
+			return err
+		}
+		if done.Update != nil || done.Migration != nil {
+			klog.InfoS("Update committed", "why", why, "what", done.String())
+		}
+		return nil
+	}
+	r, _, err := dir.Record()
+	if err != nil {
+		klog.ErrorS(err, "Reading the data format record")
+		return
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	switch period := cfg.Update.TrialPeriod.Duration; {
+	case r.Migration != nil:
+		wg.Go(func() {
+			for commit("a commit was under way when the server last stopped") != nil && sleep(ctx, time.Minute) {
+			}
+		})
+	case r.OnTrial(version) && r.Update != nil:
+		klog.InfoS("Update on trial: the previous release reads the data until kubestore update commit, or --"+config.FlagUpdateTrialPeriod+" of healthy service (0: only the command)",
+			"from", r.Update.From, "to", version, "trialPeriod", period)
+		if period > 0 {
+			wg.Go(func() { commitAfterTrial(ctx, check, period, commit) })
+		}
+	}
+	CommitRequests(ctx, c, cfg.Etcd.Prefix, func() error { return commit("kubestore update commit") })
+}
+
+// commitAfterTrial commits once etcd has answered every health check for
+// period, checked a tenth of it apart and at least once a minute; a failed
+// check starts the period again.
+func commitAfterTrial(ctx context.Context, check func(context.Context) error, period time.Duration, commit func(string) error) {
+	step := min(period/10, time.Minute)
+	healthy := time.Now()
+	for sleep(ctx, step) {
+		if err := check(ctx); err != nil {
+			healthy = time.Now()
+			continue
+		}
+		if time.Since(healthy) >= period && commit("served healthily for --"+config.FlagUpdateTrialPeriod) == nil {
+			return
+		}
+	}
+}
+
+// sleep waits for d and reports whether ctx is still live.
+func sleep(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
 	}
 }
 

@@ -18,7 +18,8 @@ func TestOnly(t *testing.T) {
 		want    []string
 		wantErr bool
 	}{
-		{only: "", want: []string{sectionStore, sectionMirror, sectionControllers, sectionGateway, sectionPeer, sectionCachePolicy, sectionNodeAgents}},
+		{only: "", want: []string{sectionStore, sectionMirror, sectionControllers, sectionGateway, sectionPeer, sectionCachePolicy, sectionNodeAgents, sectionUpdate}},
+		{only: "update", want: []string{sectionUpdate}},
 		{only: "peer", want: []string{sectionPeer}},
 		{only: "store,gateway,peer", want: []string{sectionStore, sectionGateway, sectionPeer}},
 		{only: "gateway,peers", wantErr: true},
@@ -63,12 +64,17 @@ func TestSmoke(t *testing.T) {
 	if dir := os.Getenv("KUBESTORE_UPSTREAM_BIN_DIR"); dir != "" {
 		kubemark, peerBins = filepath.Join(dir, "kubemark"), dir
 	}
+	newer := os.Getenv("KUBESTORE_NEWER_BIN")
+	if newer == "" {
+		newer = filepath.Join(t.TempDir(), "no-newer-release")
+	}
 	out := filepath.Join(t.TempDir(), "bench.json")
 	var log bytes.Buffer
 	o := options{
 		Bin: bin, Out: out, Scale: 0.01, Clients: 4, ListRuns: 3, WriteRate: 200, WatchRate: 200,
 		Idle: time.Second, CPUWindow: time.Second, DataRoot: t.TempDir(), Log: &log, MirrorOutage: 2 * time.Second,
 		GatewayScales: []int{1}, BurstDuration: time.Second, SlowWriteRate: 50, Kubemark: kubemark, CachePolicyScale: 1, PeerBinDir: peerBins,
+		NewerBin: newer,
 	}
 	res, err := run(t.Context(), o)
 	if res != nil {
@@ -226,6 +232,18 @@ func TestSmoke(t *testing.T) {
 				t.Errorf("node-agents %s = %v, want > 0", name, v)
 			}
 		}
+	}
+	_, statErr = os.Stat(newer)
+	switch u := got.Update; {
+	case u == nil:
+		t.Error("no update result")
+	case statErr != nil:
+		if !strings.Contains(u.Skipped, "make build-format2") {
+			t.Errorf("update without a newer release: skipped %q, want it to name make build-format2", u.Skipped)
+		}
+	case u.Skipped != "" || u.ConfigMaps != 100 || u.CommitKeys < 100 || u.SnapshotBytes <= 0 || u.DatabaseBytes <= 0 ||
+		u.ReadyMs <= 0 || u.TrialReadyMs <= 0 || u.CommitMs <= 0 || u.WayBackReadyMs <= 0:
+		t.Errorf("update %+v: want 100 ConfigMaps, at least as many keys rewritten, a snapshot and every time", u)
 	}
 	var table bytes.Buffer
 	printTable(&table, &got)

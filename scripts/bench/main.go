@@ -83,6 +83,9 @@ type options struct {
 	Kubemark   string
 	NodeWindow time.Duration
 	NodeOutage time.Duration
+	// The update section: a release of a newer data format (missing: the
+	// section is skipped).
+	NewerBin string
 }
 
 // The benchmark's sections, in the order they run.
@@ -94,9 +97,10 @@ const (
 	sectionPeer        = "peer"
 	sectionCachePolicy = "cache-policy"
 	sectionNodeAgents  = "node-agents"
+	sectionUpdate      = "update"
 )
 
-var allSections = []string{sectionStore, sectionMirror, sectionControllers, sectionGateway, sectionPeer, sectionCachePolicy, sectionNodeAgents}
+var allSections = []string{sectionStore, sectionMirror, sectionControllers, sectionGateway, sectionPeer, sectionCachePolicy, sectionNodeAgents, sectionUpdate}
 
 // sections are the sections this run measures.
 func (o *options) sections() []string {
@@ -216,7 +220,7 @@ func main() {
 	flag.BoolVar(&o.Keep, "keep", false, "keep the data dir and server logs")
 	flag.BoolVar(&o.XZ, "xz", true, "also measure the binary compressed with xz -9 (about a minute of one core, before anything else runs)")
 	flag.StringVar(&o.ProfileDir, "profile-dir", "", "if set, serve with --profiling and save heap profiles (idle, loaded, after the lists) and a CPU profile of the first cached LISTs there")
-	flag.StringVar(&o.Only, "only", "", "run only these sections, comma separated (peer's ratios need gateway and store in the same run): store (one process: start-up, memory, LISTs, writes, watches, flash, informer) or mirror (an edge mirroring a second kubestore) or controllers (the memory of each of --controllers) or gateway (memory of the gateway data set x1 and x5, a burst of updates, flash at 10 updates/s) or peer (kube-apiserver + etcd from -peer-bin-dir on the gateway data set, each figure beside kubestore's) or cache-policy (each gateway resource's watch cache: the memory it holds, what a GET by name costs without it) or node-agents (an edge serving kubemark's hollow kubelet with 110 pods: requests, CPU, memory, the reconnect after an outage); empty runs all")
+	flag.StringVar(&o.Only, "only", "", "run only these sections, comma separated (peer's ratios need gateway and store in the same run): store (one process: start-up, memory, LISTs, writes, watches, flash, informer) or mirror (an edge mirroring a second kubestore) or controllers (the memory of each of --controllers) or gateway (memory of the gateway data set x1 and x5, a burst of updates, flash at 10 updates/s) or peer (kube-apiserver + etcd from -peer-bin-dir on the gateway data set, each figure beside kubestore's) or cache-policy (each gateway resource's watch cache: the memory it holds, what a GET by name costs without it) or node-agents (an edge serving kubemark's hollow kubelet with 110 pods: requests, CPU, memory, the reconnect after an outage) or update (the -configmaps updated to -newer-bin's data format: the pre-update snapshot, the trial start, the commit, the way back); empty runs all")
 	flag.IntVar(&o.MirrorObjects, "mirror-objects", 0, "mirror: ConfigMaps of 1 KiB the edge mirrors (0: 10000 x scale)")
 	flag.IntVar(&o.MirrorChanges, "mirror-changes", 0, "mirror: ConfigMaps updated upstream during the outage (0: 100 x scale, 1 % of the mirrored ones)")
 	flag.DurationVar(&o.MirrorOutage, "mirror-outage", 60*time.Second, "mirror: how long the link between edge and upstream is cut")
@@ -239,6 +243,7 @@ func main() {
 	flag.StringVar(&o.PeerBinDir, "peer-bin-dir", "bin/upstream", "peer: directory of kube-apiserver and etcd (make upstream-bins builds them; missing: the section is skipped)")
 	flag.IntVar(&o.CachePolicyScale, "cache-policy-scale", 0, "cache-policy: copies of the gateway set each server holds (0: 5)")
 	flag.IntVar(&o.CachePolicyGets, "cache-policy-gets", 0, "cache-policy: GETs by name of each resource (0: 1000 x scale)")
+	flag.StringVar(&o.NewerBin, "newer-bin", "bin/kubestore-format2", "update: a release of a newer data format to update to (make build-format2 builds this tree as one; missing: the section is skipped)")
 	flag.StringVar(&o.Kubemark, "kubemark", "bin/upstream/kubemark", "node-agents: kubemark binary, for its hollow kubelet (make upstream-bins builds it; missing: the section is skipped)")
 	flag.DurationVar(&o.NodeWindow, "node-window", 0, "node-agents: the steady window of the requests and CPU measurement (0: 60s x scale)")
 	flag.DurationVar(&o.NodeOutage, "node-outage", 0, "node-agents: how long the link is cut while the kubelet goes on (0: 10m x scale)")

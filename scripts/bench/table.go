@@ -76,6 +76,12 @@ func printTable(w io.Writer, r *Result) {
 		fmt.Fprintf(w, "node agents: an edge kubestore (default mirror rules, --node-name %s) mirrors an upstream kubestore through a TCP proxy and serves kubemark's hollow kubelet with %d pods (%d ConfigMaps, %d Secrets); windows of %.0f s, %.0f s after the edge's sync (the edge alone) and after the pods are Ready (with the kubelet); %d pods deleted and %d created upstream during a %.0f s outage; serve args: %q\n",
 			agentNode, n.Pods, n.ConfigMaps, n.Secrets, n.WindowSec, r.Counts.IdleSec, n.Deleted, n.Created, n.OutageSec, r.ServeArgs)
 	}
+	if u := r.Update; u != nil && u.Skipped != "" {
+		fmt.Fprintf(w, "update: skipped: %s\n", u.Skipped)
+	} else if u != nil {
+		fmt.Fprintf(w, "update: a fresh data dir of %d ConfigMaps of 1 KiB, updated to %s (a newer data format), committed with kubestore update commit, then taken back by this release with --restore-on-newer-data; serve args: %q\n",
+			u.ConfigMaps, u.NewerBin, r.ServeArgs)
+	}
 	fmt.Fprintln(w)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -115,6 +121,9 @@ func printTable(w io.Writer, r *Result) {
 	}
 	if n := r.NodeAgents; n != nil && n.Skipped == "" {
 		nodeAgentsRows(row, r)
+	}
+	if u := r.Update; u != nil && u.Skipped == "" {
+		updateRows(row, r)
 	}
 	tw.Flush()
 }

@@ -116,8 +116,19 @@ func treeState(t *testing.T, dir string) string {
 // newerKubestore is this checkout built as release 99.0.0, newer than any
 // build of the tree, with a newer data format (2) than any release has yet
 // (datadir.simulatedFormat): an update's new firmware, whose data an older
-// release can read only until the update is committed.
+// release can read only until the update is committed. make build-format2
+// builds the same.
 var newerKubestore = &goBinary{pkg: ".", name: "kubestore-99", ldflags: "-X github.com/kubestore/kubestore/server.version=99.0.0 -X github.com/kubestore/kubestore/datadir.simulatedFormat=2@99.0.0"}
+
+// newerBinary is newerKubestore: KUBESTORE_NEWER_BIN (make test sets it),
+// or one built from this checkout.
+func newerBinary(t *testing.T) string {
+	t.Helper()
+	if b := os.Getenv("KUBESTORE_NEWER_BIN"); b != "" {
+		return b
+	}
+	return newerKubestore.get(t)
+}
 
 // An update (a newer release starting on the data dir) first saves the
 // data as the previous release left it, once: a restart of the new
@@ -146,7 +157,7 @@ func TestUpdateKeepsPreUpdateSnapshot(t *testing.T) {
 		t.Fatalf("a first start took a pre-update snapshot: %v", err)
 	}
 
-	newer := startBinary(t, newerKubestore.get(t), nil, dir)
+	newer := startBinary(t, newerBinary(t), nil, dir)
 	newer.mustKubectl("create", "configmap", "after-update")
 	stopGracefully(t, newer)
 	readRecord()
@@ -157,7 +168,7 @@ func TestUpdateKeepsPreUpdateSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	newer = startBinary(t, newerKubestore.get(t), nil, dir)
+	newer = startBinary(t, newerBinary(t), nil, dir)
 	stopGracefully(t, newer)
 	if again, err := os.Stat(snapshot); err != nil || !again.ModTime().Equal(st.ModTime()) {
 		t.Errorf("a restart of the new release took the snapshot again (%v)", err)

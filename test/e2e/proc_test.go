@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -29,9 +30,13 @@ type goBinary struct {
 	pkg     string // relative to the module root
 	name    string
 	ldflags string // passed to go build when set
-	once    sync.Once
-	path    string
-	err     error
+	// commit, when set, is the commit of this repository to build (its
+	// tree from git archive, in a temporary directory) instead of the
+	// checkout.
+	commit string
+	once   sync.Once
+	path   string
+	err    error
 }
 
 func (b *goBinary) get(t *testing.T) string {
@@ -44,12 +49,24 @@ func (b *goBinary) get(t *testing.T) string {
 		}
 		b.path = filepath.Join(dir, b.name)
 		_, file, _, _ := runtime.Caller(0)
+		src := filepath.Join(filepath.Dir(file), "..", "..")
+		if b.commit != "" {
+			tree := filepath.Join(dir, "src")
+			archive := exec.Command("sh", "-c", `mkdir "$1" && git archive "$2" | tar -x -C "$1"`, "sh", tree, b.commit)
+			archive.Dir = src
+			if out, err := archive.CombinedOutput(); err != nil {
+				b.err = fmt.Errorf("the tree of commit %s: %v\n%s", b.commit, err, out)
+				return
+			}
+			defer os.RemoveAll(tree)
+			src = tree
+		}
 		args := []string{"build", "-o", b.path}
 		if b.ldflags != "" {
 			args = append(args, "-ldflags", b.ldflags)
 		}
 		cmd := exec.Command("go", append(args, "./"+b.pkg)...)
-		cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
+		cmd.Dir = src
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.err = fmt.Errorf("go build ./%s: %v\n%s", b.pkg, err, out)
 		}
@@ -276,6 +293,18 @@ func (p *proc) restConfig() *rest.Config {
 func (p *proc) clientset() *kubernetes.Clientset {
 	p.t.Helper()
 	return kubernetes.NewForConfigOrDie(p.restConfig())
+}
+
+// etcdClient is a client of the process's embedded etcd, on its socket,
+// closed when the test ends.
+func (p *proc) etcdClient() *clientv3.Client {
+	p.t.Helper()
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{"unix://" + filepath.Join(p.dataDir, "etcd", "etcd.sock")}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // rv returns the resourceVersion of an object as a number.

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -43,6 +44,15 @@ func readFormatRecord(t *testing.T, dir string) formatRecord {
 	return r
 }
 
+// wantConfigMaps wants exactly the named ConfigMaps in the default
+// namespace (kube-root-ca.crt aside).
+func wantConfigMaps(t *testing.T, p *proc, step string, names ...string) {
+	t.Helper()
+	if got := configMapNames(p); !slices.Equal(got, names) {
+		t.Fatalf("%s: ConfigMaps %q, want %q", step, got, names)
+	}
+}
+
 // configMapNames are the names of the default namespace's ConfigMaps
 // that the test made (kube-root-ca.crt aside), sorted.
 func configMapNames(p *proc) []string {
@@ -75,13 +85,8 @@ func stopGracefully(t *testing.T, p *proc) {
 func TestUpdateTrialCommitAndWayBack(t *testing.T) {
 	requireKubectl(t)
 	dir := shortTempDir(t)
-	newer := newerKubestore.get(t)
-	want := func(p *proc, step string, names ...string) {
-		t.Helper()
-		if got := configMapNames(p); !slices.Equal(got, names) {
-			t.Fatalf("%s: ConfigMaps %q, want %q", step, got, names)
-		}
-	}
+	newer := newerBinary(t)
+	want := func(p *proc, step string, names ...string) { t.Helper(); wantConfigMaps(t, p, step, names...) }
 
 	p := start(t, dir)
 	p.mustKubectl("create", "configmap", "a-before")
@@ -124,13 +129,7 @@ func TestUpdateTrialCommitAndWayBack(t *testing.T) {
 	}
 
 	// The previous release refuses the committed data in one line.
-	out, err := exec.Command(binary(t), "--data-dir", dir, "--secure-port", "0").CombinedOutput()
-	var exit *exec.ExitError
-	line := strings.TrimSpace(string(out))
-	if !errors.As(err, &exit) || exit.ExitCode() != 1 || strings.Contains(line, "\n") ||
-		!strings.Contains(line, "data format 2") || !strings.Contains(line, "kubestore snapshot restore --data-dir "+dir+" "+filepath.Join(dir, "pre-update.db")) {
-		t.Fatalf("the previous release on committed data: %v\n%s\nwant exit 1 and one line naming the pre-update snapshot", err, out)
-	}
+	wantRefusal(t, binary(t), dir)
 
 	// ...or restores the pre-update snapshot by itself: the data as it
 	// was when the update started the second time.
@@ -167,4 +166,81 @@ func TestUpdateTrialCommitAndWayBack(t *testing.T) {
 	if out := mustRun(t, newer, "update", "commit", "--data-dir", dir); !strings.Contains(out, "nothing to commit") {
 		t.Errorf("a second commit: %s", out)
 	}
+}
+
+// wantRefusal wants kubestore bin to refuse dir, of data format 2, with
+// exit status 1 and one line naming the pre-update snapshot and the
+// command that restores it.
+func wantRefusal(t *testing.T, bin, dir string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "--data-dir", dir, "--secure-port", "0").CombinedOutput()
+	var exit *exec.ExitError
+	line := strings.TrimSpace(string(out))
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || strings.Contains(line, "\n") ||
+		!strings.Contains(line, "data format 2") || !strings.Contains(line, "kubestore snapshot restore --data-dir "+dir+" "+filepath.Join(dir, "pre-update.db")) {
+		t.Fatalf("%s on committed data of format 2: %v\n%s\nwant exit 1 and one line naming the pre-update snapshot", filepath.Base(bin), err, out)
+	}
+}
+
+// olderKubestore is an older commit of kubestore, KUBESTORE_OLDER_COMMIT
+// (make release-e2e names one), built from its own tree and stamped as
+// its Makefile stamps a development build.
+func olderKubestore(t *testing.T) string {
+	t.Helper()
+	commit := os.Getenv("KUBESTORE_OLDER_COMMIT")
+	if commit == "" {
+		t.Skip("KUBESTORE_OLDER_COMMIT names no older commit to update from (make release-e2e sets it)")
+	}
+	full, err := exec.Command("git", "rev-parse", "--verify", commit+"^{commit}").Output()
+	if err != nil {
+		t.Skipf("KUBESTORE_OLDER_COMMIT %s is not in this clone (a shallow one?): %v", commit, err)
+	}
+	sha := strings.TrimSpace(string(full))
+	b := &goBinary{pkg: ".", name: "kubestore-" + sha[:12], commit: sha,
+		ldflags: "-X github.com/kubestore/kubestore/server.version=0.1.0-dev+" + sha[:12]}
+	return b.get(t)
+}
+
+// An update from an older commit of kubestore, one that was in the field
+// before the trial boot existed, to a release of a newer data format
+// (newerKubestore), and back: the older commit serves what the update
+// wrote on trial (its A/B fallback); once the update is committed it
+// refuses the data in one line, and its own snapshot restore of the
+// pre-update snapshot gives the data back as it was when the update
+// started; this build reads what the older one wrote.
+func TestUpdateAcrossReleases(t *testing.T) {
+	requireKubectl(t)
+	older := olderKubestore(t)
+	newer := newerBinary(t)
+	dir := shortTempDir(t)
+	run := func(bin, step string, want []string, create string, args ...string) {
+		t.Helper()
+		p := startBinary(t, bin, nil, dir, args...)
+		wantConfigMaps(t, p, step, want...)
+		if create != "" {
+			p.mustKubectl("create", "configmap", create)
+		}
+		stopGracefully(t, p)
+	}
+
+	run(older, "the older commit's first start", nil, "a-older")
+	run(newer, "the update", []string{"a-older"}, "b-trial")
+	run(older, "the older commit on the trial's data", []string{"a-older", "b-trial"}, "c-fallback")
+
+	n := startBinary(t, newer, nil, dir)
+	n.mustKubectl("create", "configmap", "d-trial")
+	mustRun(t, newer, "update", "commit", "--data-dir", dir)
+	n.mustKubectl("create", "configmap", "e-committed")
+	wantConfigMaps(t, n, "the update committed", "a-older", "b-trial", "c-fallback", "d-trial", "e-committed")
+	stopGracefully(t, n)
+
+	wantRefusal(t, older, dir)
+	if err := os.Rename(filepath.Join(dir, "etcd"), filepath.Join(t.TempDir(), "etcd.newer")); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, older, "snapshot", "restore", "--data-dir", dir, filepath.Join(dir, "pre-update.db"))
+	run(older, "the older commit after restoring the pre-update snapshot", []string{"a-older", "b-trial", "c-fallback"}, "f-restored")
+	run(binary(t), "this build after the older commit", []string{"a-older", "b-trial", "c-fallback", "f-restored"}, "")
 }
