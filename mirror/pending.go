@@ -76,10 +76,14 @@ type pending struct {
 	// dirty are the records written again since a reconciliation of them
 	// began: that reconciliation does not clear them.
 	dirty map[string]bool
+	// applying counts the writes recorded and not yet applied locally: a
+	// reconciliation reads the local copy, which does not hold them yet,
+	// so it must not clear their record.
+	applying map[string]int
 }
 
 func newPending(state State) *pending {
-	return &pending{state: state, records: map[string]*pendingRecord{}, dirty: map[string]bool{}}
+	return &pending{state: state, records: map[string]*pendingRecord{}, dirty: map[string]bool{}, applying: map[string]int{}}
 }
 
 // load reads the records a previous run left.
@@ -103,15 +107,32 @@ func (p *pending) load(ctx context.Context) error {
 // record marks w to obj pending, durably before it returns: the write is
 // applied locally after it, so a power cut in between leaves a record of a
 // write that did not happen, which reconciles to the same state, rather
-// than a write nobody reconciles.
-func (p *pending) record(ctx context.Context, rec pendingRecord, w ownWrite) error {
+// than a write nobody reconciles. The caller calls applied once the local
+// write is done (or failed): until then no reconciliation clears the
+// record, since the local copy it pushes does not hold the write yet.
+func (p *pending) record(ctx context.Context, rec pendingRecord, w ownWrite) (applied func(), err error) {
 	key := pendingKey(rec.gr(), rec.Namespace, rec.Name)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.dirty[key] = true
+	p.applying[key]++
+	applied = func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.applying[key]--; p.applying[key] == 0 {
+			delete(p.applying, key)
+		}
+		p.dirty[key] = true
+	}
+	defer func() {
+		if err != nil {
+			applied()
+			applied = nil
+		}
+	}()
 	cur, ok := p.records[key]
 	if ok && cur.has(w) && (rec.UID == "" || cur.UID == rec.UID) {
-		return nil
+		return applied, nil
 	}
 	next := rec
 	next.Writes = []ownWrite{w}
@@ -125,13 +146,13 @@ func (p *pending) record(ctx context.Context, rec pendingRecord, w ownWrite) err
 	}
 	data, err := json.Marshal(next)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := p.state.PutState(ctx, key, data); err != nil {
-		return err
+		return nil, err
 	}
 	p.records[key] = &next
-	return nil
+	return applied, nil
 }
 
 // get is the record of an object, if one is pending.
@@ -171,12 +192,12 @@ func (p *pending) begin(rec pendingRecord) {
 }
 
 // clear drops rec once reconciled, unless it was written again since
-// begin; it reports whether it did.
+// begin or a write of it is being applied; it reports whether it did.
 func (p *pending) clear(ctx context.Context, rec pendingRecord) (bool, error) {
 	key := pendingKey(rec.gr(), rec.Namespace, rec.Name)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.dirty[key] {
+	if p.dirty[key] || p.applying[key] > 0 {
 		return false, nil
 	}
 	if err := p.state.DeleteState(ctx, key); err != nil {

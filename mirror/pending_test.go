@@ -43,18 +43,20 @@ func TestPendingRecords(t *testing.T) {
 	ctx := t.Context()
 	p := newPending(b)
 	pod := pendingRecord{Resource: "pods", Namespace: "ns", Name: "p", Rule: "pods", UID: "uid-1"}
-	for range 3 {
-		if err := p.record(ctx, pod, ownStatus); err != nil {
+	record := func(p *pending, rec pendingRecord, w ownWrite) {
+		t.Helper()
+		applied, err := p.record(ctx, rec, w)
+		if err != nil {
 			t.Fatal(err)
 		}
+		applied()
 	}
-	if err := p.record(ctx, pod, ownDelete); err != nil {
-		t.Fatal(err)
+	for range 3 {
+		record(p, pod, ownStatus)
 	}
+	record(p, pod, ownDelete)
 	lease := pendingRecord{Resource: "leases.coordination.k8s.io", Namespace: leaseNS, Name: "n", Rule: "node-lease"}
-	if err := p.record(ctx, lease, ownCreate); err != nil {
-		t.Fatal(err)
-	}
+	record(p, lease, ownCreate)
 
 	// A restart reads them back.
 	again := newPending(b)
@@ -75,11 +77,24 @@ func TestPendingRecords(t *testing.T) {
 
 	// Written again during its reconciliation: kept.
 	again.begin(got)
-	if err := again.record(ctx, pod, ownStatus); err != nil {
-		t.Fatal(err)
-	}
+	record(again, pod, ownStatus)
 	if cleared, err := again.clear(ctx, got); err != nil || cleared {
 		t.Errorf("clear of a record written during its reconciliation: %v %v, want it kept", cleared, err)
+	}
+	// Recorded, and a reconciliation begins before the write is applied
+	// locally: the local copy it pushed lacks the write, so the record
+	// stays until the next reconciliation after the write.
+	applied, err := again.record(ctx, pod, ownStatus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again.begin(got)
+	if cleared, err := again.clear(ctx, got); err != nil || cleared {
+		t.Errorf("clear of a record whose write is being applied: %v %v, want it kept", cleared, err)
+	}
+	applied()
+	if cleared, err := again.clear(ctx, got); err != nil || cleared {
+		t.Errorf("clear by a reconciliation that began before the write was applied: %v %v, want it kept", cleared, err)
 	}
 	// Not written again: cleared, in etcd too.
 	again.begin(got)

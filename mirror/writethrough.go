@@ -253,10 +253,12 @@ func (wt *writeThrough) offline(cause error) {
 	} else {
 		rec.Name = wt.created.GetName()
 	}
-	if err := wt.m.pending.record(ctx, rec, wt.own); err != nil {
+	applied, err := wt.m.pending.record(ctx, rec, wt.own)
+	if err != nil {
 		wt.fail(apierrors.NewInternalError(fmt.Errorf("recording the node's write while the upstream %s is not reachable: %w", wt.m.host, err)), "")
 		return
 	}
+	defer applied()
 	pendingWrites.WithLabelValues(string(wt.own)).Inc()
 	body := wt.body
 	if wt.created != nil {
