@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -119,10 +120,19 @@ func TestPowerCutDuringUpdate(t *testing.T) {
 		checkRewritten(t, n.etcdClient(), rev, cycle)
 		stopGracefully(t, n)
 
-		// The way back by itself, cut once at a random moment.
+		// The way back by itself, cut once: half the time at a random
+		// moment of its start, else in the restore.
 		restoring++
 		p = launch(t, binary(t), nil, dir, "--restore-on-newer-data")
-		time.Sleep(time.Duration(rng.Int64N(int64(1500 * time.Millisecond))))
+		if rng.IntN(2) == 0 {
+			time.Sleep(time.Duration(rng.Int64N(int64(1500 * time.Millisecond))))
+		} else {
+			eventually(10*time.Second, func() bool {
+				b, _ := os.ReadFile(filepath.Join(dir, "format"))
+				return strings.Contains(string(b), `"restoring"`) || p.hasExited()
+			})
+			time.Sleep(time.Duration(rng.Int64N(int64(100 * time.Millisecond))))
+		}
 		pc.cut(p, "restore of the pre-update snapshot")
 		pc.mount(pc.real)
 		if readFormatRecord(t, dir).Restoring {
@@ -178,31 +188,17 @@ func createConfigMaps(t *testing.T, p *proc, prefix string, n int, acked map[str
 	t.Helper()
 	cs := p.clientset()
 	var mu sync.Mutex
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	next := make(chan int)
-	for range 8 {
-		wg.Go(func() {
-			for i := range next {
-				name := prefix + strconv.Itoa(i)
-				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"v": strings.Repeat("x", 512)}}
-				if _, err := cs.CoreV1().ConfigMaps("default").Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
-					errs <- err
-					continue
-				}
-				mu.Lock()
-				acked[name] = true
-				mu.Unlock()
-			}
-		})
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	if _, err := parallelDo(t, 8, n, func(i int) error {
+		name := prefix + strconv.Itoa(i)
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"v": strings.Repeat("x", 512)}}
+		if _, err := cs.CoreV1().ConfigMaps("default").Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		acked[name] = true
+		return nil
+	}); err != nil {
 		t.Fatalf("creating ConfigMaps: %v", err)
 	}
 }
@@ -233,7 +229,10 @@ func checkConfigMaps(t *testing.T, p *proc, acked map[string]bool, when string) 
 		}
 	}
 	if len(lost)+len(extra) > 0 {
-		t.Fatalf("%s: %d acknowledged ConfigMaps lost (%.5q), %d never acknowledged present (%.5q)", when, len(lost), lost, len(extra), extra)
+		slices.Sort(lost)
+		slices.Sort(extra)
+		t.Fatalf("%s: %d acknowledged ConfigMaps lost (%q), %d never acknowledged present (%q)", when,
+			len(lost), lost[:min(5, len(lost))], len(extra), extra[:min(5, len(extra))])
 	}
 }
 

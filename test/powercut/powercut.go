@@ -190,6 +190,11 @@ type entryOp struct {
 	undo func() error
 	// stash is what the change removed or replaced, kept until durable.
 	stash string
+	// removed is the inode of the directory the change removed, if any:
+	// once the removal is durable, the changes made inside that directory
+	// before it went can never be undone (their paths may name another
+	// directory's entries by then).
+	removed uint64
 }
 
 // Mount mounts a power-cut file system at dir over the real directory real
@@ -339,18 +344,31 @@ func (f *FS) moveToStash(path string) (string, error) {
 
 // synced makes the pending changes of directory ino durable.
 func (f *FS) syncedDir(ino uint64) {
+	f.durable(ino)
+	f.synced++
+}
+
+// durable drops the pending changes of directory ino, and those of the
+// directories they removed.
+func (f *FS) durable(ino uint64) {
+	var gone []uint64
 	kept := f.pending[:0]
 	for _, op := range f.pending {
 		if op.dir == ino {
 			if op.stash != "" {
 				os.RemoveAll(op.stash)
 			}
+			if op.removed != 0 {
+				gone = append(gone, op.removed)
+			}
 			continue
 		}
 		kept = append(kept, op)
 	}
 	f.pending = kept
-	f.synced++
+	for _, d := range gone {
+		f.durable(d)
+	}
 }
 
 // node is a file or directory of the mount.
@@ -597,11 +615,16 @@ func (n *node) removed(name string, dir bool) syscall.Errno {
 			return syscall.ENOTEMPTY
 		}
 	}
+	op := entryOp{dir: n.ino()}
+	if child := n.EmbeddedInode().GetChild(name); dir && child != nil {
+		op.removed = child.StableAttr().Ino
+	}
 	to, err := n.fs.moveToStash(p)
 	if err != nil {
 		return fs.ToErrno(err)
 	}
-	n.fs.pending = append(n.fs.pending, entryOp{dir: n.ino(), stash: to, undo: func() error { return os.Rename(to, p) }})
+	op.stash, op.undo = to, func() error { return os.Rename(to, p) }
+	n.fs.pending = append(n.fs.pending, op)
 	return 0
 }
 

@@ -192,6 +192,35 @@ func TestSyncedReplacementSurvives(t *testing.T) {
 	}
 }
 
+// A tree removed and made again under the same names, its parent synced
+// and the new tree synced, is the new tree after a cut: the removals of
+// the old entries inside it, never synced themselves, cannot bring them
+// back into the new directories (as etcd's member directory, removed and
+// restored again, found).
+func TestRemovedTreeStaysRemoved(t *testing.T) {
+	f := mount(t)
+	tree := filepath.Join(f.Dir, "tree")
+	makeTree := func(content string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(tree, "sub"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(tree, "sub", "file"), content, true).Close()
+		syncDir(t, filepath.Join(tree, "sub"))
+		syncDir(t, tree)
+		syncDir(t, f.Dir)
+	}
+	makeTree("old")
+	if err := os.RemoveAll(tree); err != nil {
+		t.Fatal(err)
+	}
+	makeTree("new")
+	cutAndUnmount(t, f, false)
+	if got, _ := content(t, filepath.Join(f.Real, "tree", "sub", "file")); got != "new" {
+		t.Errorf("after the cut: %q, want the new tree's %q", got, "new")
+	}
+}
+
 // A torn cut writes a prefix of the last unsynced write, in whole pages.
 func TestTornWriteKeepsWholePages(t *testing.T) {
 	f := mount(t)
