@@ -6,6 +6,8 @@
 //	<data-dir>/admin.kubeconfig  kubeconfig of the admin identity
 //	<data-dir>/lock              held while a server uses the directory
 //	<data-dir>/format            the data format the directory holds, and who wrote it (format.go)
+//	<data-dir>/pre-update.db     the data as it was before the last update (format.go)
+//	<data-dir>/etcd.newer/       data of a newer format, moved aside by a way back
 package datadir
 
 import (

@@ -209,9 +209,15 @@ func rewriteEveryKey(ctx context.Context, c *clientv3.Client, prefix string) (in
 	}
 }
 
+// commitWait bounds how long kubestore update commit waits for the
+// server's answer: a migration rewrites every stored object.
+const commitWait = 30 * time.Minute
+
 // RequestCommit asks the server that runs on the data, whose etcd c
 // serves, to commit its update, and waits until it has.
 func RequestCommit(ctx context.Context, c *clientv3.Client, prefix string) error {
+	ctx, cancel := context.WithTimeout(ctx, commitWait)
+	defer cancel()
 	key := cacher.StateKey(prefix, commitRequestRecord)
 	put, err := c.Put(ctx, key, commitRequested)
 	if err != nil {
@@ -230,7 +236,7 @@ func RequestCommit(ctx context.Context, c *clientv3.Client, prefix string) error
 			}
 		}
 	}
-	return fmt.Errorf("waiting for the server to commit: %w", ctx.Err())
+	return fmt.Errorf("waiting for the server to commit: %w (kubestore update status says where the data directory stands)", ctx.Err())
 }
 
 // CommitRequests are the server's side of RequestCommit: it calls commit
@@ -265,7 +271,9 @@ func CommitRequests(ctx context.Context, c *clientv3.Client, prefix string, comm
 				if err := commit(); err != nil {
 					answer = clientv3.OpPut(key, commitFailed+err.Error())
 				}
-				c.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", ev.Kv.ModRevision)).Then(answer).Commit()
+				if _, err := c.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", ev.Kv.ModRevision)).Then(answer).Commit(); err != nil {
+					klog.ErrorS(err, "Answering kubestore update commit")
+				}
 			}
 		}
 		sleep(ctx, time.Second)
