@@ -62,7 +62,9 @@ func (b *bench) update(ctx context.Context) error {
 	}
 	cs := clientFor(srv, true)
 	if _, err := parallel(ctx, b.o.Clients, b.o.ConfigMaps, func(ctx context.Context, _, i int) error {
-		_, err := cs.CoreV1().ConfigMaps("default").Create(ctx, configMap(i), metav1.CreateOptions{})
+		cm := configMap(i)
+		cm.Namespace = "default"
+		_, err := cs.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{})
 		return err
 	}); err != nil {
 		srv.kill()
@@ -87,29 +89,10 @@ func (b *bench) update(ctx context.Context) error {
 	if srv, err = b.restart(ctx, dir, b.o.NewerBin, &r.TrialReadyMs); err != nil {
 		return err
 	}
-	defer srv.kill()
-	if r.TrialWriteBytes, err = writeBytes(srv.pid()); err != nil {
+	if err := measureCommit(ctx, srv, dir, b.o.NewerBin, r); err != nil {
+		srv.kill()
 		return err
 	}
-	snap, err := os.Stat(filepath.Join(dir, "pre-update.db"))
-	if err != nil {
-		return fmt.Errorf("the newer release took no pre-update snapshot: %w", err)
-	}
-	r.SnapshotBytes = snap.Size()
-	before, err := writeBytes(srv.pid())
-	if err != nil {
-		return err
-	}
-	start := time.Now()
-	if out, err := exec.CommandContext(ctx, b.o.NewerBin, "update", "commit", "--data-dir", dir).CombinedOutput(); err != nil {
-		return fmt.Errorf("kubestore update commit: %v\n%s", err, out)
-	}
-	r.CommitMs = ms(time.Since(start))
-	after, err := writeBytes(srv.pid())
-	if err != nil {
-		return err
-	}
-	r.CommitWriteBytes = after - before
 	if err := stopServer(srv); err != nil {
 		return err
 	}
@@ -128,6 +111,29 @@ func (b *bench) update(ctx context.Context) error {
 	b.logf("update: snapshot %s of a %s database; ready %.0f ms, %.0f ms on trial; commit of %d keys %.0f ms; way back %.0f ms",
 		mib(r.SnapshotBytes), mib(r.DatabaseBytes), r.ReadyMs, r.TrialReadyMs, r.CommitKeys, r.CommitMs, r.WayBackReadyMs)
 	return stopServer(srv)
+}
+
+// measureCommit records what the newer release srv wrote to start on
+// trial, its pre-update snapshot, and the time and writes of kubestore
+// update commit through it.
+func measureCommit(ctx context.Context, srv *server, dir, newer string, r *UpdateResult) error {
+	var err error
+	if r.TrialWriteBytes, err = writeBytes(srv.pid()); err != nil {
+		return err
+	}
+	snap, err := os.Stat(filepath.Join(dir, "pre-update.db"))
+	if err != nil {
+		return fmt.Errorf("the newer release took no pre-update snapshot: %w", err)
+	}
+	r.SnapshotBytes = snap.Size()
+	start := time.Now()
+	if out, err := exec.CommandContext(ctx, newer, "update", "commit", "--data-dir", dir).CombinedOutput(); err != nil {
+		return fmt.Errorf("kubestore update commit: %v\n%s", err, out)
+	}
+	r.CommitMs = ms(time.Since(start))
+	after, err := writeBytes(srv.pid())
+	r.CommitWriteBytes = after - r.TrialWriteBytes
+	return err
 }
 
 // restart starts bin on dir with extra arguments and records the time to
