@@ -129,7 +129,16 @@ func TestRestoreRecords(t *testing.T) {
 	if r := mustRecord(t, d); !r.Restoring || r.Format != 2 || r.WrittenBy != "0.2.0" {
 		t.Errorf("record of a restore under way = %+v", r)
 	}
+	// The release of format 1 that restores keeps what format 2's record
+	// says of its readers until the restore is done.
 	Format = 1
+	delete(formatSince, 2)
+	if err := d.BeginRestore(); err != nil {
+		t.Fatal(err)
+	}
+	if r := mustRecord(t, d); r.OldestReader != "0.2.0" {
+		t.Errorf("record of a restore under way by a release of format 1 = %+v; want the oldest reader of format 2 kept", r)
+	}
 	if err := d.RecordRestore("0.1.0", 1); err != nil {
 		t.Fatal(err)
 	}

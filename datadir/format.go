@@ -321,7 +321,13 @@ func reader(oldest string) string {
 
 // record writes the record's fields: data of format, written by version.
 func (d Dir) record(fields map[string]json.RawMessage, version string, format int) error {
-	if err := setFields(fields, map[string]any{"format": format, "writtenBy": version, "oldestReader": formatSince[format]}); err != nil {
+	values := map[string]any{"format": format, "writtenBy": version}
+	// A format newer than this release's keeps the oldest reader its
+	// writer recorded.
+	if since, ok := formatSince[format]; ok {
+		values["oldestReader"] = since
+	}
+	if err := setFields(fields, values); err != nil {
 		return err
 	}
 	b, err := json.Marshal(fields)
