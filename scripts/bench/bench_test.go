@@ -233,11 +233,11 @@ func TestSmoke(t *testing.T) {
 			}
 		}
 	}
-	_, statErr = os.Stat(newer)
+	_, newerErr := os.Stat(newer)
 	switch u := got.Update; {
 	case u == nil:
 		t.Error("no update result")
-	case statErr != nil:
+	case newerErr != nil:
 		if !strings.Contains(u.Skipped, "make build-format2") {
 			t.Errorf("update without a newer release: skipped %q, want it to name make build-format2", u.Skipped)
 		}
@@ -251,7 +251,11 @@ func TestSmoke(t *testing.T) {
 	if statErr != nil {
 		wantNodeAgents = "node agents: skipped: "
 	}
-	for _, want := range []string{wantNodeAgents, "binary size", "creates/s", "gateway ×1 (1900 objects)", "peak RSS over a burst", "disk writes per update (6 at ", "disk writes at idle", "cm protobuf rv=0 cached", "cm protobuf rv=0 uncached", "informer cold sync", "mirror: resync after 2 s outage", "controllers: garbage-collector-controller, over none"} {
+	wantUpdate := "update: kubestore update commit (format 1 to 2)"
+	if newerErr != nil {
+		wantUpdate = "update: skipped: "
+	}
+	for _, want := range []string{wantNodeAgents, wantUpdate, "binary size", "creates/s", "gateway ×1 (1900 objects)", "peak RSS over a burst", "disk writes per update (6 at ", "disk writes at idle", "cm protobuf rv=0 cached", "cm protobuf rv=0 uncached", "informer cold sync", "mirror: resync after 2 s outage", "controllers: garbage-collector-controller, over none"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q", want)
 		}
