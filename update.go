@@ -91,8 +91,7 @@ func checkDataFormat(ctx context.Context, cc config.Completed, dir datadir.Dir, 
 	if err != nil {
 		return dataBefore{}, err
 	}
-	_, err = os.Stat(filepath.Join(dir.Etcd(), "member"))
-	return dataBefore{record: r, fresh: !ok && os.IsNotExist(err)}, nil
+	return dataBefore{record: r, fresh: !ok && !dir.HasEtcdData()}, nil
 }
 
 // agreeOnDataFormat, with etcd just opened, makes the record agree with

@@ -27,6 +27,12 @@ func (d Dir) PKI() string        { return filepath.Join(string(d), "pki") }
 func (d Dir) Kubeconfig() string { return filepath.Join(string(d), "admin.kubeconfig") }
 func (d Dir) lockFile() string   { return filepath.Join(string(d), "lock") }
 
+// HasEtcdData reports whether the directory holds an etcd member.
+func (d Dir) HasEtcdData() bool {
+	_, err := os.Stat(filepath.Join(d.Etcd(), "member"))
+	return err == nil
+}
+
 // ErrLocked means another kubestore process is using the directory.
 var ErrLocked = errors.New("data directory is in use by another kubestore process")
 

@@ -46,12 +46,6 @@ type conn struct {
 	online bool
 }
 
-// hasEtcdData reports whether a data directory holds an etcd member.
-func hasEtcdData(dir datadir.Dir) bool {
-	_, err := os.Stat(filepath.Join(dir.Etcd(), "member"))
-	return err == nil
-}
-
 // connect reaches the etcd of cfg: --etcd-servers, the embedded etcd of a
 // running server on its socket, or, when no server holds the data
 // directory, the embedded etcd started for the command's duration, unless
@@ -66,7 +60,7 @@ func connect(ctx context.Context, cfg config.Config, version string) (*conn, err
 	if cfg.Etcd.External() {
 		return dial(cfg, etcdembed.Endpoints(dir, cfg.Etcd), lg, func() {})
 	}
-	if !hasEtcdData(dir) {
+	if !dir.HasEtcdData() {
 		return nil, fmt.Errorf("no etcd data in --%s %s", config.FlagDataDir, cfg.DataDir)
 	}
 	unlock, err := dir.Lock()
@@ -370,7 +364,7 @@ func RestorePreUpdate(ctx context.Context, cc config.Completed, refused *datadir
 		if err := os.RemoveAll(dir.Etcd()); err != nil {
 			return err
 		}
-	case hasEtcdData(dir):
+	case dir.HasEtcdData():
 		if err := os.RemoveAll(aside); err != nil {
 			return err
 		}
