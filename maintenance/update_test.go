@@ -1,0 +1,123 @@
+package maintenance
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/kubestore/kubestore/cacher"
+	"github.com/kubestore/kubestore/config"
+	"github.com/kubestore/kubestore/datadir"
+)
+
+// embeddedEtcd is the real embedded etcd behind cacher.Backend, on a temp
+// data directory, and that directory.
+func embeddedEtcd(t *testing.T) (*clientv3.Client, datadir.Dir) {
+	t.Helper()
+	cfg := config.Default()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.DataDir = dir
+	cfg.Etcd.QuotaBackendBytes = 64 << 20
+	cc, err := cfg.Complete()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := cacher.Open(t.Context(), cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	return b.Client(), datadir.Dir(dir)
+}
+
+// A commit to a newer format converts the data whole: the commit point
+// first (the record names the migration), then etcd's own record of the
+// format, then every stored key rewritten with its value and lease, over
+// more pages than one, kubestore's own records aside; the record of the
+// commit last. A commit that a power cut stopped at its commit point is
+// finished the same way.
+func TestCommitRewritesEveryKey(t *testing.T) {
+	c, dir := embeddedEtcd(t)
+	ctx := t.Context()
+	const prefix, objects = "/registry", 600
+	for i := range objects {
+		if _, err := c.Put(ctx, fmt.Sprintf("%s/configmaps/ns/cm-%04d", prefix, i), fmt.Sprint("value-", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lease, err := c.Grant(ctx, 3600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leased := prefix + "/events/ns/e"
+	if _, err := c.Put(ctx, leased, "event", clientv3.WithLease(lease.ID)); err != nil {
+		t.Fatal(err)
+	}
+	own := cacher.StateKey(prefix, "some-record")
+	if _, err := c.Put(ctx, own, "kubestore's"); err != nil {
+		t.Fatal(err)
+	}
+
+	datadir.Format, migrations[2] = 2, rewriteEveryKey
+	t.Cleanup(func() { datadir.Format = 1; delete(migrations, 2) })
+
+	for run := range 2 {
+		// Run 0 is a commit a power cut interrupted at its commit point
+		// (the record names the migration; the next start runs it); run 1
+		// the same data's commit again from its trial.
+		if err := dir.RecordRestore("0.1.0", 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := dir.RecordStart("0.2.0", &datadir.Update{From: "0.1.0", To: "0.2.0"}); err != nil {
+			t.Fatal(err)
+		}
+		if run == 0 {
+			if _, err := dir.BeginCommit("0.2.0"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		start, err := c.Get(ctx, "revision-probe")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rev := start.Header.Revision
+		done, err := Commit(ctx, c, dir, prefix, "0.2.0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done.Migration == nil || done.Migration.From != 1 || done.Migration.To != 2 || done.Rewritten != objects+1 {
+			t.Fatalf("run %d: Commit = %+v (migration %+v), want format 1 to 2 with %d keys rewritten", run, done, done.Migration, objects+1)
+		}
+		resp, err := c.Get(ctx, prefix+"/", clientv3.WithPrefix())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, kv := range resp.Kvs {
+			switch key := string(kv.Key); {
+			case key == own:
+				if kv.ModRevision > rev {
+					t.Errorf("run %d: kubestore's own record %s was rewritten", run, key)
+				}
+			case kv.ModRevision <= rev && key != cacher.StateKey(prefix, dataFormatRecord):
+				t.Errorf("run %d: %s not rewritten (mod revision %d, the commit began after %d)", run, key, kv.ModRevision, rev)
+			case key == leased && kv.Lease != int64(lease.ID):
+				t.Errorf("run %d: %s lost its lease: %x, want %x", run, key, kv.Lease, lease.ID)
+			}
+		}
+		if f, err := DataFormat(ctx, c, prefix); err != nil || f != 2 {
+			t.Errorf("run %d: the data says format %d (%v), want 2", run, f, err)
+		}
+		r, _, err := dir.Record()
+		if err != nil || r.Format != 2 || r.Migration != nil || r.Update == nil || r.Update.Committed == nil {
+			t.Fatalf("run %d: record after the commit %+v (%v)", run, r, err)
+		}
+	}
+	if done, err := Commit(ctx, c, dir, prefix, "0.2.0"); err != nil || done.Update != nil || done.Migration != nil {
+		t.Errorf("a commit of committed data = %+v, %v; want nothing to commit", done, err)
+	}
+}
