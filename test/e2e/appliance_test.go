@@ -167,9 +167,7 @@ exec env -u TMPDIR -u XDG_DATA_HOME HOME=/nonexistent "$0" "$@"`
 	if out := p.mustKubectl("get", "configmaps", "-n", "ro", "-o", "name"); !strings.Contains(out, "configmap/written") {
 		t.Errorf("list after create: %s", out)
 	}
-	if err := p.stop(30 * time.Second); err != nil {
-		t.Fatalf("graceful stop: %v\n%s", err, p.logs())
-	}
+	stopGracefully(t, p)
 }
 
 // The first SIGTERM stops gracefully: an open watch ends (so its client

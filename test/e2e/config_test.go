@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // kubestore config defaults prints a file that config check accepts and
@@ -70,7 +69,5 @@ func TestConfigDefaultsAndCheck(t *testing.T) {
 
 	// serve loads the printed defaults (flags override the port and dir).
 	p := start(t, shortTempDir(t), "--config", good)
-	if err := p.stop(30 * time.Second); err != nil {
-		t.Fatalf("graceful stop: %v\n%s", err, p.logs())
-	}
+	stopGracefully(t, p)
 }

@@ -155,9 +155,7 @@ func TestStopAndRestart(t *testing.T) {
 		p.mustKubectl("create", "configmap", fmt.Sprintf("cm-%d", i), fmt.Sprintf("--from-literal=i=%d", i))
 	}
 	started := time.Now()
-	if err := p.stop(30 * time.Second); err != nil {
-		t.Fatalf("graceful stop: %v\n%s", err, p.logs())
-	}
+	stopGracefully(t, p)
 	t.Logf("graceful stop took %s", time.Since(started).Round(time.Millisecond))
 
 	p = start(t, dir)

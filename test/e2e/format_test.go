@@ -26,9 +26,7 @@ func TestDataFormatRecordAndWayBack(t *testing.T) {
 
 	p := start(t, dir)
 	p.mustKubectl("create", "configmap", "kept", "--from-literal=a=b")
-	if err := p.stop(30 * time.Second); err != nil {
-		t.Fatalf("graceful stop: %v\n%s", err, p.logs())
-	}
+	stopGracefully(t, p)
 	version := strings.TrimPrefix(strings.SplitN(mustRunKubestore(t, "version"), "\n", 2)[0], "kubestore ")
 	var r struct {
 		Format       int    `json:"format"`

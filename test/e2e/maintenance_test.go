@@ -27,9 +27,7 @@ func TestSnapshotSaveRestore(t *testing.T) {
 	t.Logf("online: %s", out)
 	p.mustKubectl("create", "configmap", "after")
 	lastRV := p.rv("get", "configmap", "after")
-	if err := p.stop(30 * time.Second); err != nil {
-		t.Fatalf("graceful stop: %v\n%s", err, p.logs())
-	}
+	stopGracefully(t, p)
 	out = mustRunKubestore(t, "snapshot", "save", "--data-dir", dir, offline)
 	t.Logf("offline: %s", out)
 	if leftovers, _ := filepath.Glob(filepath.Join(files, ".*part*")); len(leftovers) > 0 {
@@ -61,9 +59,7 @@ func TestSnapshotSaveRestore(t *testing.T) {
 		if rv := r.rv("get", "configmap", "new"); rv <= lastRV {
 			t.Errorf("%s: resourceVersion went back: a new write got %d, the old server had reached %d", tc.file, rv, lastRV)
 		}
-		if err := r.stop(30 * time.Second); err != nil {
-			t.Fatalf("graceful stop: %v\n%s", err, r.logs())
-		}
+		stopGracefully(t, r)
 	}
 
 	if out, err := runKubestore(t, "snapshot", "save", "--data-dir", shortTempDir(t), filepath.Join(files, "x.db")); err == nil || !strings.Contains(out, "no etcd data") {
@@ -130,7 +126,5 @@ func TestDefragOnline(t *testing.T) {
 		t.Errorf("defrag output lacks the sizes:\n%s", out)
 	}
 	p.mustKubectl("create", "configmap", "small")
-	if err := p.stop(30 * time.Second); err != nil {
-		t.Fatalf("graceful stop: %v\n%s", err, p.logs())
-	}
+	stopGracefully(t, p)
 }

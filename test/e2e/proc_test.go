@@ -323,6 +323,15 @@ func (p *proc) stop(timeout time.Duration) error {
 	return p.wait(timeout)
 }
 
+// stopGracefully stops p with SIGTERM and fails the test, with p's log,
+// unless it exits 0 within 30 s.
+func stopGracefully(t *testing.T, p *proc) {
+	t.Helper()
+	if err := p.stop(30 * time.Second); err != nil {
+		t.Fatalf("graceful stop: %v\n%s", err, p.logs())
+	}
+}
+
 // kill sends SIGKILL, unless the process has exited, and waits for the
 // exit.
 func (p *proc) kill() {

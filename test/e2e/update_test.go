@@ -67,13 +67,6 @@ func configMapNames(p *proc) []string {
 	return names
 }
 
-func stopGracefully(t *testing.T, p *proc) {
-	t.Helper()
-	if err := p.stop(30 * time.Second); err != nil {
-		t.Fatalf("graceful stop: %v\n%s", err, p.logs())
-	}
-}
-
 // An update to a release of a newer data format (newerKubestore, format
 // 2) is on trial: the data keeps the previous release's format, so the
 // A/B fallback to it serves every write; kubestore update commit, through
