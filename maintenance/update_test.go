@@ -2,12 +2,12 @@ package maintenance
 
 import (
 	"fmt"
-	"path/filepath"
 	"testing"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/kubestore/kubestore/cacher"
+	"github.com/kubestore/kubestore/cacher/cachertest"
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/datadir"
 )
@@ -16,22 +16,8 @@ import (
 // data directory, and that directory.
 func embeddedEtcd(t *testing.T) (*clientv3.Client, datadir.Dir) {
 	t.Helper()
-	cfg := config.Default()
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.DataDir = dir
-	cfg.Etcd.QuotaBackendBytes = 64 << 20
-	cc, err := cfg.Complete()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := cacher.Open(t.Context(), cc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
+	var dir string
+	b := cachertest.Open(t, func(c *config.Config) { c.Etcd.QuotaBackendBytes = 64 << 20; dir = c.DataDir })
 	return b.Client(), datadir.Dir(dir)
 }
 

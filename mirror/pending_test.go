@@ -2,13 +2,13 @@ package mirror
 
 import (
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubestore/kubestore/cacher"
+	"github.com/kubestore/kubestore/cacher/cachertest"
 	"github.com/kubestore/kubestore/config"
 )
 
@@ -16,23 +16,7 @@ import (
 // etcd behind cacher.Backend, on a temp dir.
 func stateBackend(t *testing.T) *cacher.Backend {
 	t.Helper()
-	cfg := config.Default()
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.DataDir = dir
-	cfg.Etcd.QuotaBackendBytes = 64 << 20
-	cc, err := cfg.Complete()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := cacher.Open(t.Context(), cc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	return b
+	return cachertest.Open(t, func(c *config.Config) { c.Etcd.QuotaBackendBytes = 64 << 20 })
 }
 
 // The node's pending writes survive a restart (they are in etcd), one

@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -11,29 +10,14 @@ import (
 	"k8s.io/component-base/compatibility"
 
 	"github.com/kubestore/kubestore/cacher"
-	"github.com/kubestore/kubestore/config"
+	"github.com/kubestore/kubestore/cacher/cachertest"
 	"github.com/kubestore/kubestore/server/openapi"
 )
 
 // openTestBackend starts a real embedded etcd on a temp dir.
 func openTestBackend(t *testing.T) *cacher.Backend {
 	t.Helper()
-	cfg := config.Default()
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.DataDir = dir
-	cc, err := cfg.Complete()
-	if err != nil {
-		t.Fatal(err)
-	}
-	backend, err := cacher.Open(t.Context(), cc)
-	if err != nil {
-		t.Fatalf("opening storage: %v", err)
-	}
-	t.Cleanup(backend.Close)
-	return backend
+	return cachertest.Open(t)
 }
 
 // newTestStorage builds every store on a real embedded etcd and watch
