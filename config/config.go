@@ -20,13 +20,14 @@ import (
 // Defaults. Each one is what an unconfigured device gets; the flag help
 // repeats it.
 const (
-	DefaultBindAddress     = "127.0.0.1"
-	DefaultSecurePort      = 6443
-	DefaultShutdownTimeout = 30 * time.Second
 	// DefaultUpdateTrialPeriod: an hour of healthy service commits an
 	// update, as an A/B updater marks its slot good after a boot that
 	// held.
-	DefaultUpdateTrialPeriod   = time.Hour
+	DefaultUpdateTrialPeriod = time.Hour
+
+	DefaultBindAddress         = "127.0.0.1"
+	DefaultSecurePort          = 6443
+	DefaultShutdownTimeout     = 30 * time.Second
 	DefaultRequestTimeout      = 60 * time.Second
 	DefaultMinRequestTimeout   = 30 * time.Minute
 	DefaultMaxRequestsInFlight = 400
