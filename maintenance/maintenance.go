@@ -1,5 +1,6 @@
 // Package maintenance holds the operator's commands on kubestore's etcd:
-// defragmentation, snapshot save and snapshot restore.
+// defragmentation, snapshot save and snapshot restore, and an update's
+// commit and way back (update.go), with the server's part in them.
 //
 // Online commands talk to the running server's embedded etcd over the unix
 // socket in its data directory (or to --etcd-servers). When no server runs
