@@ -115,6 +115,7 @@ type Config struct {
 	Log     Log    `json:"log"`
 	Mirror  Mirror `json:"mirror"`
 	Update  Update `json:"update"`
+	Site    Site   `json:"site"`
 }
 
 // Update configures what a release does on the data of another: the trial
@@ -205,6 +206,11 @@ type Etcd struct {
 	// with writes to other resources (KEP-1904, efficient watch
 	// resumption).
 	WatchProgressNotifyInterval Duration `json:"watchProgressNotifyInterval"`
+	// HeartbeatInterval and ElectionTimeout are raft's timing between the
+	// members of a site (etcd's --heartbeat-interval and
+	// --election-timeout).
+	HeartbeatInterval Duration `json:"heartbeatInterval"`
+	ElectionTimeout   Duration `json:"electionTimeout"`
 }
 
 // External reports whether an external etcd cluster is configured.
@@ -284,6 +290,8 @@ func Default() Config {
 			WALSegmentBytes:             DefaultWALSegmentBytes,
 			ReservedDiskBytes:           DefaultReservedDiskBytes,
 			WatchProgressNotifyInterval: Duration{DefaultProgressNotify},
+			HeartbeatInterval:           Duration{DefaultHeartbeatInterval},
+			ElectionTimeout:             Duration{DefaultElectionTimeout},
 		},
 		Cache: Cache{
 			Enabled:       true,
@@ -293,6 +301,7 @@ func Default() Config {
 		Log:    Log{Format: DefaultLogFormat},
 		Mirror: Mirror{Rules: DefaultMirrorRules()},
 		Update: Update{TrialPeriod: Duration{DefaultUpdateTrialPeriod}},
+		Site:   Site{PeerBindAddress: DefaultPeerBindAddress, PeerPort: DefaultPeerPort},
 	}
 }
 
@@ -332,6 +341,8 @@ func (c Config) complete() (*completed, error) {
 	}
 	errs = append(errs, c.Server.validate(cc)...)
 	errs = append(errs, c.Etcd.validate()...)
+	errs = append(errs, c.Etcd.validateRaftTimes()...)
+	errs = append(errs, c.Site.validate(c.Etcd, c.Server)...)
 	errs = append(errs, c.Cache.validate(cc)...)
 	errs = append(errs, c.Memory.validate(cc)...)
 	errs = append(errs, c.Mirror.validate()...)

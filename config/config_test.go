@@ -166,7 +166,18 @@ var settings = []setting{
 	{config.FlagNodeName, "edge-1", func(c *config.Config) any { return &c.Mirror.NodeName }, "edge-1"},
 	{config.FlagUpdateTrialPeriod, "10m", func(c *config.Config) any { return &c.Update.TrialPeriod }, dur(10 * time.Minute)},
 	{config.FlagRestoreOnNewerData, "true", func(c *config.Config) any { return &c.Update.RestoreOnNewerData }, true},
+	{config.FlagEtcdHeartbeatInterval, "50ms", func(c *config.Config) any { return &c.Etcd.HeartbeatInterval }, dur(50 * time.Millisecond)},
+	{config.FlagEtcdElectionTimeout, "500ms", func(c *config.Config) any { return &c.Etcd.ElectionTimeout }, dur(500 * time.Millisecond)},
+	{config.FlagMemberName, "gw-2", func(c *config.Config) any { return &c.Site.MemberName }, "gw-2"},
+	{config.FlagPeerAdvertiseAddress, "10.0.0.12", func(c *config.Config) any { return &c.Site.PeerAdvertiseAddress }, "10.0.0.12"},
+	{config.FlagPeerBindAddress, "10.0.0.12", func(c *config.Config) any { return &c.Site.PeerBindAddress }, "10.0.0.12"},
+	{config.FlagPeerPort, "2480", func(c *config.Config) any { return &c.Site.PeerPort }, 2480},
+	{config.FlagJoin, "https://10.0.0.11:6443", func(c *config.Config) any { return &c.Site.Join }, "https://10.0.0.11:6443"},
+	{config.FlagJoinToken, testJoinToken, func(c *config.Config) any { return &c.Site.JoinToken }, testJoinToken},
 }
+
+// testJoinToken is a well-formed join token.
+var testJoinToken = config.FormatJoinToken([]byte("a CA certificate"), "0123456789abcdef")
 
 // fileOnly are the settings only the config file sets: lists of
 // structures no flag could spell.
@@ -586,7 +597,16 @@ func TestValidateAccepts(t *testing.T) {
 		mutate func(*config.Config)
 	}{
 		{"default", func(*config.Config) {}},
-		{"every field set", func(c *config.Config) { *c = allSet() }},
+		// A site's member runs the embedded etcd: every field but the
+		// external etcd's, and every field but the site's.
+		{"every field set, a site's member", func(c *config.Config) {
+			*c = allSet()
+			c.Etcd.Servers, c.Etcd.CAFile, c.Etcd.CertFile, c.Etcd.KeyFile = nil, "", "", ""
+		}},
+		{"every field set, an external etcd", func(c *config.Config) {
+			*c = allSet()
+			c.Site = config.Default().Site
+		}},
 		{"port 0", func(c *config.Config) { c.Server.SecurePort = 0 }},
 		{"IPv6 any", func(c *config.Config) { c.Server.BindAddress = "::" }},
 		{"unix etcd without TLS", func(c *config.Config) { c.Etcd.Servers = []string{"unix:///run/etcd.sock"} }},
@@ -642,6 +662,35 @@ func TestValidateRefuses(t *testing.T) {
 	}{
 		{"empty data dir", func(c *config.Config) { c.DataDir = "" },
 			[][]string{{"--data-dir", `""`}}},
+		{"peer advertise unspecified", func(c *config.Config) { c.Site.PeerAdvertiseAddress = "0.0.0.0" },
+			[][]string{{"--peer-advertise-address", "0.0.0.0", "reach"}}},
+		{"peer advertise with external etcd", func(c *config.Config) {
+			c.Site.PeerAdvertiseAddress = "10.0.0.1"
+			c.Etcd.Servers = []string{"https://10.0.0.2:2379"}
+		}, [][]string{{"--peer-advertise-address", "10.0.0.1", "--etcd-servers"}}},
+		{"peer port zero", func(c *config.Config) { c.Site.PeerPort = 0 },
+			[][]string{{"--peer-port", `"0"`}}},
+		{"peer bind not an IP", func(c *config.Config) { c.Site.PeerBindAddress = "gw1" },
+			[][]string{{"--peer-bind-address", "gw1"}}},
+		{"member name", func(c *config.Config) { c.Site.MemberName = "Gateway_1" },
+			[][]string{{"--member-name", "Gateway_1"}}},
+		{"join without the site", func(c *config.Config) {
+			c.Site.Join, c.Site.JoinToken = "https://10.0.0.1:6443", testJoinToken
+		}, [][]string{{"--join", "https://10.0.0.1:6443", "--peer-advertise-address"}}},
+		{"join not https", func(c *config.Config) {
+			c.Site.PeerAdvertiseAddress = "10.0.0.2"
+			c.Site.Join, c.Site.JoinToken = "http://10.0.0.1:6443", testJoinToken
+		}, [][]string{{"--join", "http://10.0.0.1:6443", "https://HOST:PORT"}}},
+		{"join without a token", func(c *config.Config) {
+			c.Site.PeerAdvertiseAddress = "10.0.0.2"
+			c.Site.Join = "https://10.0.0.1:6443"
+		}, [][]string{{"--join", "--join-token"}}},
+		{"bad token, secret withheld", func(c *config.Config) {
+			c.Site.PeerAdvertiseAddress = "10.0.0.2"
+			c.Site.Join, c.Site.JoinToken = "https://10.0.0.1:6443", "K10abc::supersecretvalue1234"
+		}, [][]string{{"--join-token", "hex digits"}}},
+		{"election below 5 heartbeats", func(c *config.Config) { c.Etcd.ElectionTimeout = dur(400 * time.Millisecond) },
+			[][]string{{"--etcd-election-timeout", "400ms", "5 times"}}},
 		{"unknown controller", func(c *config.Config) { c.Server.Controllers = []string{"*", "-gc"} },
 			[][]string{{"--controllers", "-gc", "garbage-collector-controller"}}},
 		{"controller twice", func(c *config.Config) {

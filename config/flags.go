@@ -68,6 +68,14 @@ const (
 	FlagServiceAccountIssuer            = "service-account-issuer"
 	FlagUpdateTrialPeriod               = "update-trial-period"
 	FlagRestoreOnNewerData              = "restore-on-newer-data"
+	FlagEtcdHeartbeatInterval           = "etcd-heartbeat-interval"
+	FlagEtcdElectionTimeout             = "etcd-election-timeout"
+	FlagMemberName                      = "member-name"
+	FlagPeerAdvertiseAddress            = "peer-advertise-address"
+	FlagPeerBindAddress                 = "peer-bind-address"
+	FlagPeerPort                        = "peer-port"
+	FlagJoin                            = "join"
+	FlagJoinToken                       = "join-token"
 )
 
 // EnvVar is the environment variable that sets a flag: KUBESTORE_ and the
@@ -238,6 +246,22 @@ var bindings = []binding{
 		func(c *Config) *Duration { return &c.Update.TrialPeriod }),
 	bind(FlagRestoreOnNewerData, "on data of a newer format than this release reads, restore the pre-update snapshot the newer release took (moving the newer data to <data-dir>/etcd.newer) instead of refusing to start",
 		func(c *Config) *bool { return &c.Update.RestoreOnNewerData }),
+	bind(FlagMemberName, "name of this gateway's etcd member in its site; empty is the host name",
+		func(c *Config) *string { return &c.Site.MemberName }),
+	bind(FlagPeerAdvertiseAddress, "IP or DNS name the site's other members reach this one at; setting it makes the embedded etcd a member of a site (mutual TLS from the site's CA on --peer-port); empty keeps it alone, with no TCP port",
+		func(c *Config) *string { return &c.Site.PeerAdvertiseAddress }),
+	bind(FlagPeerBindAddress, "IP address the site's peer traffic is served on",
+		func(c *Config) *string { return &c.Site.PeerBindAddress }),
+	bind(FlagPeerPort, "port of the site's peer traffic (etcd raft, mutual TLS)",
+		func(c *Config) *int { return &c.Site.PeerPort }),
+	bind(FlagJoin, "https://HOST:PORT of a member of a site: with no etcd data yet, join its site (as a learner, promoted once caught up) instead of starting one; at later starts, rejoin if the site removed this member",
+		func(c *Config) *string { return &c.Site.Join }),
+	bind(FlagJoinToken, "the site's join token (kubestore member token prints it on a member): it pins the site's CA and proves the joiner may join",
+		func(c *Config) *string { return &c.Site.JoinToken }),
+	bind(FlagEtcdHeartbeatInterval, "embedded etcd of a site: raft heartbeat between members",
+		func(c *Config) *Duration { return &c.Etcd.HeartbeatInterval }),
+	bind(FlagEtcdElectionTimeout, "embedded etcd of a site: how long a follower waits for the leader before an election; at least 5 heartbeats",
+		func(c *Config) *Duration { return &c.Etcd.ElectionTimeout }),
 	bind(FlagUpstreamKubeconfig, "kubeconfig of an upstream cluster: mirror the objects of the config file's mirror.rules (by default this node's Node, pods, the ConfigMaps and Secrets they reference, Services and EndpointSlices) and forward writes to them there; empty mirrors nothing",
 		func(c *Config) *string { return &c.Mirror.UpstreamKubeconfig }),
 	bind(FlagNodeName, "node name that replaces $(NODE_NAME) in mirror.rules; empty is the host name",
