@@ -14,7 +14,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubestore/kubestore/config"
-	"github.com/kubestore/kubestore/datadir"
 	"github.com/kubestore/kubestore/etcdembed"
 )
 
@@ -60,7 +59,7 @@ func Open(ctx context.Context, cc config.Completed) (_ *Backend, err error) {
 	endpoints := cfg.Etcd.Servers
 	var dialOpts []grpc.DialOption
 	if !cfg.Etcd.External() {
-		if b.embedded, err = etcdembed.Start(ctx, datadir.Dir(cfg.DataDir), cfg.Etcd, cfg.Log); err != nil {
+		if b.embedded, err = etcdembed.Start(ctx, cfg); err != nil {
 			return nil, err
 		}
 		endpoints = b.embedded.Endpoints()

@@ -204,8 +204,12 @@ func (b *Backend) decorator(cached bool, budget config.Budget) generic.StorageDe
 				store.Close()
 			}), nil
 		}
+		var source storage.Interface = store
+		if b.embedded != nil {
+			source = withLeaderWait(store, b.embedded.HasLeader)
+		}
 		c, err := cacherstorage.NewCacherFromConfig(cacherstorage.Config{
-			Storage:             store,
+			Storage:             source,
 			Versioner:           versioner,
 			GroupResource:       sc.GroupResource,
 			EventsHistoryWindow: sc.EventsHistoryWindow,

@@ -25,7 +25,16 @@ type Dir string
 func (d Dir) Etcd() string       { return filepath.Join(string(d), "etcd") }
 func (d Dir) PKI() string        { return filepath.Join(string(d), "pki") }
 func (d Dir) Kubeconfig() string { return filepath.Join(string(d), "admin.kubeconfig") }
-func (d Dir) lockFile() string   { return filepath.Join(string(d), "lock") }
+
+// The files of <data-dir>/pki that etcd reads as well as kubestore: the
+// site's CA and this member's peer certificate (access.PKI writes them).
+func (d Dir) CACert() string   { return filepath.Join(d.PKI(), "ca.crt") }
+func (d Dir) PeerCert() string { return filepath.Join(d.PKI(), "peer.crt") }
+func (d Dir) PeerKey() string  { return filepath.Join(d.PKI(), "peer.key") }
+
+// SiteJoin records how this member joined its site (etcdembed.Join).
+func (d Dir) SiteJoin() string { return filepath.Join(string(d), "site-join.json") }
+func (d Dir) lockFile() string { return filepath.Join(string(d), "lock") }
 
 // HasEtcdData reports whether the directory holds an etcd member.
 func (d Dir) HasEtcdData() bool {

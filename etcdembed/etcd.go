@@ -74,9 +74,12 @@ func Endpoints(dir datadir.Dir, cfg config.Etcd) []string {
 	return []string{"unix://" + SocketPath(dir)}
 }
 
-// Start starts the embedded etcd member of dir and waits until it serves,
-// at most cfg.StartTimeout. On error nothing is left running.
-func Start(ctx context.Context, dir datadir.Dir, cfg config.Etcd, log config.Log) (*Server, error) {
+// Start starts the embedded etcd member of c's data directory and waits
+// until it serves, at most --etcd-start-timeout; a site's member that joined
+// as a learner is promoted first (site.go). On error nothing is left
+// running.
+func Start(ctx context.Context, c config.Config) (*Server, error) {
+	dir, cfg := datadir.Dir(c.DataDir), c.Etcd
 	sock := SocketPath(dir)
 	if len(sock) > config.MaxUnixSocketPath {
 		return nil, fmt.Errorf("invalid --%s %q: the etcd socket path %s is longer than %d bytes; choose a shorter data directory",
@@ -85,8 +88,11 @@ func Start(ctx context.Context, dir datadir.Dir, cfg config.Etcd, log config.Log
 	if err := os.MkdirAll(dir.Etcd(), 0o700); err != nil {
 		return nil, fmt.Errorf("creating etcd directory: %w", err)
 	}
-	ec := embedConfig(dir, cfg)
-	lg, err := Logger(log)
+	ec, err := embedConfig(c)
+	if err != nil {
+		return nil, err
+	}
+	lg, err := Logger(c.Log)
 	if err != nil {
 		return nil, err
 	}
@@ -115,6 +121,12 @@ func Start(ctx context.Context, dir datadir.Dir, cfg config.Etcd, log config.Log
 		s.guard = newDiskGuard(dir, int64(cfg.ReservedDiskBytes), lg)
 		s.guarded = s.guard.run(closing)
 		s.quota = newQuotaGuard(e.Server, cfg, lg)
+		if c.Site.Enabled() {
+			if err := s.settleInSite(ctx, c, timer.C, lg); err != nil {
+				s.Close()
+				return nil, err
+			}
+		}
 		return s, nil
 	case err := <-e.Err():
 		s.Close()
@@ -147,11 +159,13 @@ func syncMemberDirs(dir datadir.Dir) error {
 	return nil
 }
 
-// embedConfig translates kubestore's etcd settings into etcd's: one member,
-// client unix sockets, no TCP listener at all (a single member needs no
-// peer listener) and the small-memory tuning from config. Its identity
-// (name, peer URLs, initial cluster and token) is also what Restore writes.
-func embedConfig(dir datadir.Dir, cfg config.Etcd) *embed.Config {
+// embedConfig translates kubestore's etcd settings into etcd's: client unix
+// sockets, the small-memory tuning from config and, alone, no TCP listener
+// at all (a single member needs no peer listener); a site's member listens
+// for its peers with mutual TLS (siteConfig). Its identity (name, peer URLs,
+// initial cluster and token) is also what Restore writes.
+func embedConfig(c config.Config) (*embed.Config, error) {
+	dir, cfg := datadir.Dir(c.DataDir), c.Etcd
 	ec := embed.NewConfig()
 	ec.Name = memberName
 	ec.Dir = dir.Etcd()
@@ -184,7 +198,12 @@ func embedConfig(dir datadir.Dir, cfg config.Etcd) *embed.Config {
 	// (the socket's directory is the access control), and the default
 	// "simple" one warns at every start that its tokens are unsigned.
 	ec.AuthToken = ""
-	return ec
+	if c.Site.Enabled() {
+		if err := siteConfig(ec, c); err != nil {
+			return nil, err
+		}
+	}
+	return ec, nil
 }
 
 // Logger is the zap logger for etcd's server and client: stderr, in the

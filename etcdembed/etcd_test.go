@@ -45,7 +45,7 @@ func testConfig(dataDir string) config.Config {
 
 func startEtcd(t *testing.T, cfg config.Config) (*etcdembed.Server, error) {
 	t.Helper()
-	return etcdembed.Start(t.Context(), datadir.Dir(cfg.DataDir), cfg.Etcd, cfg.Log)
+	return etcdembed.Start(t.Context(), cfg)
 }
 
 func start(t *testing.T, cfg config.Config) *etcdembed.Server {

@@ -16,7 +16,6 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/kubestore/kubestore/config"
-	"github.com/kubestore/kubestore/datadir"
 	"github.com/kubestore/kubestore/etcdembed"
 )
 
@@ -206,7 +205,7 @@ func BenchmarkQuotaGuardFlash(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			cfg := testConfig(b.TempDir())
 			cfg.Etcd.QuotaBackendBytes = quota
-			srv, err := etcdembed.Start(b.Context(), datadir.Dir(cfg.DataDir), cfg.Etcd, cfg.Log)
+			srv, err := etcdembed.Start(b.Context(), cfg)
 			if err != nil {
 				b.Fatal(err)
 			}

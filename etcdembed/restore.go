@@ -17,26 +17,39 @@ import (
 // The revision is raised by bump and, when bump is not 0, marked compacted.
 // The caller holds dir's lock. <data-dir>/etcd must be absent or empty; on
 // error what Restore wrote there is removed.
-func Restore(dir datadir.Dir, cfg config.Etcd, log config.Log, file string, bump uint64) error {
+func Restore(c config.Config, file string, bump uint64) error {
+	dir := datadir.Dir(c.DataDir)
 	if entries, err := os.ReadDir(dir.Etcd()); err == nil && len(entries) > 0 {
 		return fmt.Errorf("--%s %s already holds etcd data in %s: restore into a fresh data directory", config.FlagDataDir, string(dir), dir.Etcd())
 	}
-	lg, err := Logger(log)
+	lg, err := Logger(c.Log)
 	if err != nil {
 		return err
 	}
-	rc := restoreConfig(dir, cfg, file, bump)
+	rc, err := restoreConfig(c, file, bump)
+	if err != nil {
+		return err
+	}
 	defer boundRevisionBumpMmap(rc.InitialMmapSize)()
 	if err := snapshot.NewV3(lg).Restore(rc); err != nil {
 		os.RemoveAll(dir.Etcd())
 		return fmt.Errorf("restoring %s: %w", file, err)
 	}
+	if err := os.Remove(dir.SiteJoin()); err != nil && !os.IsNotExist(err) {
+		return err
+	}
 	return os.Chmod(dir.Etcd(), 0o700)
 }
 
 // restoreConfig is the member of embedConfig, restored from file.
-func restoreConfig(dir datadir.Dir, cfg config.Etcd, file string, bump uint64) snapshot.RestoreConfig {
-	ec := embedConfig(dir, cfg)
+func restoreConfig(c config.Config, file string, bump uint64) (snapshot.RestoreConfig, error) {
+	ec, err := embedConfig(c)
+	if err != nil {
+		return snapshot.RestoreConfig{}, err
+	}
+	// A restored member is alone in a new cluster: a site's member that
+	// had joined another founds a new site, which the others join again.
+	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
 	peers := make([]string, 0, len(ec.AdvertisePeerUrls))
 	for _, u := range ec.AdvertisePeerUrls {
 		peers = append(peers, u.String())
@@ -48,10 +61,10 @@ func restoreConfig(dir datadir.Dir, cfg config.Etcd, file string, bump uint64) s
 		PeerURLs:            peers,
 		InitialCluster:      ec.InitialCluster,
 		InitialClusterToken: ec.InitialClusterToken,
-		InitialMmapSize:     restoreMmapSize(cfg.QuotaBackendBytes),
+		InitialMmapSize:     restoreMmapSize(c.Etcd.QuotaBackendBytes),
 		RevisionBump:        bump,
 		MarkCompacted:       bump > 0,
-	}
+	}, nil
 }
 
 // restoreMmapSize is how much of the database a restore maps: on a 32-bit

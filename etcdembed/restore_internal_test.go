@@ -6,18 +6,23 @@ import (
 	"testing"
 
 	"github.com/kubestore/kubestore/config"
-	"github.com/kubestore/kubestore/datadir"
 )
 
 // The restored member is the one Start configures, and the numbers the
 // 32-bit build depends on stay what they are: 256Mi maps 10% more there,
 // a 64-bit build keeps etcd's 10 GiB.
 func TestRestoreConfig(t *testing.T) {
-	dir := datadir.Dir("/data")
-	cfg := config.Default().Etcd
-	cfg.QuotaBackendBytes = 256 << 20
-	rc := restoreConfig(dir, cfg, "/snap.db", 7)
-	ec := embedConfig(dir, cfg)
+	cfg := config.Default()
+	cfg.DataDir = "/data"
+	cfg.Etcd.QuotaBackendBytes = 256 << 20
+	rc, err := restoreConfig(cfg, "/snap.db", 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ec, err := embedConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	var peers []string
 	for _, u := range ec.AdvertisePeerUrls {
@@ -32,7 +37,7 @@ func TestRestoreConfig(t *testing.T) {
 	if rc.RevisionBump != 7 || !rc.MarkCompacted || rc.SnapshotPath != "/snap.db" {
 		t.Errorf("restore config %+v, want bump 7, compacted, from /snap.db", rc)
 	}
-	if noBump := restoreConfig(dir, cfg, "/snap.db", 0); noBump.MarkCompacted {
+	if noBump, _ := restoreConfig(cfg, "/snap.db", 0); noBump.MarkCompacted {
 		t.Errorf("without a bump the revision is marked compacted")
 	}
 

@@ -59,7 +59,7 @@ func TestRestore(t *testing.T) {
 	const bump = 1000
 	restored := testConfig(shortTempDir(t))
 	dir := datadir.Dir(restored.DataDir)
-	if err := etcdembed.Restore(dir, restored.Etcd, restored.Log, snap, bump); err != nil {
+	if err := etcdembed.Restore(restored, snap, bump); err != nil {
 		t.Fatalf("Restore: %v", err)
 	}
 	if fi, err := os.Stat(dir.Etcd()); err != nil || fi.Mode().Perm() != 0o700 {
@@ -107,8 +107,7 @@ func TestRestoreRefusesExistingData(t *testing.T) {
 	c.Close()
 	srv.Close()
 
-	dir := datadir.Dir(cfg.DataDir)
-	err := etcdembed.Restore(dir, cfg.Etcd, cfg.Log, snap, 0)
+	err := etcdembed.Restore(cfg, snap, 0)
 	if err == nil || !strings.Contains(err.Error(), "--data-dir") {
 		t.Fatalf("Restore onto a member: %v, want an error naming --data-dir", err)
 	}

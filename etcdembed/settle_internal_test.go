@@ -9,7 +9,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/kubestore/kubestore/config"
-	"github.com/kubestore/kubestore/datadir"
 )
 
 // The settler evaluates a write's compares against the key's history as
@@ -24,7 +23,7 @@ func TestCompareHoldsAsEtcd(t *testing.T) {
 	cfg := config.Default()
 	cfg.DataDir = dir
 	cfg.Etcd.QuotaBackendBytes = 64 << 20
-	srv, err := Start(t.Context(), datadir.Dir(dir), cfg.Etcd, cfg.Log)
+	srv, err := Start(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

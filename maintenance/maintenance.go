@@ -80,7 +80,7 @@ func connect(ctx context.Context, cfg config.Config, version string) (*conn, err
 		unlock()
 		return nil, err
 	}
-	srv, err := etcdembed.Start(ctx, dir, cfg.Etcd, cfg.Log)
+	srv, err := etcdembed.Start(ctx, cfg)
 	if err != nil {
 		unlock()
 		return nil, err
@@ -311,11 +311,11 @@ func SnapshotRestore(ctx context.Context, cc config.Completed, file string, bump
 // restore restores file into dir, whose lock the caller holds, and
 // records the format of its data, which it returns.
 func restore(ctx context.Context, cfg config.Config, dir datadir.Dir, file string, bump uint64, version string) (int, error) {
-	if err := etcdembed.Restore(dir, cfg.Etcd, cfg.Log, file, bump); err != nil {
+	if err := etcdembed.Restore(cfg, file, bump); err != nil {
 		return 0, err
 	}
 	format, err := func() (int, error) {
-		srv, err := etcdembed.Start(ctx, dir, cfg.Etcd, cfg.Log)
+		srv, err := etcdembed.Start(ctx, cfg)
 		if err != nil {
 			return 0, err
 		}
