@@ -22,6 +22,7 @@ import (
 	"github.com/kubestore/kubestore/maintenance"
 	"github.com/kubestore/kubestore/mirror"
 	"github.com/kubestore/kubestore/server"
+	"github.com/kubestore/kubestore/site"
 )
 
 // serve runs the server until the first signal, then stops it within
@@ -67,6 +68,12 @@ func serve(c *cli.Context) error {
 		return err
 	}
 	ctx := c.Context
+	if embedded && cfg.Site.Enabled() {
+		if err := site.Prepare(ctx, cfg); err != nil {
+			listeners.Close()
+			return err
+		}
+	}
 	backend, err := cacher.Open(ctx, cc)
 	if err != nil {
 		listeners.Close()

@@ -7,7 +7,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/kubestore/kubestore/access"
 	"github.com/kubestore/kubestore/config"
+	"github.com/kubestore/kubestore/datadir"
 	"github.com/kubestore/kubestore/maintenance"
 	"github.com/kubestore/kubestore/server"
 )
@@ -53,6 +55,34 @@ func operatorCommands() []*cli.Command {
 			},
 		},
 		updateCommands(),
+		{
+			Name:  "member",
+			Usage: "the members of this gateway's site (several gateways' embedded etcd members as one cluster; README: \"A site of several gateways\")",
+			Subcommands: []*cli.Command{
+				{
+					Name:         "list",
+					Usage:        "list the site's members: name, id, peer URL, role, and whether this gateway reaches each one",
+					Flags:        config.Flags(),
+					Action:       memberList,
+					OnUsageError: usageError,
+				},
+				{
+					Name:         "remove",
+					Usage:        "remove member NAME from the site, running or down; etcd refuses if the site would lose quorum",
+					ArgsUsage:    "NAME",
+					Flags:        config.Flags(),
+					Action:       memberRemove,
+					OnUsageError: usageError,
+				},
+				{
+					Name:         "token",
+					Usage:        "print the join token another gateway joins this one's site with (--join-token)",
+					Flags:        config.Flags(),
+					Action:       memberToken,
+					OnUsageError: usageError,
+				},
+			},
+		},
 		{
 			Name:  "config",
 			Usage: "print or check configuration files",
@@ -207,4 +237,41 @@ func snapshotRestore(c *cli.Context) error {
 		return err
 	}
 	return maintenance.SnapshotRestore(c.Context, cc, file, c.Uint64(flagRevisionBump), server.BuildInfo().Version, c.App.Writer)
+}
+
+func memberList(c *cli.Context) error {
+	cc, err := loadConfig(c)
+	if err != nil {
+		return err
+	}
+	return maintenance.MemberList(c.Context, cc, server.BuildInfo().Version, c.App.Writer)
+}
+
+func memberRemove(c *cli.Context) error {
+	name, err := oneArg(c, "NAME")
+	if err != nil {
+		return err
+	}
+	cc, err := loadConfigArgs(c)
+	if err != nil {
+		return err
+	}
+	return maintenance.MemberRemove(c.Context, cc, name, server.BuildInfo().Version, c.App.Writer)
+}
+
+func memberToken(c *cli.Context) error {
+	cc, err := loadConfig(c)
+	if err != nil {
+		return err
+	}
+	dir := datadir.Dir(cc.Config().DataDir)
+	if !cc.Config().Site.Enabled() {
+		return fmt.Errorf("--%s is not set: start this gateway as a site's member first", config.FlagPeerAdvertiseAddress)
+	}
+	token, err := access.JoinToken(dir)
+	if err != nil {
+		return fmt.Errorf("reading the site's CA in %s (has the server started on it?): %w", dir.PKI(), err)
+	}
+	fmt.Fprintln(c.App.Writer, token)
+	return nil
 }

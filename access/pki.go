@@ -58,6 +58,9 @@ type PKI struct {
 	hosts    []string
 	serving  *certKeyProvider
 	clientCA dynamiccertificates.CAContentProvider
+	// peerHosts, on a site's member, are what its peer certificate covers
+	// (Peer).
+	peerHosts []string
 }
 
 // LoadPKI loads the CA and the leaf certificates from <data-dir>/pki,
@@ -83,11 +86,16 @@ func LoadPKI(dir datadir.Dir, hosts []string) (*PKI, error) {
 	return p, nil
 }
 
-// ServingHosts are the names and IPs the serving certificate covers.
-func ServingHosts(s config.Server) []string {
+// ServingHosts are the names and IPs the serving certificate covers: a
+// site's member's also the address its peers reach it at, where the
+// members of a site and its joiners call its API.
+func ServingHosts(s config.Server, site config.Site) []string {
 	hosts := []string{"localhost", "kubestore", "127.0.0.1", "::1"}
 	if ip := net.ParseIP(s.BindAddress); ip != nil && !ip.IsUnspecified() {
 		hosts = append(hosts, ip.String())
+	}
+	if site.Enabled() {
+		hosts = append(hosts, site.PeerAdvertiseAddress)
 	}
 	if h, err := os.Hostname(); err == nil && h != "" {
 		hosts = append(hosts, h)
@@ -219,14 +227,20 @@ func (p *PKI) adminTemplate() *x509.Certificate {
 	return p.leafTemplate(AdminUser, []string{user.SystemPrivilegedGroup}, x509.ExtKeyUsageClientAuth)
 }
 
-// Renew replaces the serving certificate if it is due; the TLS listener
-// picks the new one up without a restart.
+// Renew replaces the serving certificate, and a site member's peer
+// certificate, if due; the TLS listener and etcd pick the new ones up
+// without a restart.
 func (p *PKI) Renew() error {
 	certPEM, keyPEM, err := p.leaf("serving", p.servingTemplate)
 	if err != nil {
 		return err
 	}
 	p.serving.set(certPEM, keyPEM)
+	if p.peerHosts != nil {
+		if _, _, err := p.leaf("peer", p.peerTemplate); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -294,6 +308,14 @@ func (c *certKeyProvider) set(cert, key []byte) {
 			l.Enqueue()
 		}
 	}
+}
+
+// pemBlock is the DER of the first PEM block of data, nil without one.
+func pemBlock(data []byte) []byte {
+	if b, _ := pem.Decode(data); b != nil {
+		return b.Bytes
+	}
+	return nil
 }
 
 func serial() *big.Int {

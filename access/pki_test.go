@@ -269,7 +269,7 @@ func TestServingHosts(t *testing.T) {
 		{"extra names last", config.Server{BindAddress: "::", TLSSANs: []string{"gw.example", "10.1.1.1"}}, base, "::", []string{"gw.example", "10.1.1.1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := ServingHosts(tc.s)
+			got := ServingHosts(tc.s, config.Site{})
 			for _, h := range tc.want {
 				if !slices.Contains(got, h) {
 					t.Errorf("%v lacks %s", got, h)

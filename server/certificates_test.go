@@ -229,7 +229,7 @@ func TestCertificateApprovedByAdmin(t *testing.T) {
 // loadPKI is the server's PKI, read from its data directory.
 func loadPKI(t *testing.T, ts *testServer) *access.PKI {
 	t.Helper()
-	pki, err := access.LoadPKI(datadir.Dir(ts.cfg.DataDir), access.ServingHosts(ts.cfg.Server))
+	pki, err := access.LoadPKI(datadir.Dir(ts.cfg.DataDir), access.ServingHosts(ts.cfg.Server, ts.cfg.Site))
 	if err != nil {
 		t.Fatal(err)
 	}

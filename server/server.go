@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -45,6 +46,7 @@ import (
 	"github.com/kubestore/kubestore/registry"
 	"github.com/kubestore/kubestore/server/openapi"
 	"github.com/kubestore/kubestore/serviceaccount"
+	"github.com/kubestore/kubestore/site"
 )
 
 // certRenewalPeriod is how often the serving and admin certificates are
@@ -63,6 +65,9 @@ type Storage interface {
 	registry.IPRecords
 	Check(ctx context.Context) error
 	Endpoints() []string
+	// Client is the shared etcd client (a site's joins change the
+	// membership through it).
+	Client() *clientv3.Client
 	Failed() <-chan struct{}
 	Failure() error
 }
@@ -191,6 +196,7 @@ type builder struct {
 	crds         *customResources
 	mirrorStores *mirrorStores
 	mirrorer     *mirror.Mirror
+	siteHealth   *site.Health
 	gs           *genericapiserver.GenericAPIServer
 	server       *Server
 }
@@ -213,8 +219,13 @@ func (b *builder) pki() error {
 	port := b.ln.tcp.Addr().(*net.TCPAddr).Port
 	b.url = "https://" + net.JoinHostPort(clientAddress(b.cfg.Server.BindAddress), strconv.Itoa(port))
 	var err error
-	if b.pkiFiles, err = access.LoadPKI(b.dir, access.ServingHosts(b.cfg.Server)); err != nil {
+	if b.pkiFiles, err = access.LoadPKI(b.dir, access.ServingHosts(b.cfg.Server, b.cfg.Site)); err != nil {
 		return err
+	}
+	if b.cfg.Site.Enabled() {
+		if err := b.pkiFiles.Peer(b.cfg.Site); err != nil {
+			return err
+		}
 	}
 	if err := b.pkiFiles.WriteKubeconfig(b.dir.Kubeconfig(), b.url); err != nil {
 		return fmt.Errorf("writing %s: %w", b.dir.Kubeconfig(), err)
@@ -284,13 +295,21 @@ func (b *builder) genericConfig() error {
 	c.OpenAPIV3Config.Info.Title = "Kubernetes"
 	c.OpenAPIV3Config.Info.Version = build.Kubernetes
 	c.AddHealthChecks(healthz.NamedCheck("etcd", func(r *http.Request) error { return b.storage.Check(r.Context()) }))
+	if cfg.Site.Enabled() {
+		b.siteHealth = site.NewHealth(b.dir, b.storage.Client())
+		c.ReadyzChecks = append(c.ReadyzChecks, b.siteHealth)
+	}
 	// Malformed query parameters are refused before any handler runs.
 	// Writes to mirrored objects go to the upstream, once authorized.
 	c.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
 		if b.mirrorer != nil {
 			h = b.mirrorer.WithWriteThrough(h, c.Serializer, b.kinds.Codecs().UniversalDeserializer(), c.MaxRequestBodyBytes)
 		}
-		return genericapiserver.DefaultBuildHandlerChain(checkQuery(h, c.Serializer), c)
+		h = genericapiserver.DefaultBuildHandlerChain(checkQuery(h, c.Serializer), c)
+		if b.cfg.Site.Enabled() {
+			h = site.WithJoin(h, b.dir, b.storage.Client())
+		}
+		return h
 	}
 	b.c = c
 	b.transformers, err = access.EncryptionTransformers(cfg)
@@ -448,6 +467,9 @@ func (b *builder) workers() error {
 		gs.Handler.NonGoRestfulMux.Handle("/mirrorz", mirrorz(m))
 		s.addWorker("kubestore-mirror", m.Run)
 		s.afterStop = append(s.afterStop, b.mirrorStores.close)
+	}
+	if h := b.siteHealth; h != nil {
+		s.addWorker("kubestore-site-health", h.Run)
 	}
 	s.addWorker("kubestore-release-memory", releaseMemory)
 	// The workers stop first when the server stops, while requests are

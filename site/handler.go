@@ -1,0 +1,205 @@
+package site
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/klog/v2"
+
+	"github.com/kubestore/kubestore/access"
+	"github.com/kubestore/kubestore/datadir"
+)
+
+// removedHeader tells a member with data that the site no longer has it.
+const removedHeader = "Kubestore-Member-Removed"
+
+// handlerTimeout bounds the etcd requests of one join.
+const handlerTimeout = 30 * time.Second
+
+// WithJoin serves the join protocol (CAPath, JoinPath) of the member of dir
+// in front of next, the API. The paths are answered before the API's
+// authentication: a joiner has no identity in the site yet, and proves
+// itself with the join secret instead.
+func WithJoin(next http.Handler, dir datadir.Dir, client *clientv3.Client) http.Handler {
+	h := &handler{dir: dir, client: client}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case CAPath:
+			h.ca(w, r)
+		case JoinPath:
+			h.join(w, r)
+		default:
+			next.ServeHTTP(w, r)
+		}
+	})
+}
+
+type handler struct {
+	dir    datadir.Dir
+	client *clientv3.Client
+	// mu lets one join at a time change the membership through this
+	// member; etcd itself admits one learner at a time across the site.
+	mu sync.Mutex
+}
+
+func (h *handler) ca(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		http.Error(w, "use GET", http.StatusMethodNotAllowed)
+		return
+	}
+	data, err := os.ReadFile(filepath.Join(h.dir.PKI(), "ca.crt"))
+	if err != nil {
+		http.Error(w, "reading the site's CA", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-pem-file")
+	w.Write(data)
+}
+
+// fail answers a join with code and a one-line reason the joiner prints.
+func fail(w http.ResponseWriter, code int, format string, args ...any) {
+	http.Error(w, fmt.Sprintf(format, args...), code)
+}
+
+func (h *handler) join(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		fail(w, http.StatusMethodNotAllowed, "use POST")
+		return
+	}
+	secrets, err := access.ReadSiteSecrets(h.dir)
+	if err != nil {
+		klog.ErrorS(err, "Reading the site's secrets for a join")
+		fail(w, http.StatusInternalServerError, "the member cannot read the site's secrets")
+		return
+	}
+	given, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if subtle.ConstantTimeCompare([]byte(given), []byte(secrets.JoinSecret)) != 1 {
+		fail(w, http.StatusUnauthorized, "the join token's secret is not this site's")
+		return
+	}
+	var req joinRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil {
+		fail(w, http.StatusBadRequest, "decoding the join request: %v", err)
+		return
+	}
+	if msgs := validation.IsDNS1123Label(req.Name); len(msgs) > 0 {
+		fail(w, http.StatusBadRequest, "invalid member name %q: %s", req.Name, strings.Join(msgs, "; "))
+		return
+	}
+	if u, err := url.Parse(req.PeerURL); err != nil || u.Scheme != "https" || u.Port() == "" {
+		fail(w, http.StatusBadRequest, "invalid peer URL %q: must be https://HOST:PORT", req.PeerURL)
+		return
+	}
+
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ctx, cancel := context.WithTimeout(r.Context(), handlerTimeout)
+	defer cancel()
+	list, err := h.client.MemberList(ctx)
+	if err != nil {
+		fail(w, http.StatusServiceUnavailable, "the site cannot list its members (has it lost quorum?): %v", err)
+		return
+	}
+	for _, m := range list.Members {
+		if req.MemberID != 0 && m.ID == req.MemberID {
+			writeJSON(w, joinResponse{Member: true})
+			return
+		}
+	}
+	if req.MemberID != 0 {
+		// Whatever follows, the joiner knows its data is of a past
+		// membership, and keeps asking rather than start on it.
+		w.Header().Set(removedHeader, "true")
+	}
+	for _, m := range list.Members {
+		switch {
+		case contains(m.PeerURLs, req.PeerURL):
+			// The joiner's own past entry: it was wiped, or removed and
+			// re-added, or its last join never finished.
+			if _, err := h.client.MemberRemove(ctx, m.ID); err != nil {
+				fail(w, http.StatusServiceUnavailable, "removing the stale member %s (%x) at %s first: %v", m.Name, m.ID, req.PeerURL, err)
+				return
+			}
+			klog.InfoS("Removed the joiner's stale member", "name", m.Name, "id", fmt.Sprintf("%x", m.ID), "peerURL", req.PeerURL)
+		case m.Name == req.Name:
+			fail(w, http.StatusConflict, "member name %s is taken by the member at %s; if that gateway is gone, remove it first (kubestore member remove %s), else choose another --member-name",
+				req.Name, strings.Join(m.PeerURLs, ","), req.Name)
+			return
+		}
+	}
+	added, err := h.client.MemberAddAsLearner(ctx, []string{req.PeerURL})
+	switch {
+	case errors.Is(err, rpctypes.ErrTooManyLearners):
+		fail(w, http.StatusServiceUnavailable, "another member is joining and still catching up (etcd admits one learner at a time)")
+		return
+	case errors.Is(err, rpctypes.ErrMemberNotEnoughStarted), errors.Is(err, rpctypes.ErrUnhealthy):
+		// etcd counts the joiner as down until it has caught up: with a
+		// voter already unreachable, the site could lose quorum. With
+		// every one reachable, etcd's members met less than 5 s ago (a
+		// member that just joined or restarted): worth a retry.
+		down := h.unreachable(ctx)
+		if len(down) == 0 {
+			fail(w, http.StatusServiceUnavailable, "the site's members reached each other less than 5 s ago")
+			return
+		}
+		fail(w, http.StatusPreconditionFailed, "adding a member now could leave the site without quorum, since members %s are unreachable: start them again, or remove the dead ones first (kubestore member remove NAME)", strings.Join(down, ", "))
+		return
+	case err != nil:
+		fail(w, http.StatusServiceUnavailable, "adding the member: %v", err)
+		return
+	}
+	var cluster []string
+	for _, m := range added.Members {
+		name := m.Name
+		if m.ID == added.Member.ID {
+			name = req.Name
+		}
+		for _, u := range m.PeerURLs {
+			cluster = append(cluster, name+"="+u)
+		}
+	}
+	klog.InfoS("Added a member to the site as a learner", "name", req.Name, "id", fmt.Sprintf("%x", added.Member.ID), "peerURL", req.PeerURL)
+	writeJSON(w, joinResponse{MemberID: added.Member.ID, InitialCluster: strings.Join(cluster, ","), Secrets: &secrets})
+}
+
+// unreachable names the members this one does not reach.
+func (h *handler) unreachable(ctx context.Context) []string {
+	members, err := Members(ctx, h.dir, h.client)
+	if err != nil {
+		return []string{"(the site's members cannot be listed: " + err.Error() + ")"}
+	}
+	var down []string
+	for _, m := range members {
+		if m.Unreachable != "" {
+			down = append(down, m.Name)
+		}
+	}
+	return down
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,256 @@
+package site
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/kubestore/kubestore/access"
+	"github.com/kubestore/kubestore/config"
+	"github.com/kubestore/kubestore/datadir"
+	"github.com/kubestore/kubestore/etcdembed"
+)
+
+// The paths of the join protocol on every member's API port, served
+// before authentication (Handler checks the join secret itself).
+const (
+	// CAPath serves the site's CA certificate, which is public: a joiner
+	// trusts it only if it hashes to what its token pins.
+	CAPath = "/kubestore/v1/site/ca"
+	// JoinPath adds a joiner, or tells a member whether it still is one.
+	JoinPath = "/kubestore/v1/site/join"
+)
+
+// joinRequest is what a joiner sends to JoinPath.
+type joinRequest struct {
+	Name    string `json:"name"`
+	PeerURL string `json:"peerURL"`
+	// MemberID, when the joiner has etcd data, asks whether the site still
+	// has that member; it is not added again if so.
+	MemberID uint64 `json:"memberID,omitempty,string"`
+}
+
+// joinResponse is the member's answer.
+type joinResponse struct {
+	// Member: the joiner's MemberID is still a member; nothing else is
+	// set.
+	Member bool `json:"member,omitempty"`
+	// The joiner's new membership.
+	MemberID       uint64              `json:"memberID,omitempty,string"`
+	InitialCluster string              `json:"initialCluster,omitempty"`
+	Secrets        *access.SiteSecrets `json:"secrets,omitempty"`
+}
+
+// joinTimeout bounds the whole join; joinRetry is the pause between tries
+// a member answered "retry" to (another learner is catching up).
+const (
+	joinTimeout = 5 * time.Minute
+	joinRetry   = 2 * time.Second
+)
+
+// Prepare readies a site's member before its etcd starts: with --join and
+// no etcd data it joins the site; with --join and data it asks the site
+// whether it is still a member, and joins again if the site removed it
+// (its old data is moved to <data-dir>/etcd.removed); then it issues the
+// member's peer certificate. A site that cannot be reached leaves a member
+// with data as it is: it may be the one the others need for quorum.
+func Prepare(ctx context.Context, cfg config.Config) error {
+	dir := datadir.Dir(cfg.DataDir)
+	if cfg.Site.Join != "" {
+		if err := joinIfNeeded(ctx, cfg, dir); err != nil {
+			return err
+		}
+	}
+	pki, err := access.LoadPKI(dir, access.ServingHosts(cfg.Server, cfg.Site))
+	if err != nil {
+		return err
+	}
+	if err := pki.Peer(cfg.Site); err != nil {
+		return err
+	}
+	_, err = access.ReadSiteSecrets(dir) // a founder's join secret, from its first start
+	return err
+}
+
+func joinIfNeeded(ctx context.Context, cfg config.Config, dir datadir.Dir) error {
+	req := joinRequest{Name: cfg.Site.Name(), PeerURL: cfg.Site.PeerURL()}
+	hasData := dir.HasEtcdData()
+	if hasData {
+		j, err := etcdembed.ReadJoin(dir)
+		if errors.Is(err, os.ErrNotExist) || (err == nil && j.MemberID == 0) {
+			return nil // its etcd never served as a site's member: nothing to ask
+		}
+		if err != nil {
+			return err
+		}
+		req.MemberID = j.MemberID
+	}
+	token, err := config.ParseJoinToken(cfg.Site.JoinToken)
+	if err != nil {
+		return fmt.Errorf("invalid --%s: %w", config.FlagJoinToken, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, joinTimeout)
+	defer cancel()
+	resp, err := join(ctx, cfg.Site.Join, token, req)
+	if err != nil {
+		if hasData && errors.Is(err, errUnreachable) {
+			klog.InfoS("The site is not reachable to confirm this member is still in it; starting with the data it has", "join", cfg.Site.Join, "err", err)
+			return nil
+		}
+		return fmt.Errorf("joining the site at --%s %s: %w", config.FlagJoin, cfg.Site.Join, err)
+	}
+	if resp.Member {
+		return nil
+	}
+	if hasData {
+		// The site removed this member: its data is of a past
+		// membership. It is kept aside, never deleted.
+		removed := filepath.Join(string(dir), "etcd.removed")
+		if err := os.RemoveAll(removed); err != nil {
+			return err
+		}
+		if err := os.Rename(dir.Etcd(), removed); err != nil {
+			return err
+		}
+		if err := datadir.SyncDir(string(dir)); err != nil {
+			return err
+		}
+		klog.InfoS("The site had removed this member: joining it again; the old data is in "+removed, "join", cfg.Site.Join)
+	}
+	if resp.Secrets == nil {
+		return fmt.Errorf("joining the site at --%s %s: the member sent no secrets", config.FlagJoin, cfg.Site.Join)
+	}
+	if err := access.WriteSiteSecrets(dir, *resp.Secrets); err != nil {
+		return err
+	}
+	klog.InfoS("Joined the site as a learner", "join", cfg.Site.Join, "member", req.Name, "id", strconv.FormatUint(resp.MemberID, 16))
+	return etcdembed.WriteJoin(dir, etcdembed.Join{MemberID: resp.MemberID, InitialCluster: resp.InitialCluster})
+}
+
+// errUnreachable wraps failures to reach the member at all, as opposed to
+// its refusals.
+var errUnreachable = errors.New("unreachable")
+
+// join runs the protocol against the member at base: the CA, pinned; then
+// the join request, retried while the member says to.
+func join(ctx context.Context, base string, token config.JoinToken, req joinRequest) (*joinResponse, error) {
+	pool, err := pinnedCA(ctx, base, token.CAHash)
+	if err != nil {
+		return nil, err
+	}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: verifyChainOnly(pool)}, Timeout: 30 * time.Second}
+	body, _ := json.Marshal(req)
+	for {
+		r, err := http.NewRequestWithContext(ctx, http.MethodPost, base+JoinPath, bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		r.Header.Set("Authorization", "Bearer "+token.Secret)
+		r.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(r)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", errUnreachable, err)
+		}
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		switch resp.StatusCode {
+		case http.StatusOK:
+			var out joinResponse
+			if err := json.Unmarshal(data, &out); err != nil {
+				return nil, fmt.Errorf("the member's answer: %w", err)
+			}
+			return &out, nil
+		case http.StatusServiceUnavailable, http.StatusTooManyRequests:
+			if req.MemberID != 0 && resp.Header.Get(removedHeader) == "" {
+				// A member with data asks, and starts anyway if the site
+				// cannot answer: it may be the one the site lacks.
+				return nil, fmt.Errorf("%w: %s", errUnreachable, bytes.TrimSpace(data))
+			}
+			klog.InfoS("The site asks to retry the join", "reason", string(bytes.TrimSpace(data)))
+			select {
+			case <-time.After(joinRetry):
+				continue
+			case <-ctx.Done():
+				return nil, fmt.Errorf("%w (the site's last answer: %s)", ctx.Err(), bytes.TrimSpace(data))
+			}
+		default: // refused, for good: 401, 409, 412
+			return nil, fmt.Errorf("%s (HTTP %d)", bytes.TrimSpace(data), resp.StatusCode)
+		}
+	}
+}
+
+// pinnedCA fetches the site's CA from base without trusting it, and returns
+// it only if its SHA-256 is want.
+func pinnedCA(ctx context.Context, base string, want [sha256.Size]byte) (*x509.CertPool, error) {
+	// Not trusted yet: the hash below is the check.
+	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: 30 * time.Second} //nolint:gosec
+	r, err := http.NewRequestWithContext(ctx, http.MethodGet, base+CAPath, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := insecure.Do(r)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errUnreachable, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s answers %s with HTTP %d: is it a kubestore site's member?", base, CAPath, resp.StatusCode)
+	}
+	block, _ := pem.Decode(data)
+	if block == nil {
+		return nil, fmt.Errorf("%s sent no CA certificate", base)
+	}
+	if got := sha256.Sum256(block.Bytes); got != want {
+		return nil, fmt.Errorf("refusing to join: the site's CA has SHA-256 %s, but --%s pins %s (a wrong token, or not the site the token is for)",
+			hex.EncodeToString(got[:]), config.FlagJoinToken, hex.EncodeToString(want[:]))
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return pool, nil
+}
+
+// verifyChainOnly trusts a server whose certificate the pinned CA signed,
+// whatever name it was dialled by: the pin is the identity, and --join may
+// name a member by an address its serving certificate does not list.
+func verifyChainOnly(pool *x509.CertPool) *tls.Config {
+	return &tls.Config{
+		InsecureSkipVerify: true, //nolint:gosec // verified below, against the pinned CA
+		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
+			if len(raw) == 0 {
+				return errors.New("the member sent no certificate")
+			}
+			leaf, err := x509.ParseCertificate(raw[0])
+			if err != nil {
+				return err
+			}
+			inter := x509.NewCertPool()
+			for _, r := range raw[1:] {
+				if c, err := x509.ParseCertificate(r); err == nil {
+					inter.AddCert(c)
+				}
+			}
+			_, err = leaf.Verify(x509.VerifyOptions{Roots: pool, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+			return err
+		},
+	}
+}

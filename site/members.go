@@ -1,0 +1,233 @@
+package site
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+
+	"github.com/kubestore/kubestore/datadir"
+)
+
+// Member is one member of the site as this gateway sees it.
+type Member struct {
+	Name    string
+	ID      uint64
+	PeerURL string
+	// Learner: added, not promoted yet. A member that never started has
+	// no name yet.
+	Learner bool
+	Leader  bool
+	Self    bool
+	// Unreachable is why this gateway cannot reach the member's peer
+	// port, empty when it can (Self is never probed).
+	Unreachable string
+}
+
+// probeTimeout bounds one probe of a peer.
+const probeTimeout = 2 * time.Second
+
+// peerClient is an HTTPS client with this member's peer certificate: the
+// other members' peer ports ask for it (mutual TLS).
+func peerClient(dir datadir.Dir) (*http.Client, error) {
+	cert, err := tls.LoadX509KeyPair(dir.PeerCert(), dir.PeerKey())
+	if err != nil {
+		return nil, fmt.Errorf("this member's peer certificate: %w", err)
+	}
+	caPEM, err := os.ReadFile(dir.CACert())
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	return &http.Client{
+		Timeout:   probeTimeout,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool}, DisableKeepAlives: true},
+	}, nil
+}
+
+// Members lists the site's members through client (this gateway's etcd)
+// and probes each other member's peer port (etcd's /version there) with
+// this member's peer certificate.
+func Members(ctx context.Context, dir datadir.Dir, client *clientv3.Client) ([]Member, error) {
+	list, err := client.MemberList(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing the site's members (has it lost quorum?): %w", err)
+	}
+	var leader uint64
+	if st, err := client.Status(ctx, client.Endpoints()[0]); err == nil {
+		leader = st.Leader
+	}
+	hc, err := peerClient(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Member, len(list.Members))
+	var wg sync.WaitGroup
+	for i, m := range list.Members {
+		out[i] = Member{Name: m.Name, ID: m.ID, PeerURL: strings.Join(m.PeerURLs, ","), Learner: m.IsLearner,
+			Leader: m.ID == leader, Self: m.ID == list.Header.MemberId}
+		if out[i].Self || len(m.PeerURLs) == 0 {
+			continue
+		}
+		wg.Go(func() {
+			if err := probe(ctx, hc, m.PeerURLs[0]); err != nil {
+				out[i].Unreachable = err.Error()
+			}
+		})
+	}
+	wg.Wait()
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+func probe(ctx context.Context, hc *http.Client, peerURL string) error {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	r, err := http.NewRequestWithContext(ctx, http.MethodGet, peerURL+"/version", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(r)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("HTTP %d", resp.StatusCode)
+	}
+	return nil
+}
+
+// RemoveMember removes the member named name (or whose id, in hex, is
+// name: a member that never started has no name) from the site. etcd
+// refuses when that would leave the site without quorum.
+func RemoveMember(ctx context.Context, client *clientv3.Client, name string) (Member, error) {
+	list, err := client.MemberList(ctx)
+	if err != nil {
+		return Member{}, fmt.Errorf("listing the site's members (has it lost quorum?): %w", err)
+	}
+	for _, m := range list.Members {
+		if m.Name == name || fmt.Sprintf("%x", m.ID) == name {
+			if _, err := client.MemberRemove(ctx, m.ID); err != nil {
+				return Member{}, fmt.Errorf("removing member %s (%x): %w", name, m.ID, err)
+			}
+			return Member{Name: m.Name, ID: m.ID, PeerURL: strings.Join(m.PeerURLs, ",")}, nil
+		}
+	}
+	return Member{}, fmt.Errorf("the site has no member named %s (kubestore member list)", name)
+}
+
+var (
+	memberReachable = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace: "kubestore", Subsystem: "site", Name: "member_reachable",
+		Help:           "1 while this gateway reaches the member's peer port, else 0; one series per other member of the site.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"member"})
+	registerMetrics sync.Once
+)
+
+// checkPeriod is how often Health probes the other members.
+const checkPeriod = 2 * time.Second
+
+// Health follows the other members of the site from this gateway, so a dead
+// one is visible before the site loses quorum: the metric
+// kubestore_site_member_reachable and the readyz check etcd-members.
+type Health struct {
+	dir    datadir.Dir
+	client *clientv3.Client
+	mu     sync.Mutex
+	// down maps each unreachable member to when it was first seen so.
+	down map[string]time.Time
+	err  error
+}
+
+// NewHealth follows the site of the member of dir, whose etcd client is
+// client.
+func NewHealth(dir datadir.Dir, client *clientv3.Client) *Health {
+	registerMetrics.Do(func() { legacyregistry.MustRegister(memberReachable) })
+	return &Health{dir: dir, client: client, down: map[string]time.Time{}}
+}
+
+// Run probes every checkPeriod until ctx ends.
+func (h *Health) Run(ctx context.Context) {
+	t := time.NewTicker(checkPeriod)
+	defer t.Stop()
+	for {
+		h.update(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (h *Health) update(ctx context.Context) {
+	members, err := Members(ctx, h.dir, h.client)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.err = err
+	if err != nil {
+		return
+	}
+	now, seen := time.Now(), map[string]bool{}
+	memberReachable.Reset()
+	for _, m := range members {
+		if m.Self {
+			continue
+		}
+		key := m.Name
+		if key == "" {
+			key = fmt.Sprintf("%x", m.ID)
+		}
+		seen[key] = true
+		if m.Unreachable == "" {
+			delete(h.down, key)
+			memberReachable.WithLabelValues(key).Set(1)
+			continue
+		}
+		memberReachable.WithLabelValues(key).Set(0)
+		if _, ok := h.down[key]; !ok {
+			h.down[key] = now
+		}
+	}
+	for key := range h.down {
+		if !seen[key] {
+			delete(h.down, key) // removed from the site
+		}
+	}
+}
+
+// Name is the readyz check's.
+func (h *Health) Name() string { return "etcd-members" }
+
+// Check fails while a member of the site is unreachable from here, naming
+// it and for how long: the site still serves, with one failure less to
+// spare (/readyz?exclude=etcd-members leaves it out).
+func (h *Health) Check(*http.Request) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.err != nil {
+		return h.err
+	}
+	if len(h.down) == 0 {
+		return nil
+	}
+	var names []string
+	for key, since := range h.down {
+		names = append(names, fmt.Sprintf("%s for %s", key, time.Since(since).Round(time.Second)))
+	}
+	sort.Strings(names)
+	return fmt.Errorf("members unreachable from this gateway: %s", strings.Join(names, ", "))
+}
