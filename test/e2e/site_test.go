@@ -1,0 +1,380 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubestore/kubestore/config"
+)
+
+// siteGateway is one kubestore of a site on this machine: its own data dir,
+// API port (picked by the server) and peer port, all on loopback.
+type siteGateway struct {
+	name     string
+	dir      string
+	apiPort  int
+	peerPort int
+	p        *proc
+}
+
+// newGateway picks the gateway's ports once: a gateway keeps its address
+// across restarts, and the others' --join names it.
+func newGateway(t *testing.T, name string) *siteGateway {
+	return &siteGateway{name: name, dir: shortTempDir(t), apiPort: freePort(t), peerPort: freePort(t)}
+}
+
+// url is the gateway's API, the --join of the others.
+func (g *siteGateway) url() string { return "https://127.0.0.1:" + strconv.Itoa(g.apiPort) }
+
+func (g *siteGateway) args(join, token string) []string {
+	args := []string{"--secure-port", strconv.Itoa(g.apiPort), "--member-name", g.name, "--peer-advertise-address", "127.0.0.1",
+		"--peer-bind-address", "127.0.0.1", "--peer-port", strconv.Itoa(g.peerPort)}
+	if join != "" {
+		args = append(args, "--join", join, "--join-token", token)
+	}
+	return args
+}
+
+// launch starts the gateway's kubestore without waiting.
+func (g *siteGateway) launch(t *testing.T, join, token string) {
+	t.Helper()
+	g.p = launch(t, binary(t), nil, g.dir, g.args(join, token)...)
+}
+
+// start starts it and waits until it serves.
+func (g *siteGateway) start(t *testing.T, join, token string) {
+	t.Helper()
+	g.launch(t, join, token)
+	g.waitServing(t)
+}
+
+// waitServing waits until the gateway's /readyz passes, leaving out the
+// check of the other members (which fails while one of them is down).
+func (g *siteGateway) waitServing(t *testing.T) {
+	t.Helper()
+	ok := eventually(90*time.Second, func() bool {
+		if g.p.hasExited() {
+			return true
+		}
+		url := g.p.server()
+		if url == "" {
+			return false
+		}
+		resp, err := anonymous.Get(url + "/readyz?exclude=etcd-members")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	if !ok || g.p.hasExited() {
+		t.Fatalf("gateway %s not serving within 90s (exited: %v)\n%s", g.name, g.p.hasExited(), g.p.logs())
+	}
+}
+
+// kubestore runs a kubestore command on the gateway's data dir.
+func (g *siteGateway) kubestore(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	return runKubestore(t, append(args, "--data-dir", g.dir, "--peer-advertise-address", "127.0.0.1")...)
+}
+
+func (g *siteGateway) memberList(t *testing.T) string {
+	t.Helper()
+	out, err := g.kubestore(t, "member", "list")
+	if err != nil {
+		t.Fatalf("member list on %s: %v\n%s", g.name, err, out)
+	}
+	return out
+}
+
+// row is the member list's row of name, "" without one.
+func row(list, name string) string {
+	for _, line := range strings.Split(list, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == name {
+			return line
+		}
+	}
+	return ""
+}
+
+// voters reports whether list names exactly names, each a voter (or the
+// leader) that the listing gateway reaches.
+func voters(list string, names ...string) bool {
+	if strings.Count(strings.TrimSpace(list), "\n") != len(names) {
+		return false
+	}
+	for _, n := range names {
+		r := row(list, n)
+		if r == "" || strings.Contains(r, "learner") || strings.Contains(r, " no: ") {
+			return false
+		}
+	}
+	return true
+}
+
+// siteWriters create ConfigMaps through every gateway's API and record
+// the ones acknowledged.
+type siteWriters struct {
+	mu    sync.Mutex
+	acked map[string]bool
+	// firstAfter is, per gateway, when its first write issued after mark
+	// was acknowledged.
+	mark       time.Time
+	firstAfter map[string]time.Time
+	failed     int
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
+}
+
+func startSiteWriters(t *testing.T, gws ...*siteGateway) *siteWriters {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &siteWriters{acked: map[string]bool{}, firstAfter: map[string]time.Time{}, cancel: cancel}
+	for _, g := range gws {
+		rc := g.p.restConfig()
+		rc.Timeout = time.Second
+		client := kubernetes.NewForConfigOrDie(rc)
+		w.wg.Go(func() {
+			for i := 0; ctx.Err() == nil; i++ {
+				name := fmt.Sprintf("w-%s-%d", g.name, i)
+				began := time.Now()
+				_, err := client.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{
+					ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"i": strconv.Itoa(i)}}, metav1.CreateOptions{})
+				w.mu.Lock()
+				if err == nil {
+					w.acked[name] = true
+					if !w.mark.IsZero() && began.After(w.mark) && w.firstAfter[g.name].IsZero() {
+						w.firstAfter[g.name] = time.Now()
+					}
+				} else {
+					w.failed++
+				}
+				w.mu.Unlock()
+				if err != nil {
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+		})
+	}
+	return w
+}
+
+func (w *siteWriters) stop() map[string]bool {
+	w.cancel()
+	w.wg.Wait()
+	return w.acked
+}
+
+// missing lists the acknowledged ConfigMaps g does not have.
+func missing(t *testing.T, g *siteGateway, acked map[string]bool) []string {
+	t.Helper()
+	list, err := g.p.clientset().CoreV1().ConfigMaps("default").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("listing on %s: %v", g.name, err)
+	}
+	have := map[string]bool{}
+	for _, cm := range list.Items {
+		have[cm.Name] = true
+	}
+	var out []string
+	for name := range acked {
+		if !have[name] {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// TestSiteOfThreeGateways runs a site of three kubestores as one embedded
+// etcd cluster (issue 26): a join whose token pins another CA is refused;
+// two gateways join at once (k3s#7000, "too many learners"); the raft
+// leader is killed under writes through every gateway and no acknowledged
+// write is lost; the dead member is visible on the survivors (k3s#11231);
+// a gateway joins while a dead member is still listed (k3s#10462); a
+// member removed while down rejoins at its next start with its old data,
+// and a wiped one rejoins under its name (k3s#13498), with nothing cleaned
+// up by hand.
+func TestSiteOfThreeGateways(t *testing.T) {
+	a, b, c := newGateway(t, "gw-a"), newGateway(t, "gw-b"), newGateway(t, "gw-c")
+	a.start(t, "", "")
+	out, err := a.kubestore(t, "member", "token")
+	if err != nil {
+		t.Fatalf("member token: %v\n%s", err, out)
+	}
+	token, join := strings.TrimSpace(out), a.url()
+	if _, err := config.ParseJoinToken(token); err != nil {
+		t.Fatalf("member token printed %q: %v", token, err)
+	}
+
+	{
+		t.Log("a token pinning another CA is refused")
+		parsed, _ := config.ParseJoinToken(token)
+		wrong := config.FormatJoinToken([]byte("another site's CA"), parsed.Secret)
+		x := newGateway(t, "gw-x")
+		x.launch(t, join, wrong)
+		if err := x.p.wait(90 * time.Second); err == nil {
+			t.Fatalf("a join with a wrong CA hash started\n%s", x.p.logs())
+		}
+		if logs := x.p.logs(); !strings.Contains(logs, "refusing to join") || !strings.Contains(logs, "--join-token pins") {
+			t.Errorf("the refusal does not say why:\n%s", logs)
+		}
+		if _, err := os.Stat(filepath.Join(x.dir, "etcd", "member")); err == nil {
+			t.Errorf("the refused joiner has etcd data")
+		}
+		if r := row(a.memberList(t), "gw-x"); r != "" {
+			t.Errorf("the site lists the refused joiner: %s", r)
+		}
+	}
+
+	// Two joins at once: etcd admits one learner at a time, the other
+	// waits for it and joins next.
+	b.launch(t, join, token)
+	c.launch(t, join, token)
+	b.waitServing(t)
+	c.waitServing(t)
+	if !eventually(30*time.Second, func() bool { return voters(a.memberList(t), "gw-a", "gw-b", "gw-c") }) {
+		t.Fatalf("after two joins at once, the site is not three reachable voters:\n%s", a.memberList(t))
+	}
+	// One object, written on one gateway, read on another, a Secret
+	// included (the site shares its encryption key).
+	a.p.mustKubectl("create", "secret", "generic", "shared", "--from-literal=k=v")
+	if got := c.p.mustKubectl("get", "secret", "shared", "-o", "jsonpath={.data.k}"); got != "dg==" {
+		t.Fatalf("a Secret written on gw-a reads %q on gw-c", got)
+	}
+
+	gws := map[string]*siteGateway{a.name: a, b.name: b, c.name: c}
+	var leader *siteGateway
+	for _, g := range gws {
+		if strings.Contains(row(a.memberList(t), g.name), "leader") {
+			leader = g
+		}
+	}
+	if leader == nil {
+		t.Fatalf("no leader in\n%s", a.memberList(t))
+	}
+	var survivors []*siteGateway
+	for _, g := range []*siteGateway{a, b, c} {
+		if g != leader {
+			survivors = append(survivors, g)
+		}
+	}
+
+	{
+		t.Log("kill -9 the leader under writes")
+		w := startSiteWriters(t, a, b, c)
+		time.Sleep(3 * time.Second)
+		w.mu.Lock()
+		w.mark = time.Now()
+		killed := w.mark
+		w.mu.Unlock()
+		leader.p.cmd.Process.Kill()
+		<-leader.p.exited
+		time.Sleep(8 * time.Second)
+		acked := w.stop()
+		for _, g := range survivors {
+			if w.firstAfter[g.name].IsZero() {
+				t.Fatalf("no write through %s succeeded in the 8 s after the leader %s was killed", g.name, leader.name)
+			}
+			t.Logf("writes through %s resumed %s after the leader was killed", g.name, w.firstAfter[g.name].Sub(killed).Round(time.Millisecond))
+		}
+		t.Logf("%d writes acknowledged, %d failed (the killed gateway's and those in flight at the election)", len(acked), w.failed)
+		for _, g := range survivors {
+			if m := missing(t, g, acked); len(m) > 0 {
+				t.Fatalf("%d acknowledged writes missing on %s: %v", len(m), g.name, m[:min(5, len(m))])
+			}
+		}
+
+		// The dead member is visible on the survivors before anything
+		// else goes wrong: the readyz check and the metric name it.
+		s := survivors[0]
+		if !eventually(20*time.Second, func() bool {
+			out, _ := s.p.kubectl("get", "--raw", "/readyz?verbose")
+			return strings.Contains(out, "[-]etcd-members failed")
+		}) {
+			t.Errorf("/readyz?verbose on %s does not fail etcd-members with %s dead", s.name, leader.name)
+		}
+		metrics := s.p.mustKubectl("get", "--raw", "/metrics")
+		if want := `kubestore_site_member_reachable{member="` + leader.name + `"} 0`; !strings.Contains(metrics, want) {
+			t.Errorf("metrics on %s lack %s", s.name, want)
+		}
+		if r := row(s.memberList(t), leader.name); !strings.Contains(r, " no: ") {
+			t.Errorf("member list on %s shows the dead member as reachable: %s", s.name, r)
+		}
+
+		// The killed gateway comes back with its data and catches up.
+		if leader == a {
+			leader.start(t, "", "")
+		} else {
+			leader.start(t, join, token)
+		}
+		if m := missing(t, leader, acked); len(m) > 0 {
+			t.Fatalf("%d acknowledged writes missing on the restarted %s: %v", len(m), leader.name, m[:min(5, len(m))])
+		}
+		if !eventually(30*time.Second, func() bool { return voters(s.memberList(t), "gw-a", "gw-b", "gw-c") }) {
+			t.Fatalf("the site is not whole again:\n%s", s.memberList(t))
+		}
+		if !eventually(20*time.Second, func() bool { return s.p.ready() }) {
+			t.Errorf("/readyz on %s still fails with every member back", s.name)
+		}
+	}
+
+	{
+		t.Log("a join while a dead member is listed, then its removal and rejoin")
+		// c goes down and stays listed. etcd counts a joiner as down until
+		// it has caught up, so with c down a join could cost the site its
+		// quorum: it is refused in one line that says what to do.
+		c.p.kill()
+		d := newGateway(t, "gw-d")
+		d.launch(t, b.url(), token)
+		if err := d.p.wait(90 * time.Second); err == nil {
+			t.Fatalf("gw-d joined a site of three with gw-c down\n%s", d.p.logs())
+		}
+		if logs := d.p.logs(); !strings.Contains(logs, "members gw-c are unreachable") || !strings.Contains(logs, "kubestore member remove") {
+			t.Errorf("the refused join does not name the dead member and the way out:\n%s", logs)
+		}
+		// The dead member is removed while down; d joins.
+		if out, err := a.kubestore(t, "member", "remove", "gw-c"); err != nil {
+			t.Fatalf("member remove gw-c: %v\n%s", err, out)
+		}
+		if r := row(a.memberList(t), "gw-c"); r != "" {
+			t.Fatalf("gw-c still listed after its removal: %s", r)
+		}
+		d.start(t, b.url(), token)
+		if !eventually(30*time.Second, func() bool { return voters(a.memberList(t), "gw-a", "gw-b", "gw-d") }) {
+			t.Fatalf("gw-d did not become a voter:\n%s", a.memberList(t))
+		}
+		// ... and rejoins at its next start, its old data kept aside.
+		a.p.mustKubectl("create", "configmap", "after-removal")
+		c.start(t, join, token)
+		if _, err := os.Stat(filepath.Join(c.dir, "etcd.removed", "member")); err != nil {
+			t.Errorf("gw-c's old data is not kept in etcd.removed: %v", err)
+		}
+		c.p.mustKubectl("get", "configmap", "after-removal")
+
+		// d is wiped and started again under its name and address: the
+		// join replaces its stale entry.
+		stopGracefully(t, d.p)
+		if err := os.RemoveAll(d.dir); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(d.dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		d.start(t, join, token)
+		d.p.mustKubectl("get", "configmap", "after-removal")
+		if !eventually(30*time.Second, func() bool { return voters(a.memberList(t), "gw-a", "gw-b", "gw-c", "gw-d") }) {
+			t.Fatalf("the site is not four reachable voters:\n%s", a.memberList(t))
+		}
+	}
+}
