@@ -155,6 +155,9 @@ type Mirror struct {
 	deleted deletedUIDs
 	// events sends the node's agents' Events upstream.
 	events *outbox
+	// elect, when set, runs each rule's streams only while this process
+	// leads the rule (SetElector).
+	elect Elector
 	// namespaces are the local namespaces known to exist.
 	namespaces sync.Map
 }
@@ -308,18 +311,7 @@ func (m *Mirror) Run(ctx context.Context) {
 		if r.referencedBy != "" {
 			continue
 		}
-		namespaces := r.cfg.Namespaces
-		if len(namespaces) == 0 {
-			namespaces = []string{""}
-		}
-		for _, ns := range namespaces {
-			s := m.newStream(r, ns, r.object)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				s.run(ctx)
-			}()
-		}
+		wg.Go(func() { m.runRule(ctx, r) })
 	}
 	wg.Add(4)
 	go func() {

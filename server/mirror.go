@@ -134,6 +134,13 @@ func (b *builder) mirror() error {
 	if err != nil {
 		return err
 	}
+	// Processes sharing one etcd stream each rule once, elected.
+	if b.cfg.Site.Enabled() || b.cfg.Etcd.External() {
+		identity := b.cfg.Mirror.EffectiveNodeName() + "/" + b.cfg.Site.Name() + "/" + b.cfg.DataDir
+		m.SetElector(func(ctx context.Context, key string, fn func(context.Context)) {
+			b.storage.Lead(ctx, key, identity, fn)
+		})
+	}
 	b.undo(stores.close)
 	b.mirrorStores, b.mirrorer = stores, m
 	return nil

@@ -68,6 +68,8 @@ type Storage interface {
 	// Client is the shared etcd client (a site's joins change the
 	// membership through it).
 	Client() *clientv3.Client
+	// Lead runs fn while this process holds an etcd election.
+	Lead(ctx context.Context, key, identity string, fn func(term context.Context))
 	Failed() <-chan struct{}
 	Failure() error
 }

@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubestore/kubestore/config"
@@ -377,4 +378,68 @@ func TestSiteOfThreeGateways(t *testing.T) {
 			t.Fatalf("the site is not four reachable voters:\n%s", a.memberList(t))
 		}
 	}
+}
+
+// upstreamWatches is how many watches of resource the upstream serves now.
+func upstreamWatches(t *testing.T, env *mirrorEnv, resource string) float64 {
+	t.Helper()
+	n, _ := env.upMetrics(t).value("apiserver_longrunning_requests", "resource", resource, "verb", "WATCH")
+	return n
+}
+
+// TestSiteMirrorsOnce: two gateways of a site of three mirror the same rule, and
+// the rule's objects are streamed from the upstream once for the site, by
+// the gateway elected for it; both serve them. When the elected gateway is
+// killed, the other takes the rule over (issue 26).
+func TestSiteMirrorsOnce(t *testing.T) {
+	requireKubectl(t)
+	env := newMirrorEnv(t)
+	ctx := t.Context()
+	const ns = "shared"
+	up := env.upCS.CoreV1().ConfigMaps(ns)
+	_, err := env.upCS.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	must(t, err)
+	for i := range 10 {
+		_, err := up.Create(ctx, cm(ns, fmt.Sprintf("s-%02d", i), "0"), metav1.CreateOptions{})
+		must(t, err)
+	}
+	before := upstreamWatches(t, env, "configmaps")
+	rules := []mirrorRule{{Name: "shared", Resource: "configmaps", Namespaces: []string{ns}}}
+	ga, gb := newGateway(t, "gw-a"), newGateway(t, "gw-b")
+	a := env.startEdge(t, t, "edge-a", rules, "", ga.args("", "")...)
+	ga.dir = a.dataDir
+	out, err := ga.kubestore(t, "member", "token")
+	if err != nil {
+		t.Fatalf("member token: %v\n%s", err, out)
+	}
+	token := strings.TrimSpace(out)
+	b := env.startEdge(t, t, "edge-b", rules, "", gb.args(a.p.server(), token)...)
+	// A third member, mirroring nothing, keeps the site's quorum when one
+	// of the two dies.
+	newGateway(t, "gw-c").start(t, a.p.server(), token)
+	want := func(t *testing.T) map[string]*unstructured.Unstructured {
+		return env.upstream(t, gvrConfigMaps, ns, metav1.ListOptions{})
+	}
+	va, vb := a.watch(ctx, gvrConfigMaps, ns), b.watch(ctx, gvrConfigMaps, ns)
+	converge(t, va, "shared", want)
+	converge(t, vb, "shared", want)
+	if !eventually(20*time.Second, func() bool { return upstreamWatches(t, env, "configmaps")-before == 1 }) {
+		t.Fatalf("the site watches the rule's ConfigMaps upstream %v times, want once", upstreamWatches(t, env, "configmaps")-before)
+	}
+
+	// The elected gateway is the one whose /mirrorz lists the stream.
+	leader, other := a, b
+	if strings.Contains(b.mustKubectl(t, "get", "--raw", "/mirrorz?verbose"), "shared") {
+		leader, other = b, a
+	}
+	leader.p.kill()
+	_, err = up.Create(ctx, cm(ns, "after-kill", "1"), metav1.CreateOptions{})
+	must(t, err)
+	vo := va
+	if other == b {
+		vo = vb
+	}
+	// The holder's lease (10 s) lapses, the other gateway takes the
+	// rule over and resumes the stream.
+	convergeWithin(t, vo, "shared", want, 60*time.Second)
 }
