@@ -56,6 +56,19 @@ func operatorCommands() []*cli.Command {
 		},
 		updateCommands(),
 		{
+			Name:  "cluster",
+			Usage: "recover this gateway's site",
+			Subcommands: []*cli.Command{
+				{
+					Name:         "reset",
+					Usage:        "after the site lost quorum for good: make this stopped member the only member of its site, with all its data (copied first to <data-dir>/etcd.before-reset); the other gateways then join it again by themselves",
+					Flags:        config.Flags(),
+					Action:       clusterReset,
+					OnUsageError: usageError,
+				},
+			},
+		},
+		{
 			Name:  "member",
 			Usage: "the members of this gateway's site (several gateways' embedded etcd members as one cluster; README: \"A site of several gateways\")",
 			Subcommands: []*cli.Command{
@@ -274,4 +287,12 @@ func memberToken(c *cli.Context) error {
 	}
 	fmt.Fprintln(c.App.Writer, token)
 	return nil
+}
+
+func clusterReset(c *cli.Context) error {
+	cc, err := loadConfig(c)
+	if err != nil {
+		return err
+	}
+	return maintenance.ClusterReset(c.Context, cc, server.BuildInfo().Version, c.App.Writer)
 }

@@ -79,6 +79,12 @@ func Endpoints(dir datadir.Dir, cfg config.Etcd) []string {
 // as a learner is promoted first (site.go). On error nothing is left
 // running.
 func Start(ctx context.Context, c config.Config) (*Server, error) {
+	return start(ctx, c, false)
+}
+
+// start is Start; forceNew starts a site's member as the only member of
+// its cluster, keeping its data (etcd's --force-new-cluster; ResetSite).
+func start(ctx context.Context, c config.Config, forceNew bool) (*Server, error) {
 	dir, cfg := datadir.Dir(c.DataDir), c.Etcd
 	sock := SocketPath(dir)
 	if len(sock) > config.MaxUnixSocketPath {
@@ -92,6 +98,7 @@ func Start(ctx context.Context, c config.Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	ec.ForceNewCluster = forceNew
 	lg, err := Logger(c.Log)
 	if err != nil {
 		return nil, err

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -155,3 +157,84 @@ func (s *Server) MemberID() uint64 { return uint64(s.etcd.Server.MemberID()) }
 // always does, a site's member not while its site elects one or has lost
 // quorum.
 func (s *Server) HasLeader() bool { return s.etcd.Server.Leader() != 0 }
+
+// BeforeResetDir is where ResetSite keeps the member's data as it was.
+func BeforeResetDir(dir datadir.Dir) string { return dir.Etcd() + ".before-reset" }
+
+// ResetSite makes the stopped member of c's data directory the only member
+// of its site, with all its data: the recovery of a site that lost quorum
+// for good (etcd's --force-new-cluster, k3s's --cluster-reset). It first
+// copies the member's data as it was to BeforeResetDir (replacing an
+// earlier copy). The caller holds the data directory's lock. The other
+// gateways, asking --join at their next start, find they are no longer
+// members and join the reset site again by themselves.
+func ResetSite(ctx context.Context, c config.Config) error {
+	dir := datadir.Dir(c.DataDir)
+	if !dir.HasEtcdData() {
+		return fmt.Errorf("no etcd data in --%s %s to reset the site from", config.FlagDataDir, c.DataDir)
+	}
+	keep := BeforeResetDir(dir)
+	if err := os.RemoveAll(keep); err != nil {
+		return err
+	}
+	if err := copyTree(dir.Etcd(), keep); err != nil {
+		os.RemoveAll(keep)
+		return fmt.Errorf("copying the data before the reset to %s: %w", keep, err)
+	}
+	// The reset member founds a new site: it no longer asks whether the
+	// old one still has it.
+	if err := os.Remove(dir.SiteJoin()); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	s, err := start(ctx, c, true)
+	if err != nil {
+		return fmt.Errorf("resetting the site (the data before it is in %s): %w", keep, err)
+	}
+	s.Close()
+	return nil
+}
+
+// copyTree copies the directory src to dst, file by file, each synced, then
+// the directories.
+func copyTree(src, dst string) error {
+	err := filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		target := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(target, 0o700)
+		case !d.Type().IsRegular():
+			return nil // etcd's sockets
+		}
+		in, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return err
+		}
+		if err := out.Sync(); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	})
+	if err != nil {
+		return err
+	}
+	return filepath.WalkDir(dst, func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		return datadir.SyncDir(path)
+	})
+}

@@ -2,12 +2,14 @@ package maintenance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
 
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/datadir"
+	"github.com/kubestore/kubestore/etcdembed"
 	"github.com/kubestore/kubestore/site"
 )
 
@@ -68,5 +70,33 @@ func MemberRemove(ctx context.Context, cc config.Completed, name, version string
 		return err
 	}
 	fmt.Fprintf(w, "removed member %s (%x, %s); it rejoins with a wiped data dir, or at its next start with --%s\n", m.Name, m.ID, m.PeerURL, config.FlagJoin)
+	return nil
+}
+
+// ClusterReset makes the stopped member of cc's data directory the only
+// member of its site, with all its data, after the site lost quorum for
+// good (etcdembed.ResetSite).
+func ClusterReset(ctx context.Context, cc config.Completed, version string, w io.Writer) error {
+	cfg := cc.Config()
+	if !cfg.Site.Enabled() {
+		return fmt.Errorf("--%s is not set: this kubestore's etcd is not a site's member", config.FlagPeerAdvertiseAddress)
+	}
+	dir := datadir.Dir(cfg.DataDir)
+	unlock, err := dir.Lock()
+	if errors.Is(err, datadir.ErrLocked) {
+		return fmt.Errorf("a server runs on --%s %s: stop it first (a reset is for a site that lost quorum, whose servers cannot serve)", config.FlagDataDir, cfg.DataDir)
+	}
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if _, _, err := dir.RefuseNewerFormat(version); err != nil {
+		return err
+	}
+	if err := etcdembed.ResetSite(ctx, cfg); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "this member is now the only member of its site, with all its data (the data before the reset is in %s); start it, then the other gateways: with --%s naming it, they join it again by themselves\n",
+		etcdembed.BeforeResetDir(dir), config.FlagJoin)
 	return nil
 }

@@ -92,8 +92,12 @@ func joinIfNeeded(ctx context.Context, cfg config.Config, dir datadir.Dir) error
 	hasData := dir.HasEtcdData()
 	if hasData {
 		j, err := etcdembed.ReadJoin(dir)
-		if errors.Is(err, os.ErrNotExist) || (err == nil && j.MemberID == 0) {
-			return nil // its etcd never served as a site's member: nothing to ask
+		if errors.Is(err, os.ErrNotExist) || (err == nil && (j.MemberID == 0 || j.InitialCluster == "")) {
+			// It never served as a site's member, or founded its site
+			// (first, or by a restore or a reset): nothing to ask. A
+			// founder asking could be told by a member of a site it
+			// replaced that it is gone.
+			return nil
 		}
 		if err != nil {
 			return err

@@ -443,3 +443,59 @@ func TestSiteMirrorsOnce(t *testing.T) {
 	// rule over and resumes the stream.
 	convergeWithin(t, vo, "shared", want, 60*time.Second)
 }
+
+// TestSiteClusterReset: a site of three loses two members for good (its
+// quorum); kubestore cluster reset makes the survivor a site of one with
+// all its data, and the other two, started again with their old data, find
+// they are no longer members and join the reset site by themselves.
+func TestSiteClusterReset(t *testing.T) {
+	a, b, c := newGateway(t, "gw-a"), newGateway(t, "gw-b"), newGateway(t, "gw-c")
+	a.start(t, "", "")
+	out, err := a.kubestore(t, "member", "token")
+	if err != nil {
+		t.Fatalf("member token: %v\n%s", err, out)
+	}
+	token := strings.TrimSpace(out)
+	b.start(t, a.url(), token)
+	c.start(t, a.url(), token)
+	for i := range 20 {
+		b.p.mustKubectl("create", "configmap", fmt.Sprintf("before-%d", i))
+	}
+	b.p.kill()
+	c.p.kill()
+	// The survivor serves no write without quorum, and stops.
+	if _, err := a.p.kubectl("create", "configmap", "no-quorum", "--request-timeout=3s"); err == nil {
+		t.Fatalf("a write succeeded on a site with one member of three")
+	}
+	a.p.kill()
+
+	out, err = a.kubestore(t, "cluster", "reset")
+	if err != nil {
+		t.Fatalf("cluster reset: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(a.dir, "etcd.before-reset", "member", "wal")); err != nil {
+		t.Errorf("the data before the reset is not kept: %v", err)
+	}
+	a.start(t, "", "")
+	for i := range 20 {
+		a.p.mustKubectl("get", "configmap", fmt.Sprintf("before-%d", i))
+	}
+	a.p.mustKubectl("create", "configmap", "after-reset")
+	if l := a.memberList(t); !voters(l, "gw-a") {
+		t.Fatalf("after the reset the site is not gw-a alone:\n%s", l)
+	}
+
+	// The others come back with their old data and join the reset site.
+	b.start(t, a.url(), token)
+	c.start(t, a.url(), token)
+	for _, g := range []*siteGateway{b, c} {
+		g.p.mustKubectl("get", "configmap", "after-reset")
+		g.p.mustKubectl("get", "configmap", "before-19")
+		if _, err := os.Stat(filepath.Join(g.dir, "etcd.removed", "member")); err != nil {
+			t.Errorf("%s's old data is not kept in etcd.removed: %v", g.name, err)
+		}
+	}
+	if !eventually(30*time.Second, func() bool { return voters(a.memberList(t), "gw-a", "gw-b", "gw-c") }) {
+		t.Fatalf("the reset site is not three reachable voters:\n%s", a.memberList(t))
+	}
+}
