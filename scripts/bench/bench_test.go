@@ -18,7 +18,8 @@ func TestOnly(t *testing.T) {
 		want    []string
 		wantErr bool
 	}{
-		{only: "", want: []string{sectionStore, sectionMirror, sectionControllers, sectionGateway, sectionPeer, sectionCachePolicy, sectionNodeAgents, sectionUpdate}},
+		{only: "", want: []string{sectionStore, sectionMirror, sectionControllers, sectionGateway, sectionPeer, sectionCachePolicy, sectionNodeAgents, sectionUpdate, sectionSite}},
+		{only: "site", want: []string{sectionSite}},
 		{only: "update", want: []string{sectionUpdate}},
 		{only: "peer", want: []string{sectionPeer}},
 		{only: "store,gateway,peer", want: []string{sectionStore, sectionGateway, sectionPeer}},
@@ -245,6 +246,13 @@ func TestSmoke(t *testing.T) {
 		u.ReadyMs <= 0 || u.TrialReadyMs <= 0 || u.CommitMs <= 0 || u.WayBackReadyMs <= 0:
 		t.Errorf("update %+v: want 100 ConfigMaps, at least as many keys rewritten, a snapshot and every time", u)
 	}
+	switch s := got.Site; {
+	case s == nil:
+		t.Error("no site result")
+	case s.ConfigMaps != 100 || s.Single.CreatesPerSec <= 0 || s.Site.CreatesPerSec <= 0 || s.Site.P99Ms <= 0 ||
+		len(s.Single.Mem) != 1 || len(s.Site.Mem) != 3 || s.Site.Mem[2].VmRSS <= 0 || s.JoinReadyMs <= 0:
+		t.Errorf("site %+v: want 100 ConfigMaps through one kubestore and three members, each one's memory, a join", s)
+	}
 	var table bytes.Buffer
 	printTable(&table, &got)
 	wantNodeAgents := "node agents: reconnect, 5 deleted + 5 created upstream"
@@ -255,7 +263,7 @@ func TestSmoke(t *testing.T) {
 	if newerErr != nil {
 		wantUpdate = "update: skipped: "
 	}
-	for _, want := range []string{wantNodeAgents, wantUpdate, "binary size", "creates/s", "gateway ×1 (1900 objects)", "peak RSS over a burst", "disk writes per update (6 at ", "disk writes at idle", "cm protobuf rv=0 cached", "cm protobuf rv=0 uncached", "informer cold sync", "mirror: resync after 2 s outage", "controllers: garbage-collector-controller, over none"} {
+	for _, want := range []string{wantNodeAgents, wantUpdate, "binary size", "creates/s", "gateway ×1 (1900 objects)", "peak RSS over a burst", "disk writes per update (6 at ", "disk writes at idle", "cm protobuf rv=0 cached", "cm protobuf rv=0 uncached", "informer cold sync", "mirror: resync after 2 s outage", "controllers: garbage-collector-controller, over none", "site: a fourth gateway joins with 100 ConfigMaps present"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q", want)
 		}

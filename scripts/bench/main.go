@@ -98,9 +98,10 @@ const (
 	sectionCachePolicy = "cache-policy"
 	sectionNodeAgents  = "node-agents"
 	sectionUpdate      = "update"
+	sectionSite        = "site"
 )
 
-var allSections = []string{sectionStore, sectionMirror, sectionControllers, sectionGateway, sectionPeer, sectionCachePolicy, sectionNodeAgents, sectionUpdate}
+var allSections = []string{sectionStore, sectionMirror, sectionControllers, sectionGateway, sectionPeer, sectionCachePolicy, sectionNodeAgents, sectionUpdate, sectionSite}
 
 // sections are the sections this run measures.
 func (o *options) sections() []string {
@@ -220,7 +221,7 @@ func main() {
 	flag.BoolVar(&o.Keep, "keep", false, "keep the data dir and server logs")
 	flag.BoolVar(&o.XZ, "xz", true, "also measure the binary compressed with xz -9 (about a minute of one core, before anything else runs)")
 	flag.StringVar(&o.ProfileDir, "profile-dir", "", "if set, serve with --profiling and save heap profiles (idle, loaded, after the lists) and a CPU profile of the first cached LISTs there")
-	flag.StringVar(&o.Only, "only", "", "run only these sections, comma separated (peer's ratios need gateway and store in the same run): store (one process: start-up, memory, LISTs, writes, watches, flash, informer) or mirror (an edge mirroring a second kubestore) or controllers (the memory of each of --controllers) or gateway (memory of the gateway data set x1 and x5, a burst of updates, flash at 10 updates/s) or peer (kube-apiserver + etcd from -peer-bin-dir on the gateway data set, each figure beside kubestore's) or cache-policy (each gateway resource's watch cache: the memory it holds, what a GET by name costs without it) or node-agents (an edge serving kubemark's hollow kubelet with 110 pods: requests, CPU, memory, the reconnect after an outage) or update (the -configmaps updated to -newer-bin's data format: the pre-update snapshot, the trial start, the commit, the way back); empty runs all")
+	flag.StringVar(&o.Only, "only", "", "run only these sections, comma separated (peer's ratios need gateway and store in the same run): store (one process: start-up, memory, LISTs, writes, watches, flash, informer) or mirror (an edge mirroring a second kubestore) or controllers (the memory of each of --controllers) or gateway (memory of the gateway data set x1 and x5, a burst of updates, flash at 10 updates/s) or peer (kube-apiserver + etcd from -peer-bin-dir on the gateway data set, each figure beside kubestore's) or cache-policy (each gateway resource's watch cache: the memory it holds, what a GET by name costs without it) or node-agents (an edge serving kubemark's hollow kubelet with 110 pods: requests, CPU, memory, the reconnect after an outage) or update (the -configmaps updated to -newer-bin's data format: the pre-update snapshot, the trial start, the commit, the way back) or site (the -configmaps created through one kubestore and through a site of three: rate, latency, memory of each member; a fourth gateway's join with them present); empty runs all")
 	flag.IntVar(&o.MirrorObjects, "mirror-objects", 0, "mirror: ConfigMaps of 1 KiB the edge mirrors (0: 10000 x scale)")
 	flag.IntVar(&o.MirrorChanges, "mirror-changes", 0, "mirror: ConfigMaps updated upstream during the outage (0: 100 x scale, 1 % of the mirrored ones)")
 	flag.DurationVar(&o.MirrorOutage, "mirror-outage", 60*time.Second, "mirror: how long the link between edge and upstream is cut")

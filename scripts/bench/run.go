@@ -69,6 +69,7 @@ type Result struct {
 	CachePolicy *CachePolicyResult `json:"cachePolicy,omitempty"`
 	NodeAgents  *NodeAgentsResult  `json:"nodeAgents,omitempty"`
 	Update      *UpdateResult      `json:"update,omitempty"`
+	Site        *SiteResult        `json:"site,omitempty"`
 }
 
 // ran reports whether the run measured section.
@@ -317,7 +318,7 @@ func (b *bench) dataDirSize(phase string) (DataDirSize, error) {
 func (b *bench) run(ctx context.Context) error {
 	measure := map[string]func(context.Context) error{
 		sectionStore: b.store, sectionMirror: b.mirror, sectionControllers: b.controllers, sectionGateway: b.gateway,
-		sectionPeer: b.peer, sectionCachePolicy: b.cachePolicy, sectionNodeAgents: b.nodeAgents, sectionUpdate: b.update,
+		sectionPeer: b.peer, sectionCachePolicy: b.cachePolicy, sectionNodeAgents: b.nodeAgents, sectionUpdate: b.update, sectionSite: b.site,
 	}
 	for _, section := range allSections {
 		if b.res.ran(section) {

@@ -125,6 +125,9 @@ func printTable(w io.Writer, r *Result) {
 	if u := r.Update; u != nil && u.Skipped == "" {
 		updateRows(row, r)
 	}
+	if r.Site != nil {
+		siteRows(row, r)
+	}
 	tw.Flush()
 }
 
