@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -36,6 +37,9 @@ const httpSocketName = "http.sock"
 // ErrNotReady means etcd did not become ready within --etcd-start-timeout.
 var ErrNotReady = errors.New("embedded etcd did not become ready")
 
+// ErrRemoved means the member's site removed it.
+var ErrRemoved = fmt.Errorf("this member was removed from its site: with --%s and --%s it joins the site again at its next start; alone, move <data-dir>/etcd away to start afresh", config.FlagJoin, config.FlagJoinToken)
+
 // ErrStopped means the member stopped while it served, without Close.
 var ErrStopped = errors.New("embedded etcd stopped")
 
@@ -56,9 +60,11 @@ type Server struct {
 	// snapSynced is closed when the snap directory's syncer ends (nil
 	// without one).
 	snapSynced <-chan struct{}
-	guard      *DiskGuard
-	guarded    <-chan struct{} // closed when the guard has stopped
-	quota      *QuotaGuard
+	// removed is set when etcd says the site removed this member.
+	removed *atomic.Bool
+	guard   *DiskGuard
+	guarded <-chan struct{} // closed when the guard has stopped
+	quota   *QuotaGuard
 }
 
 // SocketPath is where the embedded etcd of a data directory listens.
@@ -103,13 +109,13 @@ func start(ctx context.Context, c config.Config, forceNew bool) (*Server, error)
 	if err != nil {
 		return nil, err
 	}
-	closing := make(chan struct{})
-	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg.WithOptions(zap.WrapCore(logFilter{closing: closing}.wrap)))
+	closing, removed := make(chan struct{}), new(atomic.Bool)
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg.WithOptions(zap.WrapCore(logFilter{closing: closing, removed: removed}.wrap)))
 	e, err := embed.StartEtcd(ec)
 	if err != nil {
 		return nil, fmt.Errorf("starting embedded etcd: %w", err)
 	}
-	s := &Server{etcd: e, endpoint: "unix://" + sock, closing: closing, failed: make(chan struct{})}
+	s := &Server{etcd: e, endpoint: "unix://" + sock, closing: closing, failed: make(chan struct{}), removed: removed}
 
 	timer := time.NewTimer(cfg.StartTimeout.Duration)
 	defer timer.Stop()
@@ -137,6 +143,9 @@ func start(ctx context.Context, c config.Config, forceNew bool) (*Server, error)
 		return s, nil
 	case err := <-e.Err():
 		s.Close()
+		if removed.Load() {
+			return nil, ErrRemoved
+		}
 		return nil, fmt.Errorf("starting embedded etcd: %w", err)
 	case <-timer.C:
 		s.Close()
@@ -268,6 +277,9 @@ func (s *Server) watch() {
 	case <-s.closing:
 		return // the failure is the stop's own
 	default:
+	}
+	if s.removed.Load() {
+		err = ErrRemoved
 	}
 	s.failure = fmt.Errorf("embedded etcd failed: %w", err)
 	close(s.failed)

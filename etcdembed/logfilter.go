@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"strings"
+	"sync/atomic"
 
 	"go.uber.org/zap/zapcore"
 )
@@ -20,6 +22,9 @@ const loggerName = "etcd"
 type logFilter struct {
 	// closing is the Server's: closed when Close begins.
 	closing <-chan struct{}
+	// removed, when set, is set once etcd says the site removed this
+	// member (it stops then, with an error that does not say so).
+	removed *atomic.Bool
 }
 
 // wrap is a zap.WrapCore option.
@@ -94,6 +99,11 @@ func (c *filterCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.C
 }
 
 func (c *filterCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
+	if r := c.filter.removed; r != nil && e.LoggerName == loggerName && e.Message == "server error" {
+		if err := fieldError(fields); err != nil && strings.Contains(err.Error(), "permanently removed") {
+			r.Store(true)
+		}
+	}
 	if c.filter.drop(e, fields) {
 		return nil
 	}

@@ -45,6 +45,11 @@ func (g *siteGateway) args(join, token string) []string {
 	if join != "" {
 		args = append(args, "--join", join, "--join-token", token)
 	}
+	// KUBESTORE_SITE_RAFT=HEARTBEAT,ELECTION measures other raft timing
+	// (docs/PERFORMANCE.md, "A site of several gateways").
+	if hb, el, ok := strings.Cut(os.Getenv("KUBESTORE_SITE_RAFT"), ","); ok {
+		args = append(args, "--etcd-heartbeat-interval", hb, "--etcd-election-timeout", el)
+	}
 	return args
 }
 
@@ -144,7 +149,7 @@ func startSiteWriters(t *testing.T, gws ...*siteGateway) *siteWriters {
 	w := &siteWriters{acked: map[string]bool{}, firstAfter: map[string]time.Time{}, cancel: cancel}
 	for _, g := range gws {
 		rc := g.p.restConfig()
-		rc.Timeout = time.Second
+		rc.Timeout = 500 * time.Millisecond
 		client := kubernetes.NewForConfigOrDie(rc)
 		w.wg.Go(func() {
 			for i := 0; ctx.Err() == nil; i++ {
@@ -376,6 +381,14 @@ func TestSiteOfThreeGateways(t *testing.T) {
 		d.p.mustKubectl("get", "configmap", "after-removal")
 		if !eventually(30*time.Second, func() bool { return voters(a.memberList(t), "gw-a", "gw-b", "gw-c", "gw-d") }) {
 			t.Fatalf("the site is not four reachable voters:\n%s", a.memberList(t))
+		}
+
+		// A member removed while it runs stops, saying so in one line.
+		if out, err := a.kubestore(t, "member", "remove", "gw-d"); err != nil {
+			t.Fatalf("member remove gw-d: %v\n%s", err, out)
+		}
+		if err := d.p.wait(30 * time.Second); err == nil || !strings.Contains(d.p.logs(), "this member was removed from its site") {
+			t.Errorf("gw-d removed while running: exit %v, want a failure saying it was removed\n%s", err, d.p.logs())
 		}
 	}
 }
