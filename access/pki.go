@@ -213,14 +213,19 @@ func (p *PKI) leafTemplate(cn string, orgs []string, usage x509.ExtKeyUsage) *x5
 
 func (p *PKI) servingTemplate() *x509.Certificate {
 	t := p.leafTemplate("kubestore", nil, x509.ExtKeyUsageServerAuth)
-	for _, h := range p.hosts {
+	addHosts(t, p.hosts)
+	return t
+}
+
+// addHosts makes t cover hosts: IP addresses and DNS names.
+func addHosts(t *x509.Certificate, hosts []string) {
+	for _, h := range hosts {
 		if ip := net.ParseIP(h); ip != nil {
 			t.IPAddresses = append(t.IPAddresses, ip)
 		} else {
 			t.DNSNames = append(t.DNSNames, h)
 		}
 	}
-	return t
 }
 
 func (p *PKI) adminTemplate() *x509.Certificate {

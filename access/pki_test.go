@@ -148,6 +148,26 @@ func (c *countListener) Enqueue() { c.n.Add(1) }
 
 // Renew replaces a serving certificate that is within renewBefore of its
 // expiry, tells the listeners, and keeps one that is not.
+// storeExpiring stores, as certFile and keyFile, a certificate of tmpl
+// signed by p's CA that expires in left, and returns it.
+func storeExpiring(t *testing.T, p *PKI, tmpl *x509.Certificate, left time.Duration, certFile, keyFile string) []byte {
+	t.Helper()
+	tmpl.NotAfter = time.Now().Add(left)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.caCert, key.Public(), p.caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	if err := writePair(certFile, keyFile, certPEM, key); err != nil {
+		t.Fatal(err)
+	}
+	return certPEM
+}
+
 func TestRenew(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -163,21 +183,8 @@ func TestRenew(t *testing.T) {
 			l := &countListener{}
 			p.Serving().AddListener(l)
 
-			tmpl := p.servingTemplate()
-			tmpl.NotAfter = time.Now().Add(tc.left)
-			key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-			if err != nil {
-				t.Fatal(err)
-			}
-			der, err := x509.CreateCertificate(rand.Reader, tmpl, p.caCert, key.Public(), p.caKey)
-			if err != nil {
-				t.Fatal(err)
-			}
-			stored := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 			certFile := filepath.Join(dir.PKI(), "serving.crt")
-			if err := writePair(certFile, filepath.Join(dir.PKI(), "serving.key"), stored, key); err != nil {
-				t.Fatal(err)
-			}
+			stored := storeExpiring(t, p, p.servingTemplate(), tc.left, certFile, filepath.Join(dir.PKI(), "serving.key"))
 
 			if err := p.Renew(); err != nil {
 				t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -124,12 +123,6 @@ func (p *PKI) Peer(site config.Site) error {
 func (p *PKI) peerTemplate() *x509.Certificate {
 	t := p.leafTemplate(p.peerHosts[0], nil, x509.ExtKeyUsageServerAuth)
 	t.ExtKeyUsage = append(t.ExtKeyUsage, x509.ExtKeyUsageClientAuth)
-	for _, h := range p.peerHosts {
-		if ip := net.ParseIP(h); ip != nil {
-			t.IPAddresses = append(t.IPAddresses, ip)
-		} else {
-			t.DNSNames = append(t.DNSNames, h)
-		}
-	}
+	addHosts(t, p.peerHosts)
 	return t
 }

@@ -2,11 +2,7 @@ package access
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"encoding/pem"
 	"slices"
 	"testing"
 	"time"
@@ -37,20 +33,7 @@ func TestPeerCertificate(t *testing.T) {
 	}
 
 	// A certificate close to its end is replaced by the renewal.
-	tmpl := p.peerTemplate()
-	tmpl.NotAfter = time.Now().Add(renewBefore - time.Hour)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.caCert, key.Public(), p.caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	due := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	if err := writePair(dir.PeerCert(), dir.PeerKey(), due, key); err != nil {
-		t.Fatal(err)
-	}
+	due := storeExpiring(t, p, p.peerTemplate(), renewBefore-time.Hour, dir.PeerCert(), dir.PeerKey())
 	if err := p.Renew(); err != nil {
 		t.Fatal(err)
 	}

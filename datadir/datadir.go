@@ -32,6 +32,21 @@ func (d Dir) CACert() string   { return filepath.Join(d.PKI(), "ca.crt") }
 func (d Dir) PeerCert() string { return filepath.Join(d.PKI(), "peer.crt") }
 func (d Dir) PeerKey() string  { return filepath.Join(d.PKI(), "peer.key") }
 
+// MoveEtcdAside renames <data-dir>/etcd to <data-dir>/<name>, replacing
+// an earlier one, durably, and returns the new path: data kept, never
+// deleted, when a newer release's data is given up or a removed member
+// joins its site again.
+func (d Dir) MoveEtcdAside(name string) (string, error) {
+	aside := filepath.Join(string(d), name)
+	if err := os.RemoveAll(aside); err != nil {
+		return "", err
+	}
+	if err := os.Rename(d.Etcd(), aside); err != nil {
+		return "", err
+	}
+	return aside, SyncDir(string(d))
+}
+
 // SiteJoin records how this member joined its site (etcdembed.Join).
 func (d Dir) SiteJoin() string { return filepath.Join(string(d), "site-join.json") }
 func (d Dir) lockFile() string { return filepath.Join(string(d), "lock") }

@@ -366,13 +366,7 @@ func RestorePreUpdate(ctx context.Context, cc config.Completed, refused *datadir
 			return err
 		}
 	case dir.HasEtcdData():
-		if err := os.RemoveAll(aside); err != nil {
-			return err
-		}
-		if err := os.Rename(dir.Etcd(), aside); err != nil {
-			return err
-		}
-		if err := datadir.SyncDir(string(dir)); err != nil {
+		if _, err := dir.MoveEtcdAside(filepath.Base(aside)); err != nil {
 			return err
 		}
 	}

@@ -13,14 +13,28 @@ import (
 	"github.com/kubestore/kubestore/site"
 )
 
+// siteMember refuses a site's command on a kubestore that is not a
+// site's member.
+func siteMember(cfg config.Config) error {
+	if !cfg.Site.Enabled() {
+		return fmt.Errorf("--%s is not set: this kubestore's etcd is not a site's member", config.FlagPeerAdvertiseAddress)
+	}
+	return nil
+}
+
+// connectSite connects to the etcd of a site's member (connect).
+func connectSite(ctx context.Context, cfg config.Config, version string) (*conn, error) {
+	if err := siteMember(cfg); err != nil {
+		return nil, err
+	}
+	return connect(ctx, cfg, version)
+}
+
 // MemberList prints the members of the site of cc's data directory, as its
 // etcd sees them, and whether this gateway reaches each one's peer port.
 func MemberList(ctx context.Context, cc config.Completed, version string, w io.Writer) error {
 	cfg := cc.Config()
-	if !cfg.Site.Enabled() {
-		return fmt.Errorf("--%s is not set: this kubestore's etcd is not a site's member", config.FlagPeerAdvertiseAddress)
-	}
-	c, err := connect(ctx, cfg, version)
+	c, err := connectSite(ctx, cfg, version)
 	if err != nil {
 		return err
 	}
@@ -56,11 +70,7 @@ func MemberList(ctx context.Context, cc config.Completed, version string, w io.W
 // MemberRemove removes member name from the site; it may be down. etcd
 // refuses when that would leave the site without quorum.
 func MemberRemove(ctx context.Context, cc config.Completed, name, version string, w io.Writer) error {
-	cfg := cc.Config()
-	if !cfg.Site.Enabled() {
-		return fmt.Errorf("--%s is not set: this kubestore's etcd is not a site's member", config.FlagPeerAdvertiseAddress)
-	}
-	c, err := connect(ctx, cfg, version)
+	c, err := connectSite(ctx, cc.Config(), version)
 	if err != nil {
 		return err
 	}
@@ -78,8 +88,8 @@ func MemberRemove(ctx context.Context, cc config.Completed, name, version string
 // good (etcdembed.ResetSite).
 func ClusterReset(ctx context.Context, cc config.Completed, version string, w io.Writer) error {
 	cfg := cc.Config()
-	if !cfg.Site.Enabled() {
-		return fmt.Errorf("--%s is not set: this kubestore's etcd is not a site's member", config.FlagPeerAdvertiseAddress)
+	if err := siteMember(cfg); err != nil {
+		return err
 	}
 	dir := datadir.Dir(cfg.DataDir)
 	unlock, err := dir.Lock()

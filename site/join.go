@@ -14,7 +14,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -124,14 +123,8 @@ func joinIfNeeded(ctx context.Context, cfg config.Config, dir datadir.Dir) error
 	if hasData {
 		// The site removed this member: its data is of a past
 		// membership. It is kept aside, never deleted.
-		removed := filepath.Join(string(dir), "etcd.removed")
-		if err := os.RemoveAll(removed); err != nil {
-			return err
-		}
-		if err := os.Rename(dir.Etcd(), removed); err != nil {
-			return err
-		}
-		if err := datadir.SyncDir(string(dir)); err != nil {
+		removed, err := dir.MoveEtcdAside("etcd.removed")
+		if err != nil {
 			return err
 		}
 		klog.InfoS("The site had removed this member: joining it again; the old data is in "+removed, "join", cfg.Site.Join)

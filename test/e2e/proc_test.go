@@ -247,12 +247,16 @@ func (p *proc) server() string {
 // anonymous is an HTTPS client without a client certificate.
 var anonymous = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 
-func (p *proc) ready() bool {
+func (p *proc) ready() bool { return p.readyAt("/readyz") }
+
+// readyAt reports whether the health endpoint path (with its query)
+// answers 200.
+func (p *proc) readyAt(path string) bool {
 	url := p.server()
 	if url == "" {
 		return false
 	}
-	resp, err := anonymous.Get(url + "/readyz")
+	resp, err := anonymous.Get(url + path)
 	if err != nil {
 		return false
 	}

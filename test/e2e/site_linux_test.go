@@ -5,7 +5,6 @@ package e2e
 import (
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 )
@@ -19,14 +18,7 @@ func TestSiteMemberDiskFault(t *testing.T) {
 	d := newExt4Disk(t, 128<<20)
 	a, b, c := newGateway(t, "gw-a"), newGateway(t, "gw-b"), newGateway(t, "gw-c")
 	c.dir = filepath.Join(d.mnt, "data")
-	a.start(t, "", "")
-	out, err := a.kubestore(t, "member", "token")
-	if err != nil {
-		t.Fatalf("member token: %v\n%s", err, out)
-	}
-	token := strings.TrimSpace(out)
-	b.start(t, a.url(), token)
-	c.start(t, a.url(), token)
+	token := foundSite(t, a, b, c)
 
 	w := startSiteWriters(t, a, b)
 	time.Sleep(2 * time.Second)

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -70,21 +69,7 @@ func (g *siteGateway) start(t *testing.T, join, token string) {
 // check of the other members (which fails while one of them is down).
 func (g *siteGateway) waitServing(t *testing.T) {
 	t.Helper()
-	ok := eventually(90*time.Second, func() bool {
-		if g.p.hasExited() {
-			return true
-		}
-		url := g.p.server()
-		if url == "" {
-			return false
-		}
-		resp, err := anonymous.Get(url + "/readyz?exclude=etcd-members")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	ok := eventually(90*time.Second, func() bool { return g.p.hasExited() || g.p.readyAt("/readyz?exclude=etcd-members") })
 	if !ok || g.p.hasExited() {
 		t.Fatalf("gateway %s not serving within 90s (exited: %v)\n%s", g.name, g.p.hasExited(), g.p.logs())
 	}
@@ -94,6 +79,28 @@ func (g *siteGateway) waitServing(t *testing.T) {
 func (g *siteGateway) kubestore(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	return runKubestore(t, append(args, "--data-dir", g.dir, "--peer-advertise-address", "127.0.0.1")...)
+}
+
+// token is the join token kubestore member token prints on the gateway.
+func (g *siteGateway) token(t *testing.T) string {
+	t.Helper()
+	out, err := g.kubestore(t, "member", "token")
+	if err != nil {
+		t.Fatalf("member token on %s: %v\n%s", g.name, err, out)
+	}
+	return strings.TrimSpace(out)
+}
+
+// foundSite starts first, founding a site, then each of the others joining
+// it in turn, and returns the site's join token.
+func foundSite(t *testing.T, first *siteGateway, others ...*siteGateway) string {
+	t.Helper()
+	first.start(t, "", "")
+	token := first.token(t)
+	for _, g := range others {
+		g.start(t, first.url(), token)
+	}
+	return token
 }
 
 func (g *siteGateway) memberList(t *testing.T) string {
@@ -214,11 +221,7 @@ func missing(t *testing.T, g *siteGateway, acked map[string]bool) []string {
 func TestSiteOfThreeGateways(t *testing.T) {
 	a, b, c := newGateway(t, "gw-a"), newGateway(t, "gw-b"), newGateway(t, "gw-c")
 	a.start(t, "", "")
-	out, err := a.kubestore(t, "member", "token")
-	if err != nil {
-		t.Fatalf("member token: %v\n%s", err, out)
-	}
-	token, join := strings.TrimSpace(out), a.url()
+	token, join := a.token(t), a.url()
 	if _, err := config.ParseJoinToken(token); err != nil {
 		t.Fatalf("member token printed %q: %v", token, err)
 	}
@@ -421,11 +424,7 @@ func TestSiteMirrorsOnce(t *testing.T) {
 	ga, gb := newGateway(t, "gw-a"), newGateway(t, "gw-b")
 	a := env.startEdge(t, t, "edge-a", rules, "", ga.args("", "")...)
 	ga.dir = a.dataDir
-	out, err := ga.kubestore(t, "member", "token")
-	if err != nil {
-		t.Fatalf("member token: %v\n%s", err, out)
-	}
-	token := strings.TrimSpace(out)
+	token := ga.token(t)
 	b := env.startEdge(t, t, "edge-b", rules, "", gb.args(a.p.server(), token)...)
 	// A third member, mirroring nothing, keeps the site's quorum when one
 	// of the two dies.
@@ -463,14 +462,7 @@ func TestSiteMirrorsOnce(t *testing.T) {
 // they are no longer members and join the reset site by themselves.
 func TestSiteClusterReset(t *testing.T) {
 	a, b, c := newGateway(t, "gw-a"), newGateway(t, "gw-b"), newGateway(t, "gw-c")
-	a.start(t, "", "")
-	out, err := a.kubestore(t, "member", "token")
-	if err != nil {
-		t.Fatalf("member token: %v\n%s", err, out)
-	}
-	token := strings.TrimSpace(out)
-	b.start(t, a.url(), token)
-	c.start(t, a.url(), token)
+	token := foundSite(t, a, b, c)
 	for i := range 20 {
 		b.p.mustKubectl("create", "configmap", fmt.Sprintf("before-%d", i))
 	}
@@ -482,7 +474,7 @@ func TestSiteClusterReset(t *testing.T) {
 	}
 	a.p.kill()
 
-	out, err = a.kubestore(t, "cluster", "reset")
+	out, err := a.kubestore(t, "cluster", "reset")
 	if err != nil {
 		t.Fatalf("cluster reset: %v\n%s", err, out)
 	}
