@@ -13,7 +13,7 @@
 //     shared secrets (access.SiteSecrets) and etcd's initial cluster, which
 //     etcdembed.Start uses; the member is a learner until it has caught up
 //     (etcdembed promotes it).
-//   - Handler is the member's side: it checks the secret, removes a stale
+//   - WithJoin is the member's side: it checks the secret, removes a stale
 //     entry of the joiner (a gateway that was wiped or removed rejoins with
 //     nothing to clean up by hand), adds the joiner as a learner, and
 //     answers whether a member that already has data is still one (a

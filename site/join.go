@@ -26,7 +26,7 @@ import (
 )
 
 // The paths of the join protocol on every member's API port, served
-// before authentication (Handler checks the join secret itself).
+// before authentication (WithJoin checks the join secret itself).
 const (
 	// CAPath serves the site's CA certificate, which is public: a joiner
 	// trusts it only if it hashes to what its token pins.
