@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
@@ -119,7 +121,11 @@ func RemoveMember(ctx context.Context, client *clientv3.Client, name string) (Me
 	}
 	for _, m := range list.Members {
 		if m.Name == name || fmt.Sprintf("%x", m.ID) == name {
-			if _, err := client.MemberRemove(ctx, m.ID); err != nil {
+			if _, err := client.MemberRemove(ctx, m.ID); errors.Is(err, rpctypes.ErrUnhealthy) || errors.Is(err, rpctypes.ErrMemberNotEnoughStarted) {
+				// etcd's strict reconfiguration check: the members left
+				// must have reached each other for 5 s.
+				return Member{}, fmt.Errorf("removing member %s (%x) now could leave the site without quorum: its other members have not all reached each other for the last 5 s (one just started, or is down: kubestore member list); retry in a few seconds", name, m.ID)
+			} else if err != nil {
 				return Member{}, fmt.Errorf("removing member %s (%x): %w", name, m.ID, err)
 			}
 			return Member{Name: m.Name, ID: m.ID, PeerURL: strings.Join(m.PeerURLs, ",")}, nil

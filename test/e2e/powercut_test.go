@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"math/rand/v2"
@@ -174,7 +175,7 @@ func (pc *powerCuts) cut(p *proc, phase string) {
 }
 
 // checkFiles checks that every file kubestore generated (certificates,
-// keys, kubeconfig) is whole on the disk: the old or the new version, never
+// keys, kubeconfig, a site's join secret and join record) is whole on the disk: the old or the new version, never
 // a partial one.
 func (pc *powerCuts) checkFiles() {
 	pc.t.Helper()
@@ -190,6 +191,13 @@ func (pc *powerCuts) checkFiles() {
 		data, err := os.ReadFile(filepath.Join(pki, e.Name()))
 		if err != nil {
 			pc.t.Fatal(err)
+		}
+		if e.Name() == "join-secret" {
+			// A site's join secret: one line of at least 16 characters.
+			if line := strings.TrimSpace(string(data)); len(line) < 16 || strings.Count(string(data), "\n") != 1 {
+				pc.t.Errorf("pki/%s after a cut is not whole (%d bytes)", e.Name(), len(data))
+			}
+			continue
 		}
 		if strings.HasSuffix(e.Name(), ".yaml") {
 			var doc map[string]any
@@ -211,6 +219,12 @@ func (pc *powerCuts) checkFiles() {
 		}
 		if blocks == 0 {
 			pc.t.Errorf("pki/%s after a cut holds no PEM block (%d bytes)", e.Name(), len(data))
+		}
+	}
+	if data, err := os.ReadFile(filepath.Join(pc.real, "site-join.json")); err == nil {
+		var j map[string]any
+		if err := json.Unmarshal(data, &j); err != nil || j["memberID"] == nil {
+			pc.t.Errorf("site-join.json after a cut is not whole: %v (%d bytes)", err, len(data))
 		}
 	}
 	kc := filepath.Join(pc.real, "admin.kubeconfig")

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -26,7 +27,9 @@ type siteGateway struct {
 	dir      string
 	apiPort  int
 	peerPort int
-	p        *proc
+	// extra are flags of every start.
+	extra []string
+	p     *proc
 }
 
 // newGateway picks the gateway's ports once: a gateway keeps its address
@@ -44,6 +47,7 @@ func (g *siteGateway) args(join, token string) []string {
 	if join != "" {
 		args = append(args, "--join", join, "--join-token", token)
 	}
+	args = append(args, g.extra...)
 	// KUBESTORE_SITE_RAFT=HEARTBEAT,ELECTION measures other raft timing
 	// (docs/PERFORMANCE.md, "A site of several gateways").
 	if hb, el, ok := strings.Cut(os.Getenv("KUBESTORE_SITE_RAFT"), ","); ok {
@@ -183,10 +187,31 @@ func startSiteWriters(t *testing.T, gws ...*siteGateway) *siteWriters {
 	return w
 }
 
+// acknowledged are the writes through gateway name acknowledged so far.
+func (w *siteWriters) acknowledged(name string) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for n := range w.acked {
+		if strings.HasPrefix(n, "w-"+name+"-") {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// stop stops the writers (once) and returns what was acknowledged.
 func (w *siteWriters) stop() map[string]bool {
 	w.cancel()
 	w.wg.Wait()
-	return w.acked
+	return w.snapshot()
+}
+
+// snapshot is a copy of what was acknowledged so far.
+func (w *siteWriters) snapshot() map[string]bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return maps.Clone(w.acked)
 }
 
 // missing lists the acknowledged ConfigMaps g does not have.
