@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -13,7 +14,8 @@ import (
 // on a file system that fails (the kernel remounts it read-only, as after
 // a failing flash block) under writes through the other two. They keep
 // acknowledging writes, and lose none; the failed gateway, its file system
-// repaired, comes back with every write made meanwhile (issue 26).
+// repaired and its etcd data wiped, rejoins with every write made
+// meanwhile (issue 26).
 func TestSiteMemberDiskFault(t *testing.T) {
 	d := newExt4Disk(t, 128<<20)
 	a, b, c := newGateway(t, "gw-a"), newGateway(t, "gw-b"), newGateway(t, "gw-c")
@@ -38,7 +40,11 @@ func TestSiteMemberDiskFault(t *testing.T) {
 	}
 	t.Logf("%d writes acknowledged through gw-a and gw-b; gw-c exited: %v", len(acked), c.p.hasExited())
 
-	// Repaired, gw-c catches up.
+	// A file system that failed may have lost what etcd had synced and
+	// acknowledged to the leader (etcd then refuses the member: "Was the
+	// raft log corrupted, truncated, or lost?"), so the repaired gateway
+	// is provisioned again: its etcd data is wiped, and it rejoins under
+	// its name and address and catches up.
 	c.p.kill()
 	mustRun(t, "umount", d.mnt)
 	if out, err := exec.Command("e2fsck", "-fy", d.image).CombinedOutput(); err != nil {
@@ -47,6 +53,9 @@ func TestSiteMemberDiskFault(t *testing.T) {
 		}
 	}
 	d.mount()
+	if err := os.RemoveAll(filepath.Join(c.dir, "etcd")); err != nil {
+		t.Fatal(err)
+	}
 	c.start(t, a.url(), token)
 	if m := missing(t, c, acked); len(m) > 0 {
 		t.Fatalf("%d acknowledged writes missing on the repaired gw-c: %v", len(m), m[:min(5, len(m))])
