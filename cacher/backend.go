@@ -155,6 +155,9 @@ func (b *Backend) Close() {
 		if b.compactor != nil {
 			b.compactor.Stop()
 		}
+		if b.embedded != nil {
+			b.embedded.Stopping()
+		}
 		if b.client != nil {
 			if err := b.client.Close(); err != nil {
 				klog.V(2).InfoS("Closing etcd client", "err", err)

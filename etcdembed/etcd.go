@@ -45,9 +45,10 @@ var ErrStopped = errors.New("embedded etcd stopped")
 
 // Server is a running single-member embedded etcd.
 type Server struct {
-	etcd      *embed.Etcd
-	endpoint  string
-	closeOnce sync.Once
+	etcd         *embed.Etcd
+	endpoint     string
+	closeOnce    sync.Once
+	stoppingOnce sync.Once
 	// closing is closed when Close starts: what fails from then on is the
 	// stop, not a failure.
 	closing chan struct{}
@@ -300,11 +301,15 @@ func (s *Server) Failure() error {
 	}
 }
 
+// Stopping says the stop has begun, before the clients of the member close:
+// what fails from then on is the stop's own. Close says it too.
+func (s *Server) Stopping() { s.stoppingOnce.Do(func() { close(s.closing) }) }
+
 // Close stops the server: client connections close, raft stops, the WAL and
 // the backend are synced and closed. It is idempotent.
 func (s *Server) Close() {
 	s.closeOnce.Do(func() {
-		close(s.closing)
+		s.Stopping()
 		s.etcd.Close()
 		<-s.etcd.Server.StopNotify()
 		if s.watched != nil {

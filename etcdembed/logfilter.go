@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 
 	"go.uber.org/zap/zapcore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // loggerName names etcd's logger, and only its own lines: etcd's
@@ -60,6 +62,13 @@ func (f logFilter) drop(e zapcore.Entry, fields []zapcore.Field) bool {
 		// harmless (etcd-io/etcd#18978, #19040).
 		msg := err.Error()
 		return msg == "missing term information" || msg == "cannot detect storage schema version: missing term information"
+	case "failed to send watch control response to gRPC stream":
+		// The stop closes kubestore's client before the member; etcd's
+		// watch stream can meet the closing transport before it sees the
+		// client's context end (v3rpc/watch.go, sendLoop: isClientCtxErr),
+		// and then warns that it could not answer a client that is gone.
+		st, ok := status.FromError(err)
+		return f.stopping() && ok && st.Code() == codes.Unavailable && strings.Contains(st.Message(), "transport is closing")
 	case "setting up serving from embedded etcd failed.":
 		// Close shuts the client servers down, and errHandler
 		// (server/embed/etcd.go) logs what each Serve returns, also the

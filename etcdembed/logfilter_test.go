@@ -11,6 +11,8 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"google.golang.org/grpc/codes"
+	grpcstatus "google.golang.org/grpc/status"
 )
 
 // The filter drops exactly the lines etcd logs during a normal start and
@@ -42,6 +44,10 @@ func TestLogFilter(t *testing.T) {
 			http.ErrServerClosed, false},
 		{"serving failing during Close", "etcd", true, zapcore.ErrorLevel, "setting up serving from embedded etcd failed.",
 			errors.New("listen unix /data/etcd/etcd.sock: bind: address already in use"), false},
+		{"watch answer to a client closed by the stop", "etcd", true, zapcore.WarnLevel, "failed to send watch control response to gRPC stream",
+			grpcstatus.Error(codes.Unavailable, "transport is closing"), true},
+		{"watch answer failing while serving", "etcd", false, zapcore.WarnLevel, "failed to send watch control response to gRPC stream",
+			grpcstatus.Error(codes.Unavailable, "transport is closing"), false},
 		{"same message from another logger", "etcd.client", false, zapcore.WarnLevel, "Failed to detect schema version",
 			errors.New("missing term information"), false},
 		{"same message without an error", "etcd", true, zapcore.ErrorLevel, "setting up serving from embedded etcd failed.",
