@@ -25,13 +25,13 @@ import (
 	"github.com/kubestore/kubestore/test/powercut"
 )
 
-// updateCuts is how many commits TestPowerCutDuringUpdate cuts:
-// KUBESTORE_UPDATE_CUTS, which make release-e2e sets; without it the test
-// skips (a release check: a minute of cuts).
-func updateCuts(t *testing.T) int {
-	n, err := strconv.Atoi(os.Getenv("KUBESTORE_UPDATE_CUTS"))
+// releaseCuts is how many power cuts a release check makes: the count in
+// the variable env, which make release-e2e sets; without it the test skips
+// (a minute or more of cuts does not belong in the everyday run).
+func releaseCuts(t *testing.T, env, what string) int {
+	n, err := strconv.Atoi(os.Getenv(env))
 	if err != nil || n <= 0 {
-		t.Skip("KUBESTORE_UPDATE_CUTS says how many update commits to cut (make release-e2e sets it)")
+		t.Skipf("%s says how many %s to cut (make release-e2e sets it)", env, what)
 	}
 	return n
 }
@@ -46,7 +46,7 @@ func updateCuts(t *testing.T) int {
 // every stored key is rewritten), never between; nothing acknowledged is
 // lost, but what the way back gives up (the writes since the update).
 func TestPowerCutDuringUpdate(t *testing.T) {
-	cuts := updateCuts(t)
+	cuts := releaseCuts(t, "KUBESTORE_UPDATE_CUTS", "update commits")
 	if err := powercut.Available(); err != nil {
 		powercut.Skip(t, err)
 	}

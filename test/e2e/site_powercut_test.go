@@ -7,24 +7,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kubestore/kubestore/test/powercut"
 )
-
-// siteCuts is how many power cuts TestSitePowerCutOneMember makes:
-// KUBESTORE_SITE_CUTS, which make release-e2e sets; without it the test
-// skips (a release check: a few minutes of cuts).
-func siteCuts(t *testing.T) int {
-	n, err := strconv.Atoi(os.Getenv("KUBESTORE_SITE_CUTS"))
-	if err != nil || n <= 0 {
-		t.Skip("KUBESTORE_SITE_CUTS says how many cuts of a site's member to make (make release-e2e sets it)")
-	}
-	return n
-}
 
 // TestSitePowerCutOneMember cuts the power of one gateway of a site of
 // three, on the power-cut file system, again and again: while it joins the
@@ -34,7 +22,7 @@ func siteCuts(t *testing.T) int {
 // again as it would on the device (with --join), and must come back with
 // every write the site acknowledged, its own included (issue 26).
 func TestSitePowerCutOneMember(t *testing.T) {
-	n := siteCuts(t)
+	n := releaseCuts(t, "KUBESTORE_SITE_CUTS", "times a site's member")
 	if err := powercut.Available(); err != nil {
 		powercut.Skip(t, err)
 	}
