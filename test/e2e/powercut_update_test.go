@@ -36,6 +36,16 @@ func releaseCuts(t *testing.T, env, what string) int {
 	return n
 }
 
+// releaseOnly skips t outside make release-e2e (which sets
+// KUBESTORE_RELEASE_E2E): a suite whose minutes the everyday make test
+// cannot afford, of a failure path that other suites already cover in
+// part.
+func releaseOnly(t *testing.T) {
+	if os.Getenv("KUBESTORE_RELEASE_E2E") == "" {
+		t.Skip("a release check: make release-e2e runs it")
+	}
+}
+
 // TestPowerCutDuringUpdate cuts the power during the commit of an update
 // to a newer data format (newerKubestore), at a random point before or
 // after its commit point, and during the way back the previous release

@@ -17,6 +17,7 @@ import (
 // repaired and its etcd data wiped, rejoins with every write made
 // meanwhile (issue 26).
 func TestSiteMemberDiskFault(t *testing.T) {
+	releaseOnly(t)
 	d := newExt4Disk(t, 128<<20)
 	a, b, c := newGateway(t, "gw-a"), newGateway(t, "gw-b"), newGateway(t, "gw-c")
 	c.dir = filepath.Join(d.mnt, "data")

@@ -486,6 +486,7 @@ func TestSiteMirrorsOnce(t *testing.T) {
 // all its data, and the other two, started again with their old data, find
 // they are no longer members and join the reset site by themselves.
 func TestSiteClusterReset(t *testing.T) {
+	releaseOnly(t)
 	a, b, c := newGateway(t, "gw-a"), newGateway(t, "gw-b"), newGateway(t, "gw-c")
 	token := foundSite(t, a, b, c)
 	for i := range 20 {
