@@ -252,6 +252,10 @@ func TestSmoke(t *testing.T) {
 	case s.ConfigMaps != 100 || s.Single.CreatesPerSec <= 0 || s.Site.CreatesPerSec <= 0 || s.Site.P99Ms <= 0 ||
 		len(s.Single.Mem) != 1 || len(s.Site.Mem) != 3 || s.Site.Mem[2].VmRSS <= 0 || s.JoinReadyMs <= 0:
 		t.Errorf("site %+v: want 100 ConfigMaps through one kubestore and three members, each one's memory, a join", s)
+	case s.MirrorObjects != 100 || s.MirrorChanges != 1 || s.MirrorEdges.UpstreamWatches < 3 || s.MirrorSite.UpstreamWatches < 1 ||
+		s.MirrorSite.UpstreamWatches >= s.MirrorEdges.UpstreamWatches || s.MirrorEdges.ReceivedBytes <= s.MirrorEdges.SyncReceivedBytes ||
+		s.MirrorSite.ReceivedBytes <= s.MirrorSite.SyncReceivedBytes || s.MirrorSite.SentBytes <= 0:
+		t.Errorf("site mirror %+v, %+v: want 100 ConfigMaps and 1 change, fewer upstream watches for the site than for three edges, the link's bytes", s.MirrorEdges, s.MirrorSite)
 	}
 	var table bytes.Buffer
 	printTable(&table, &got)
@@ -263,7 +267,7 @@ func TestSmoke(t *testing.T) {
 	if newerErr != nil {
 		wantUpdate = "update: skipped: "
 	}
-	for _, want := range []string{wantNodeAgents, wantUpdate, "binary size", "creates/s", "gateway ×1 (1900 objects)", "peak RSS over a burst", "disk writes per update (6 at ", "disk writes at idle", "cm protobuf rv=0 cached", "cm protobuf rv=0 uncached", "informer cold sync", "mirror: resync after 2 s outage", "controllers: garbage-collector-controller, over none", "site: a fourth gateway joins with 100 ConfigMaps present"} {
+	for _, want := range []string{wantNodeAgents, wantUpdate, "binary size", "creates/s", "gateway ×1 (1900 objects)", "peak RSS over a burst", "disk writes per update (6 at ", "disk writes at idle", "cm protobuf rv=0 cached", "cm protobuf rv=0 uncached", "informer cold sync", "mirror: resync after 2 s outage", "controllers: garbage-collector-controller, over none", "site: a fourth gateway joins with 100 ConfigMaps present", "site: mirror of one rule, upstream watches"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q", want)
 		}

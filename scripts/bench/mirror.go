@@ -138,12 +138,7 @@ func (b *bench) mirror(ctx context.Context) error {
 	}
 	defer proxy.cut()
 	edgeArgs := func(namespace string) ([]string, error) {
-		path := filepath.Join(b.root, "mirror-"+namespace+".yaml")
-		rules := fmt.Sprintf("mirror:\n  rules:\n  - name: %s\n    resource: configmaps\n    namespaces: [%s]\n", mirrorRule, namespace)
-		if err := os.WriteFile(path, []byte(rules), 0o644); err != nil {
-			return nil, err
-		}
-		return []string{"--upstream-kubeconfig", kubeconfig, "--node-name", "bench-edge", "--config", path}, nil
+		return b.mirrorArgs(kubeconfig, "bench-edge", namespace)
 	}
 	edgeDir := filepath.Join(b.root, "edge")
 	// startEdge starts the edge and waits until /mirrorz is ok with want
@@ -344,6 +339,18 @@ func (b *bench) mirror(ctx context.Context) error {
 		return fmt.Errorf("the edge's watcher got %d events during the outage and resync (%v), want exactly the %d changed objects", r.Events, r.EventTypes, r.Changes)
 	}
 	return nil
+}
+
+// mirrorArgs are the arguments of an edge named node that mirrors the
+// ConfigMaps of namespace from the upstream of kubeconfig: the bench rule,
+// in a config file.
+func (b *bench) mirrorArgs(kubeconfig, node, namespace string) ([]string, error) {
+	path := filepath.Join(b.root, "mirror-"+namespace+".yaml")
+	rules := fmt.Sprintf("mirror:\n  rules:\n  - name: %s\n    resource: configmaps\n    namespaces: [%s]\n", mirrorRule, namespace)
+	if err := os.WriteFile(path, []byte(rules), 0o644); err != nil {
+		return nil, err
+	}
+	return []string{"--upstream-kubeconfig", kubeconfig, "--node-name", node, "--config", path}, nil
 }
 
 // changedIndex is the k-th of changes objects updated during the outage,
