@@ -97,6 +97,34 @@ func operatorCommands() []*cli.Command {
 			},
 		},
 		{
+			Name:  "ca",
+			Usage: "the certificate authority of this gateway or site: its expiry, and its rotation (README: \"Certificates\")",
+			Subcommands: []*cli.Command{
+				{
+					Name:         "status",
+					Usage:        "print the CA's name and expiry, and where each member stands in a rotation under way",
+					Flags:        config.Flags(),
+					Action:       caStatus,
+					OnUsageError: usageError,
+				},
+				{
+					Name:         "rotate",
+					Usage:        "begin a rotation: a new CA, certified by the current one, signs from now on; both are trusted until ca finish",
+					Flags:        config.Flags(),
+					Action:       caRotate,
+					OnUsageError: usageError,
+				},
+				{
+					Name:  "finish",
+					Usage: "end the rotation: only the new CA is trusted; refused while a member has not taken it or clients use certificates of the previous one (unless --force)",
+					Flags: append(config.Flags(), &cli.BoolFlag{Name: "force",
+						Usage: "finish although clients still authenticate with certificates of the previous CA (they are refused from then on)"}),
+					Action:       caFinish,
+					OnUsageError: usageError,
+				},
+			},
+		},
+		{
 			Name:  "config",
 			Usage: "print or check configuration files",
 			Subcommands: []*cli.Command{
@@ -295,4 +323,28 @@ func clusterReset(c *cli.Context) error {
 		return err
 	}
 	return maintenance.ClusterReset(c.Context, cc, server.BuildInfo().Version, c.App.Writer)
+}
+
+func caStatus(c *cli.Context) error {
+	cc, err := loadConfig(c)
+	if err != nil {
+		return err
+	}
+	return maintenance.CAStatus(c.Context, cc, server.BuildInfo().Version, c.App.Writer)
+}
+
+func caRotate(c *cli.Context) error {
+	cc, err := loadConfig(c)
+	if err != nil {
+		return err
+	}
+	return maintenance.CARotate(c.Context, cc, server.BuildInfo().Version, c.App.Writer)
+}
+
+func caFinish(c *cli.Context) error {
+	cc, err := loadConfig(c)
+	if err != nil {
+		return err
+	}
+	return maintenance.CAFinish(c.Context, cc, c.Bool("force"), server.BuildInfo().Version, c.App.Writer)
 }

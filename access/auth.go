@@ -37,8 +37,24 @@ func (a *Access) Authenticator(clientCA dynamiccertificates.CAContentProvider, t
 	for _, p := range healthPaths {
 		conditions = append(conditions, apiserver.AnonymousAuthCondition{Path: p})
 	}
-	certs := x509.NewDynamic(clientCA.VerifyOptions, x509.CommonNameUserConversion)
+	var certs authenticator.Request = x509.NewDynamic(clientCA.VerifyOptions, x509.CommonNameUserConversion)
+	if ca, ok := clientCA.(*caProvider); ok {
+		certs = observed(certs, ca)
+	}
 	return group.NewAuthenticatedGroupAdder(union.New(authenticatePeer, certs, a.bearer(nil, tokens), anonymous.NewAuthenticator(conditions)))
+}
+
+// observed tells ca who authenticated with which client certificate: the
+// users of a previous CA's certificates are named before a rotation's
+// finish refuses them (PKI.PreviousCAClients).
+func observed(certs authenticator.Request, ca *caProvider) authenticator.Request {
+	return authenticator.RequestFunc(func(req *http.Request) (*authenticator.Response, bool, error) {
+		resp, ok, err := certs.AuthenticateRequest(req)
+		if ok && req.TLS != nil && len(req.TLS.PeerCertificates) > 0 {
+			ca.observe(req.TLS.PeerCertificates[0], resp.User.GetName())
+		}
+		return resp, ok, err
+	})
 }
 
 // TokenAuthenticator accepts the bearer tokens Authenticator accepts, and

@@ -12,6 +12,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
 	"math/big"
 	"net"
 	"os"
@@ -50,14 +51,23 @@ const (
 // certificates it signs: the serving certificate and the admin client
 // certificate written into admin.kubeconfig.
 type PKI struct {
-	dir    string
+	dir string
+	// mu guards the CA, which a rotation replaces (rotate.go), and the
+	// files of the leaves issued with it.
+	mu     sync.Mutex
 	caCert *x509.Certificate
 	caKey  crypto.Signer
-	caPEM  []byte
+	// caPEM is ca.crt: the CA that signs, first, then during a rotation
+	// the previous one, still trusted.
+	caPEM []byte
+	// cross, during and after a rotation, is the signing CA certified by
+	// the previous one (ca-cross.crt): every leaf carries it, so that a
+	// peer that trusts only the previous CA still verifies the leaf.
+	cross []byte
 	// hosts are the names and IPs the serving certificate must cover.
 	hosts    []string
 	serving  *certKeyProvider
-	clientCA dynamiccertificates.CAContentProvider
+	clientCA *caProvider
 	// peerHosts, on a site's member, are what its peer certificate covers
 	// (Peer).
 	peerHosts []string
@@ -71,6 +81,8 @@ func LoadPKI(dir datadir.Dir, hosts []string) (*PKI, error) {
 	if err := os.MkdirAll(p.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating pki directory: %w", err)
 	}
+	p.serving = &certKeyProvider{name: "serving-cert"}
+	p.clientCA = &caProvider{}
 	if err := p.loadCA(); err != nil {
 		return nil, err
 	}
@@ -78,11 +90,7 @@ func LoadPKI(dir datadir.Dir, hosts []string) (*PKI, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.serving = &certKeyProvider{name: "serving-cert"}
 	p.serving.set(certPEM, keyPEM)
-	if p.clientCA, err = dynamiccertificates.NewStaticCAContent("client-ca", p.caPEM); err != nil {
-		return nil, err
-	}
 	return p, nil
 }
 
@@ -103,15 +111,27 @@ func ServingHosts(s config.Server, site config.Site) []string {
 	return append(hosts, s.TLSSANs...)
 }
 
-// CAPEM is the CA certificate, for clients to trust the server.
-func (p *PKI) CAPEM() []byte { return slices.Clone(p.caPEM) }
+// CAPEM is the CA bundle, for clients to trust the server: the CA that
+// signs and, during a rotation, the previous one.
+func (p *PKI) CAPEM() []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.caPEM)
+}
 
-// CA is the certificate authority's certificate and key: the CSR signing
+// CA is the certificate authority's certificate and key, and the chain
+// (PEM) that follows each certificate it issues: the CSR signing
 // controller issues client and kubelet serving certificates with them, so
-// that the client certificates it issues authenticate here.
-func (p *PKI) CA() (*x509.Certificate, crypto.Signer) { return p.caCert, p.caKey }
+// that the client certificates it issues authenticate here. A rotation
+// replaces them: ask again for each certificate.
+func (p *PKI) CA() (*x509.Certificate, crypto.Signer, []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.caCert, p.caKey, slices.Clone(p.cross)
+}
 
-// ClientCA verifies client certificates: those the CA signed.
+// ClientCA verifies client certificates: those a trusted CA signed (both
+// during a rotation).
 func (p *PKI) ClientCA() dynamiccertificates.CAContentProvider { return p.clientCA }
 
 // Serving is the serving certificate and key; Renew replaces them in place.
@@ -119,23 +139,46 @@ func (p *PKI) Serving() dynamiccertificates.CertKeyContentProvider { return p.se
 
 func (p *PKI) path(name string) string { return filepath.Join(p.dir, name) }
 
+// loadCA loads ca.crt, ca.key and ca-cross.crt, creating the CA on the
+// first start. Called with mu held, or before p is shared.
 func (p *PKI) loadCA() error {
-	certPEM, cert, key, err := readPair(p.path("ca.crt"), p.path("ca.key"))
-	if err == nil {
-		p.caPEM, p.caCert, p.caKey = certPEM, cert, key
-		return nil
+	certPEM, cert, key, err := readCA(p.path("ca.crt"), p.path("ca.key"))
+	if errors.Is(err, os.ErrNotExist) {
+		var der []byte
+		if der, key, err = newCA("kubestore-ca"); err != nil {
+			return err
+		}
+		certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+		if err := writePair(p.path("ca.crt"), p.path("ca.key"), certPEM, key); err != nil {
+			return err
+		}
+		cert, err = x509.ParseCertificate(der)
 	}
-	if !errors.Is(err, os.ErrNotExist) {
+	if err != nil {
 		return fmt.Errorf("loading CA from %s: %w", p.dir, err)
 	}
-	key, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
+	cross, err := os.ReadFile(p.path(crossFile))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
+	}
+	if c, err := x509.ParseCertificate(pemBlock(cross)); err != nil || time.Now().After(c.NotAfter) ||
+		!bytes.Equal(c.RawSubjectPublicKeyInfo, cert.RawSubjectPublicKeyInfo) {
+		cross = nil // none, expired, or of an earlier rotation
+	}
+	p.caPEM, p.caCert, p.caKey, p.cross = certPEM, cert, key, cross
+	return p.clientCA.set(certPEM, cert.SubjectKeyId)
+}
+
+// newCA creates a CA named cn: its certificate (DER) and key.
+func newCA(cn string) ([]byte, crypto.Signer, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
 	}
 	now := time.Now()
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: "kubestore-ca"},
+		Subject:               pkix.Name{CommonName: cn},
 		NotBefore:             now.Add(-clockSkew),
 		NotAfter:              now.Add(caValidity),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
@@ -144,17 +187,15 @@ func (p *PKI) loadCA() error {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
 	if err != nil {
-		return fmt.Errorf("creating CA: %w", err)
+		return nil, nil, fmt.Errorf("creating CA: %w", err)
 	}
-	p.caCert, _ = x509.ParseCertificate(der)
-	p.caKey = key
-	p.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	return writePair(p.path("ca.crt"), p.path("ca.key"), p.caPEM, key)
+	return der, key, nil
 }
 
 // leaf returns the certificate and key stored under name, issuing new ones
 // when they are missing, not signed by the CA, close to expiry, or no
-// longer matching template.
+// longer matching template. A new certificate is followed by the cross
+// certificate of a rotation. Called with mu held.
 func (p *PKI) leaf(name string, template func() *x509.Certificate) (certPEM, keyPEM []byte, err error) {
 	certFile, keyFile := p.path(name+".crt"), p.path(name+".key")
 	want := template()
@@ -170,7 +211,7 @@ func (p *PKI) leaf(name string, template func() *x509.Certificate) (certPEM, key
 	if err != nil {
 		return nil, nil, fmt.Errorf("issuing %s certificate: %w", name, err)
 	}
-	certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	certPEM = append(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), p.cross...)
 	if err := writePair(certFile, keyFile, certPEM, key); err != nil {
 		return nil, nil, err
 	}
@@ -236,6 +277,8 @@ func (p *PKI) adminTemplate() *x509.Certificate {
 // certificate, if due; the TLS listener and etcd pick the new ones up
 // without a restart.
 func (p *PKI) Renew() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	certPEM, keyPEM, err := p.leaf("serving", p.servingTemplate)
 	if err != nil {
 		return err
@@ -252,6 +295,8 @@ func (p *PKI) Renew() error {
 // WriteKubeconfig writes the admin kubeconfig to path for server (an
 // https:// URL), with a fresh admin certificate when the stored one is due.
 func (p *PKI) WriteKubeconfig(path, server string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	certPEM, keyPEM, err := p.leaf("admin", p.adminTemplate)
 	if err != nil {
 		return err
@@ -313,6 +358,85 @@ func (c *certKeyProvider) set(cert, key []byte) {
 			l.Enqueue()
 		}
 	}
+}
+
+// caProvider is a dynamiccertificates.CAContentProvider whose bundle a
+// rotation replaces.
+type caProvider struct {
+	mu        sync.Mutex
+	bundle    []byte
+	opts      x509.VerifyOptions
+	listeners []dynamiccertificates.Listener
+	// signing is the subject key id of the CA that signs; clients are the
+	// users whose client certificates another CA signed, by last use.
+	signing []byte
+	clients map[string]time.Time
+}
+
+var _ dynamiccertificates.CAContentProvider = (*caProvider)(nil)
+
+func (c *caProvider) Name() string { return "client-ca" }
+
+func (c *caProvider) CurrentCABundleContent() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bundle
+}
+
+// VerifyOptions are upstream's for a client CA bundle
+// (dynamiccertificates' newCABundleAndVerifier).
+func (c *caProvider) VerifyOptions() (x509.VerifyOptions, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.opts, c.opts.Roots != nil
+}
+
+func (c *caProvider) AddListener(l dynamiccertificates.Listener) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.listeners = append(c.listeners, l)
+}
+
+// observe notes that user authenticated with the client certificate leaf.
+func (c *caProvider) observe(leaf *x509.Certificate, user string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if bytes.Equal(leaf.AuthorityKeyId, c.signing) {
+		return
+	}
+	if c.clients == nil {
+		c.clients = map[string]time.Time{}
+	}
+	c.clients[user] = time.Now().UTC().Truncate(time.Second)
+}
+
+func (c *caProvider) previousClients() map[string]time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.clients)
+}
+
+func (c *caProvider) set(bundle, signing []byte) error {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(bundle) {
+		return errors.New("the CA bundle holds no certificate")
+	}
+	c.mu.Lock()
+	if !bytes.Equal(signing, c.signing) {
+		c.clients = nil
+	}
+	c.signing = signing
+	changed := !bytes.Equal(bundle, c.bundle)
+	c.bundle = slices.Clone(bundle)
+	c.opts = x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	listeners := slices.Clone(c.listeners)
+	c.mu.Unlock()
+	if changed {
+		for _, l := range listeners {
+			l.Enqueue()
+		}
+	}
+	return nil
 }
 
 // pemBlock is the DER of the first PEM block of data, nil without one.

@@ -25,8 +25,10 @@ const joinSecretFile = "join-secret"
 // must decrypt on every other) and the join secret (any member admits a
 // joiner).
 type SiteSecrets struct {
-	CACert           []byte `json:"caCert"`
-	CAKey            []byte `json:"caKey"`
+	CACert []byte `json:"caCert"`
+	CAKey  []byte `json:"caKey"`
+	// CACross is the CA certified by the previous one, after a rotation.
+	CACross          []byte `json:"caCross,omitempty"`
 	EncryptionConfig []byte `json:"encryptionConfig,omitempty"`
 	JoinSecret       string `json:"joinSecret"`
 }
@@ -44,6 +46,9 @@ func ReadSiteSecrets(dir datadir.Dir) (SiteSecrets, error) {
 		return s, err
 	}
 	if s.EncryptionConfig, err = os.ReadFile(filepath.Join(pki, EncryptionConfigFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return s, err
+	}
+	if s.CACross, err = os.ReadFile(filepath.Join(pki, crossFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return s, err
 	}
 	s.JoinSecret, err = joinSecret(dir)
@@ -67,6 +72,7 @@ func WriteSiteSecrets(dir datadir.Dir, s SiteSecrets) error {
 	}{
 		// The key first: a certificate without its key is never left.
 		{"ca.key", s.CAKey},
+		{crossFile, s.CACross},
 		{"ca.crt", s.CACert},
 		{EncryptionConfigFile, s.EncryptionConfig},
 		{joinSecretFile, []byte(s.JoinSecret + "\n")},
@@ -115,6 +121,8 @@ func joinSecret(dir datadir.Dir) (string, error) {
 // Renew renews it from then on; etcd reads the files at every handshake, so
 // a renewed certificate needs no restart.
 func (p *PKI) Peer(site config.Site) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.peerHosts = []string{site.Name(), site.PeerAdvertiseAddress}
 	_, _, err := p.leaf("peer", p.peerTemplate)
 	return err

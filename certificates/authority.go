@@ -18,24 +18,37 @@ import (
 type authority struct {
 	cert *x509.Certificate
 	key  crypto.Signer
+	// current, when set, is the CA instead of cert and key, and the chain
+	// that follows what it issues.
+	current func() (*x509.Certificate, crypto.Signer, []byte)
+}
+
+// ca is the CA to sign with, and the chain (PEM) to follow its certificates.
+func (ca *authority) ca() (*x509.Certificate, crypto.Signer, []byte) {
+	if ca.current != nil {
+		return ca.current()
+	}
+	return ca.cert, ca.key, nil
 }
 
 var serialNumberLimit = new(big.Int).Lsh(big.NewInt(1), 128)
 
 // sign issues a certificate for the DER request crDER: its subject and
-// SANs, the policy's usages and lifetime, no other extension.
-func (ca *authority) sign(crDER []byte, policy permissivePolicy) ([]byte, error) {
+// SANs, the policy's usages and lifetime, no other extension. chain (PEM)
+// is to follow it.
+func (ca *authority) sign(crDER []byte, policy permissivePolicy) (der, chain []byte, err error) {
 	cr, err := x509.ParseCertificateRequest(crDER)
 	if err != nil {
-		return nil, fmt.Errorf("unable to parse certificate request: %v", err)
+		return nil, nil, fmt.Errorf("unable to parse certificate request: %v", err)
 	}
 	if err := cr.CheckSignature(); err != nil {
-		return nil, fmt.Errorf("unable to verify certificate request signature: %v", err)
+		return nil, nil, fmt.Errorf("unable to verify certificate request signature: %v", err)
 	}
 	serial, err := rand.Int(rand.Reader, serialNumberLimit)
 	if err != nil {
-		return nil, fmt.Errorf("unable to generate a serial number for %s: %v", cr.Subject.CommonName, err)
+		return nil, nil, fmt.Errorf("unable to generate a serial number for %s: %v", cr.Subject.CommonName, err)
 	}
+	caCert, caKey, chain := ca.ca()
 	tmpl := &x509.Certificate{
 		SerialNumber:       serial,
 		Subject:            cr.Subject,
@@ -46,14 +59,14 @@ func (ca *authority) sign(crDER []byte, policy permissivePolicy) ([]byte, error)
 		PublicKeyAlgorithm: cr.PublicKeyAlgorithm,
 		PublicKey:          cr.PublicKey,
 	}
-	if err := policy.apply(tmpl, ca.cert.NotAfter); err != nil {
-		return nil, err
+	if err := policy.apply(tmpl, caCert.NotAfter); err != nil {
+		return nil, nil, err
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, cr.PublicKey, ca.key)
+	der, err = x509.CreateCertificate(rand.Reader, tmpl, caCert, cr.PublicKey, caKey)
 	if err != nil {
-		return nil, fmt.Errorf("failed to sign certificate: %v", err)
+		return nil, nil, fmt.Errorf("failed to sign certificate: %v", err)
 	}
-	return der, nil
+	return der, chain, nil
 }
 
 // permissivePolicy is upstream's PermissiveSigningPolicy: the request's

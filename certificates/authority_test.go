@@ -130,7 +130,7 @@ func TestCertificateAuthority(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			der, err := (&authority{cert: &caCert, key: ca.key}).sign(csr, tt.policy)
+			der, _, err := (&authority{cert: &caCert, key: ca.key}).sign(csr, tt.policy)
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("error %v, want %s", err, tt.wantErr)

@@ -35,10 +35,11 @@ import (
 
 // Options says which controllers run.
 type Options struct {
-	// CACert and CAKey, when set, run the signing controller: it issues
-	// certificates of the Signers with this CA.
-	CACert *x509.Certificate
-	CAKey  crypto.Signer
+	// CA, when set, runs the signing controller: it issues certificates
+	// of the Signers with the CA it returns at each request (a rotation
+	// replaces it), each followed by chain (PEM, the CA certified by the
+	// previous one after a rotation).
+	CA func() (cert *x509.Certificate, key crypto.Signer, chain []byte)
 	// Duration is the longest lifetime it issues (DefaultDuration when 0).
 	Duration time.Duration
 	// Approve runs the approving controller.
@@ -58,12 +59,12 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	csrs := client.CertificateSigningRequests()
 	var controllers []*controller
-	if o.CACert != nil {
+	if o.CA != nil {
 		duration := o.Duration
 		if duration == 0 {
 			duration = DefaultDuration
 		}
-		c, err := newSigningController(csrs, &authority{cert: o.CACert, key: o.CAKey}, duration)
+		c, err := newSigningController(csrs, &authority{current: o.CA}, duration)
 		if err != nil {
 			return err
 		}

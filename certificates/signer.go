@@ -100,7 +100,7 @@ func (s *signer) handle(ctx context.Context, csr *certificatesv1.CertificateSign
 
 // sign issues the PEM certificate of x509cr, backdated five minutes.
 func (s *signer) sign(x509cr *x509.CertificateRequest, usages []certificatesv1.KeyUsage, expirationSeconds *int32, now func() time.Time) ([]byte, error) {
-	der, err := s.ca.sign(x509cr.Raw, permissivePolicy{
+	der, chain, err := s.ca.sign(x509cr.Raw, permissivePolicy{
 		TTL:    s.duration(expirationSeconds),
 		Usages: usages,
 		// Less than the shortest lifetime a request may ask for.
@@ -112,7 +112,7 @@ func (s *signer) sign(x509cr *x509.CertificateRequest, usages []certificatesv1.K
 	if err != nil {
 		return nil, err
 	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
+	return append(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), chain...), nil
 }
 
 // duration is the lifetime of a certificate: what the request asks for,

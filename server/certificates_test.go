@@ -142,7 +142,7 @@ func TestKubeletClientCertificate(t *testing.T) {
 		t.Errorf("conditions %+v, want one AutoApproved stamped", c)
 	}
 	cert := parseCertificate(t, certPEM)
-	caCert, _ := loadPKI(t, ts).CA()
+	caCert, _, _ := loadPKI(t, ts).CA()
 	if err := cert.CheckSignatureFrom(caCert); err != nil {
 		t.Errorf("not issued by kubestore's CA: %v", err)
 	}
@@ -244,14 +244,14 @@ func TestCertificateSeveralSigners(t *testing.T) {
 	ts := startCertificatesServer(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	caCert, caKey := loadPKI(t, ts).CA()
+	pki := loadPKI(t, ts)
 	signers, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer stop()
 	for range 2 {
 		wg.Go(func() {
-			if err := certificates.Run(signers, ts.rest, certificates.Options{CACert: caCert, CAKey: caKey}); err != nil {
+			if err := certificates.Run(signers, ts.rest, certificates.Options{CA: pki.CA}); err != nil {
 				t.Errorf("signer: %v", err)
 			}
 		})

@@ -109,7 +109,7 @@ func controllerDescriptors() []controllerDescriptor {
 				if enabled(config.ControllerCSRSigning) {
 					// kubestore's CA, the one its client certificates are
 					// verified with: a kubelet's issued certificate logs it in.
-					opts.CACert, opts.CAKey = b.pkiFiles.CA()
+					opts.CA = b.pkiFiles.CA
 				}
 				s.addWorker("kubestore-certificate-controllers", func(ctx context.Context) {
 					if err := certificates.Run(ctx, loopback, opts); err != nil {

@@ -168,21 +168,24 @@ func Controllers(ctx context.Context, cfg *rest.Config, keys *Keys, st State, ac
 	wg.Go(func() {
 		t := time.NewTicker(refreshBundle)
 		defer t.Stop()
+		published := keys.CABundle()
 		for {
 			select {
 			case <-ctx.Done():
 				queue.ShutDown()
 				return
 			case <-t.C:
-				before := keys.CABundle()
 				if err := keys.Refresh(ctx, st); err != nil {
 					klog.ErrorS(err, "Reading the published service account keys and CAs")
 					continue
 				}
-				if rootCA && !bytes.Equal(before, keys.CABundle()) {
-					for _, name := range namespaces.GetStore().ListKeys() {
-						queue.Add(name)
-					}
+			case <-keys.BundleChanged():
+				// A rotation's step here (Keys.PublishCA).
+			}
+			if bundle := keys.CABundle(); rootCA && !bytes.Equal(published, bundle) {
+				published = bundle
+				for _, name := range namespaces.GetStore().ListKeys() {
+					queue.Add(name)
 				}
 			}
 		}

@@ -12,6 +12,7 @@
 package serviceaccount
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -43,6 +44,7 @@ const KeyFile = "service-account.key"
 type State interface {
 	PutState(ctx context.Context, name string, value []byte) error
 	ListState(ctx context.Context, prefix string) (map[string][]byte, error)
+	DeleteState(ctx context.Context, name string) error
 }
 
 const (
@@ -56,11 +58,14 @@ type Keys struct {
 	issuer string
 	signer *ecdsa.PrivateKey
 	kid    string
-	caPEM  []byte
+	// caPEM is this process's CA bundle, which a rotation replaces.
+	caPEM atomic.Pointer[[]byte]
 	// verifiers are the published public keys by key id, and bundle the
 	// published CAs, sorted.
 	verifiers atomic.Pointer[map[string]*ecdsa.PublicKey]
 	bundle    atomic.Pointer[[]byte]
+	// bundleChanged has a value once bundle changed (BundleChanged).
+	bundleChanged chan struct{}
 	// st is where keys are published; lastRefresh limits the reads a
 	// token of an unknown key causes.
 	st          State
@@ -132,7 +137,8 @@ func LoadKeys(dir datadir.Dir, issuer string, caPEM []byte) (*Keys, error) {
 	if err != nil {
 		return nil, err
 	}
-	k := &Keys{issuer: issuer, signer: key, kid: kid, caPEM: caPEM}
+	k := &Keys{issuer: issuer, signer: key, kid: kid, bundleChanged: make(chan struct{}, 1)}
+	k.caPEM.Store(&caPEM)
 	k.verifiers.Store(&map[string]*ecdsa.PublicKey{kid: &key.PublicKey})
 	bundle := slices.Clone(caPEM)
 	k.bundle.Store(&bundle)
@@ -162,11 +168,35 @@ func (k *Keys) Publish(ctx context.Context, st State) error {
 	if err := st.PutState(ctx, keyRecords+k.kid, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})); err != nil {
 		return err
 	}
-	caSum := sha256.Sum256(k.caPEM)
-	if err := st.PutState(ctx, caRecords+base64.RawURLEncoding.EncodeToString(caSum[:]), k.caPEM); err != nil {
+	caPEM := *k.caPEM.Load()
+	if err := st.PutState(ctx, caRecord(caPEM), caPEM); err != nil {
 		return err
 	}
 	return k.Refresh(ctx, st)
+}
+
+// PublishCA publishes caPEM, this process's CA bundle after a step of a
+// rotation, in place of the one it published before, and reads every
+// published one. A site's members share their bundle and its record: the
+// first to take the step deletes the previous record for all, and one that
+// starts later publishes it again until it takes the step too.
+func (k *Keys) PublishCA(ctx context.Context, st State, caPEM []byte) error {
+	before := *k.caPEM.Swap(&caPEM)
+	if err := st.PutState(ctx, caRecord(caPEM), caPEM); err != nil {
+		return err
+	}
+	if !bytes.Equal(before, caPEM) {
+		if err := st.DeleteState(ctx, caRecord(before)); err != nil {
+			return err
+		}
+	}
+	return k.Refresh(ctx, st)
+}
+
+// caRecord names the record of the CA bundle caPEM.
+func caRecord(caPEM []byte) string {
+	sum := sha256.Sum256(caPEM)
+	return caRecords + base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
 // Refresh reads the published keys and CAs.
@@ -198,16 +228,37 @@ func (k *Keys) Refresh(ctx context.Context, st State) error {
 		names = append(names, name)
 	}
 	slices.Sort(names)
+	// Each certificate once: the bundles of several processes (a site's
+	// members during a rotation) hold the same CAs.
 	var bundle []byte
+	seen := map[string]bool{}
 	for _, name := range names {
-		bundle = append(bundle, cas[name]...)
+		rest := cas[name]
+		for {
+			var b *pem.Block
+			if b, rest = pem.Decode(rest); b == nil {
+				break
+			}
+			if !seen[string(b.Bytes)] {
+				seen[string(b.Bytes)] = true
+				bundle = append(bundle, pem.EncodeToMemory(b)...)
+			}
+		}
 	}
 	if len(bundle) == 0 {
-		bundle = slices.Clone(k.caPEM)
+		bundle = slices.Clone(*k.caPEM.Load())
 	}
-	k.bundle.Store(&bundle)
+	if before := k.bundle.Swap(&bundle); !bytes.Equal(*before, bundle) {
+		select {
+		case k.bundleChanged <- struct{}{}:
+		default:
+		}
+	}
 	return nil
 }
+
+// BundleChanged receives once CABundle changed since the last receive.
+func (k *Keys) BundleChanged() <-chan struct{} { return k.bundleChanged }
 
 // CABundle is every published CA, in a stable order.
 func (k *Keys) CABundle() []byte { return slices.Clone(*k.bundle.Load()) }

@@ -107,9 +107,20 @@ func joinIfNeeded(ctx context.Context, cfg config.Config, dir datadir.Dir) error
 	if err != nil {
 		return fmt.Errorf("invalid --%s: %w", config.FlagJoinToken, err)
 	}
+	// A member with data trusts the site by its own CA bundle, not by the
+	// token's pin: the token may pin a CA the site has since rotated
+	// (kubestore ca rotate), and the bundle follows the rotation.
+	var trusted *x509.CertPool
+	if hasData {
+		if bundle, err := os.ReadFile(dir.CACert()); err == nil {
+			if trusted = x509.NewCertPool(); !trusted.AppendCertsFromPEM(bundle) {
+				trusted = nil
+			}
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, joinTimeout)
 	defer cancel()
-	resp, err := join(ctx, cfg.Site.Join, token, req)
+	resp, err := join(ctx, cfg.Site.Join, token, trusted, req)
 	if err != nil {
 		if hasData && errors.Is(err, errUnreachable) {
 			klog.InfoS("The site is not reachable to confirm this member is still in it; starting with the data it has", "join", cfg.Site.Join, "err", err)
@@ -143,12 +154,16 @@ func joinIfNeeded(ctx context.Context, cfg config.Config, dir datadir.Dir) error
 // its refusals.
 var errUnreachable = errors.New("unreachable")
 
-// join runs the protocol against the member at base: the CA, pinned; then
-// the join request, retried while the member says to.
-func join(ctx context.Context, base string, token config.JoinToken, req joinRequest) (*joinResponse, error) {
-	pool, err := pinnedCA(ctx, base, token.CAHash)
-	if err != nil {
-		return nil, err
+// join runs the protocol against the member at base: the CA, pinned
+// (unless trusted already says which CAs to trust); then the join
+// request, retried while the member says to.
+func join(ctx context.Context, base string, token config.JoinToken, trusted *x509.CertPool, req joinRequest) (*joinResponse, error) {
+	pool := trusted
+	if pool == nil {
+		var err error
+		if pool, err = pinnedCA(ctx, base, token.CAHash); err != nil {
+			return nil, err
+		}
 	}
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: verifyChainOnly(pool)}, Timeout: 30 * time.Second}
 	body, _ := json.Marshal(req)

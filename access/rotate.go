@@ -1,0 +1,346 @@
+package access
+
+import (
+	"bytes"
+	"crypto"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/kubestore/kubestore/datadir"
+)
+
+// The rotation of a CA (kubestore ca rotate, docs/RELIABILITY.md). A new
+// CA is certified by the current one (the cross certificate) and takes
+// over the signing: every leaf is issued anew by it and carries the cross
+// certificate, so that a peer or client that trusts only the previous CA
+// still verifies it (etcd reads its trusted CAs only when it starts), and
+// everything trusts both CAs until the rotation is finished. Finishing
+// drops the previous CA: client certificates it signed are refused from
+// then on. A site's members take each step from the record of the
+// rotation in etcd, which holds the new CA's key sealed with the site's
+// join secret, as a joiner receives it.
+
+// crossFile holds the cross certificate: the signing CA certified by the
+// previous one.
+const crossFile = "ca-cross.crt"
+
+// RotationPhase is how far a rotation is.
+type RotationPhase string
+
+const (
+	// PhaseBoth: the new CA signs; both CAs are trusted.
+	PhaseBoth RotationPhase = "both"
+	// PhaseFinished: only the new CA is trusted.
+	PhaseFinished RotationPhase = "finished"
+)
+
+// Rotation is the record of one rotation, under RotationName of the CA it
+// replaces.
+type Rotation struct {
+	Phase   RotationPhase `json:"phase"`
+	Started time.Time     `json:"started"`
+	// CACert is the new CA (PEM), CAKey its key sealed with the site's
+	// join secret (seal), Cross the new CA certified by the previous one.
+	CACert []byte `json:"caCert"`
+	CAKey  []byte `json:"caKey"`
+	Cross  []byte `json:"cross"`
+}
+
+// RotationProgress is a member's record of where it stands in a rotation,
+// under RotationName(previous CA) + "/members/" + the member's name.
+type RotationProgress struct {
+	Phase RotationPhase `json:"phase"`
+	At    time.Time     `json:"at"`
+	// PreviousCAClients are the users who authenticated here with a client
+	// certificate of the previous CA since this process started, with the
+	// last time: they are refused once the rotation is finished.
+	PreviousCAClients map[string]time.Time `json:"previousCAClients,omitempty"`
+}
+
+// RotationName names the record of the rotation that replaces the CA of
+// DER caDER: kubestores on one etcd with other CAs ignore it.
+func RotationName(caDER []byte) string {
+	sum := sha256.Sum256(caDER)
+	return "ca-rotation/" + hex.EncodeToString(sum[:8])
+}
+
+// ProgressName names member's record of the rotation of record name.
+func ProgressName(rotation, member string) string { return rotation + "/members/" + member }
+
+// Signing is the DER of the CA that signs.
+func (p *PKI) Signing() []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.caCert.Raw
+}
+
+// Previous is the DER of the CA a rotation under way replaces: trusted,
+// no longer signing. Nil without one.
+func (p *PKI) Previous() []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.previous()
+}
+
+func (p *PKI) previous() []byte {
+	for _, der := range pemCerts(p.caPEM) {
+		if !bytes.Equal(der, p.caCert.Raw) {
+			return der
+		}
+	}
+	return nil
+}
+
+// NewRotation creates the rotation of the CA of dir: a new CA, its key
+// sealed with the join secret, and its cross certificate. Nothing is
+// written to dir: each member takes the steps of the record in etcd
+// (PKI.ApplyRotation), this one too.
+func NewRotation(dir datadir.Dir, now time.Time) (string, Rotation, error) {
+	pki := dir.PKI()
+	bundle, caCert, caKey, err := readCA(filepath.Join(pki, "ca.crt"), filepath.Join(pki, "ca.key"))
+	if err != nil {
+		return "", Rotation{}, fmt.Errorf("reading the CA: %w", err)
+	}
+	if len(pemCerts(bundle)) > 1 {
+		return "", Rotation{}, errors.New("a rotation of the CA is under way: finish it first (kubestore ca finish)")
+	}
+	der, key, err := newCA(fmt.Sprintf("kubestore-ca@%d", now.Unix()))
+	if err != nil {
+		return "", Rotation{}, err
+	}
+	next, err := x509.ParseCertificate(der)
+	if err != nil {
+		return "", Rotation{}, err
+	}
+	notAfter := next.NotAfter
+	if caCert.NotAfter.Before(notAfter) {
+		notAfter = caCert.NotAfter // no longer than the CA that certifies it
+	}
+	cross := &x509.Certificate{
+		SerialNumber:          serial(),
+		Subject:               next.Subject,
+		SubjectKeyId:          next.SubjectKeyId,
+		NotBefore:             next.NotBefore,
+		NotAfter:              notAfter,
+		KeyUsage:              next.KeyUsage,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	crossDER, err := x509.CreateCertificate(rand.Reader, cross, caCert, next.PublicKey, caKey)
+	if err != nil {
+		return "", Rotation{}, fmt.Errorf("certifying the new CA: %w", err)
+	}
+	keyPEM, err := encodeKey(key)
+	if err != nil {
+		return "", Rotation{}, err
+	}
+	sealed, err := sealWithJoinSecret(dir, keyPEM)
+	if err != nil {
+		return "", Rotation{}, err
+	}
+	return RotationName(caCert.Raw), Rotation{
+		Phase: PhaseBoth, Started: now,
+		CACert: certPEM(der), CAKey: sealed, Cross: certPEM(crossDER),
+	}, nil
+}
+
+// ApplyRotation takes r's phase on dir's PKI, if it has not yet: the new
+// CA signs, and is trusted with the previous one (PhaseBoth); then it
+// alone is trusted (PhaseFinished). It reports whether it changed
+// anything; Renew and WriteKubeconfig then issue the leaves anew.
+//
+// Each file is written atomically, in an order that leaves a PKI that
+// loads at every step (loadCA signs with the certificate of ca.crt that
+// matches ca.key): the cross certificate, then ca.crt trusting both, then
+// the new key, then ca.crt with the new CA first.
+func (p *PKI) ApplyRotation(dir datadir.Dir, r Rotation) (bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	next, err := x509.ParseCertificate(pemBlock(r.CACert))
+	if err != nil {
+		return false, fmt.Errorf("the rotation's CA: %w", err)
+	}
+	type write struct {
+		file string
+		data []byte
+	}
+	var writes []write
+	switch {
+	case !p.caCert.Equal(next):
+		keyPEM, err := openWithJoinSecret(dir, r.CAKey)
+		if err != nil {
+			return false, err
+		}
+		previous := certPEM(p.caCert.Raw)
+		writes = append(writes,
+			write{crossFile, r.Cross},
+			write{"ca.crt", slices.Concat(previous, r.CACert)},
+			write{"ca.key", keyPEM},
+			write{"ca.crt", slices.Concat(r.CACert, previous)})
+		if r.Phase == PhaseFinished {
+			writes = append(writes, write{"ca.crt", r.CACert})
+		}
+	case r.Phase == PhaseFinished && p.previous() != nil:
+		writes = append(writes, write{"ca.crt", r.CACert})
+	default:
+		return false, nil
+	}
+	for _, w := range writes {
+		if err := datadir.WriteFileAtomic(p.path(w.file), w.data); err != nil {
+			return false, err
+		}
+	}
+	return true, p.loadCA()
+}
+
+// PreviousCAClients are the users who authenticated with a client
+// certificate of a CA other than the signing one since the start, and
+// when last.
+func (p *PKI) PreviousCAClients() map[string]time.Time { return p.clientCA.previousClients() }
+
+func certPEM(der []byte) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+// pemCerts is the DER of each certificate of data.
+func pemCerts(data []byte) [][]byte {
+	var out [][]byte
+	for {
+		var b *pem.Block
+		if b, data = pem.Decode(data); b == nil {
+			return out
+		}
+		if b.Type == "CERTIFICATE" {
+			out = append(out, b.Bytes)
+		}
+	}
+}
+
+// sealWithJoinSecret encrypts data (AES-256-GCM) with a key derived from
+// dir's join secret, which every member of the site holds.
+func sealWithJoinSecret(dir datadir.Dir, data []byte) ([]byte, error) {
+	aead, err := joinSecretAEAD(dir)
+	if err != nil {
+		return nil, err
+	}
+	nonce := make([]byte, aead.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, err
+	}
+	return aead.Seal(nonce, nonce, data, nil), nil
+}
+
+func openWithJoinSecret(dir datadir.Dir, sealed []byte) ([]byte, error) {
+	aead, err := joinSecretAEAD(dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(sealed) < aead.NonceSize() {
+		return nil, errors.New("the rotation's CA key is truncated")
+	}
+	data, err := aead.Open(nil, sealed[:aead.NonceSize()], sealed[aead.NonceSize():], nil)
+	if err != nil {
+		return nil, errors.New("the rotation's CA key does not open with this gateway's join secret: is it of another site?")
+	}
+	return data, nil
+}
+
+func joinSecretAEAD(dir datadir.Dir) (cipher.AEAD, error) {
+	secret, err := joinSecret(dir)
+	if err != nil {
+		return nil, err
+	}
+	key := sha256.Sum256([]byte("kubestore ca rotation\x00" + secret))
+	block, err := aes.NewCipher(key[:])
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(block)
+}
+
+// readCA reads the CA bundle certFile and the key keyFile: the signing
+// certificate is the one that matches the key, returned first in the
+// bundle, wherever a rotation cut short left it.
+func readCA(certFile, keyFile string) ([]byte, *x509.Certificate, crypto.Signer, error) {
+	bundle, err := os.ReadFile(certFile)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	keyData, err := os.ReadFile(keyFile)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	key, err := parseKey(keyData)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: %w", keyFile, err)
+	}
+	ders := pemCerts(bundle)
+	for i, der := range ders {
+		cert, err := x509.ParseCertificate(der)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("%s: %w", certFile, err)
+		}
+		pub, ok := cert.PublicKey.(interface{ Equal(crypto.PublicKey) bool })
+		if !ok || !pub.Equal(key.Public()) {
+			continue
+		}
+		out := certPEM(der)
+		for j, other := range ders {
+			if j != i {
+				out = append(out, certPEM(other)...)
+			}
+		}
+		return out, cert, key, nil
+	}
+	return nil, nil, nil, fmt.Errorf("%s holds no certificate of the key in %s", certFile, keyFile)
+}
+
+func parseKey(data []byte) (crypto.Signer, error) {
+	b, _ := pem.Decode(data)
+	if b == nil {
+		return nil, errors.New("no PEM key")
+	}
+	var key any
+	var err error
+	switch b.Type {
+	case "EC PRIVATE KEY":
+		key, err = x509.ParseECPrivateKey(b.Bytes)
+	case "RSA PRIVATE KEY":
+		key, err = x509.ParsePKCS1PrivateKey(b.Bytes)
+	default:
+		key, err = x509.ParsePKCS8PrivateKey(b.Bytes)
+	}
+	if err != nil {
+		return nil, err
+	}
+	signer, ok := key.(crypto.Signer)
+	if !ok {
+		return nil, fmt.Errorf("unsupported key type %T", key)
+	}
+	return signer, nil
+}
+
+// CAOf is the signing CA of dir and, during a rotation, the previous one
+// (nil otherwise).
+func CAOf(dir datadir.Dir) (signing, previous *x509.Certificate, err error) {
+	pki := dir.PKI()
+	bundle, signing, _, err := readCA(filepath.Join(pki, "ca.crt"), filepath.Join(pki, "ca.key"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the CA: %w", err)
+	}
+	if ders := pemCerts(bundle); len(ders) > 1 {
+		previous, err = x509.ParseCertificate(ders[1])
+	}
+	return signing, previous, err
+}

@@ -1,0 +1,243 @@
+package maintenance
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/kubestore/kubestore/access"
+	"github.com/kubestore/kubestore/cacher"
+	"github.com/kubestore/kubestore/config"
+	"github.com/kubestore/kubestore/datadir"
+)
+
+// caStepWait is how long a command waits for this gateway's server to take
+// the step it asked for (the server reads the record every 3 s).
+const caStepWait = time.Minute
+
+// CARotate begins the rotation of the CA of cc's data directory: a new CA,
+// certified by the current one, signs from now on, and both are trusted
+// until CAFinish (access.Rotation). Every member of the site takes the
+// step from the record; with a server running here, the command waits
+// for it.
+func CARotate(ctx context.Context, cc config.Completed, version string, w io.Writer) error {
+	cfg := cc.Config()
+	dir := datadir.Dir(cfg.DataDir)
+	name, rot, err := access.NewRotation(dir, time.Now().UTC())
+	if err != nil {
+		return err
+	}
+	c, err := connect(ctx, cfg, version)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	data, err := json.Marshal(rot)
+	if err != nil {
+		return err
+	}
+	key := cacher.StateKey(cfg.Etcd.Prefix, name)
+	txn, err := c.client.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).Then(clientv3.OpPut(key, string(data))).Commit()
+	if err != nil {
+		return err
+	}
+	if !txn.Succeeded {
+		return errors.New("a rotation of this CA was begun already and the servers are taking it: kubestore ca status")
+	}
+	fmt.Fprintf(w, "a new CA signs from now on, and the previous one stays trusted until kubestore ca finish\n")
+	return waitStep(ctx, c, cfg, rot, w)
+}
+
+// CAFinish ends the rotation under way: only the new CA is trusted from
+// then on. It refuses while a member has not taken the new CA, or while
+// clients still authenticate with certificates of the previous one,
+// unless force.
+func CAFinish(ctx context.Context, cc config.Completed, force bool, version string, w io.Writer) error {
+	cfg := cc.Config()
+	dir := datadir.Dir(cfg.DataDir)
+	_, previous, err := access.CAOf(dir)
+	if err != nil {
+		return err
+	}
+	if previous == nil {
+		return errors.New("no rotation of the CA is under way here (kubestore ca rotate begins one)")
+	}
+	c, err := connect(ctx, cfg, version)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	name := access.RotationName(previous.Raw)
+	rot, progress, err := readRotation(ctx, c, cfg, name)
+	if err != nil {
+		return err
+	}
+	members, err := rotationMembers(ctx, c, cfg, progress)
+	if err != nil {
+		return err
+	}
+	var behind, clients []string
+	for _, m := range members {
+		p, ok := progress[m]
+		if !ok {
+			behind = append(behind, m)
+			continue
+		}
+		for user, at := range p.PreviousCAClients {
+			clients = append(clients, fmt.Sprintf("%s (on %s, last %s)", user, m, at.Format(time.RFC3339)))
+		}
+	}
+	slices.Sort(clients)
+	switch {
+	case len(behind) > 0:
+		return fmt.Errorf("members %s have not taken the new CA yet: start them, or wait until kubestore ca status lists them", strings.Join(behind, ", "))
+	case len(clients) > 0 && !force:
+		return fmt.Errorf("clients still authenticate with certificates of the previous CA, which the finish refuses: %s; give them certificates of the new one (a kubelet: remove its client certificate and bootstrap it again), or --force", strings.Join(clients, ", "))
+	}
+	if rot.Phase != access.PhaseFinished {
+		rot.Phase = access.PhaseFinished
+		data, err := json.Marshal(rot)
+		if err != nil {
+			return err
+		}
+		if _, err := c.client.Put(ctx, cacher.StateKey(cfg.Etcd.Prefix, name), string(data)); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(w, "the previous CA is no longer trusted; etcd's peer links drop it at each member's next start\n")
+	return waitStep(ctx, c, cfg, rot, w)
+}
+
+// CAStatus prints the CA of cc's data directory and the rotation under
+// way, with where each member stands.
+func CAStatus(ctx context.Context, cc config.Completed, version string, w io.Writer) error {
+	cfg := cc.Config()
+	signing, previous, err := access.CAOf(datadir.Dir(cfg.DataDir))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "CA %s, valid until %s\n", signing.Subject.CommonName, signing.NotAfter.Format(time.RFC3339))
+	if previous == nil {
+		return nil
+	}
+	fmt.Fprintf(w, "rotation under way: the previous CA %s (valid until %s) is still trusted\n", previous.Subject.CommonName, previous.NotAfter.Format(time.RFC3339))
+	c, err := connect(ctx, cfg, version)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	_, progress, err := readRotation(ctx, c, cfg, access.RotationName(previous.Raw))
+	if err != nil {
+		return err
+	}
+	members, err := rotationMembers(ctx, c, cfg, progress)
+	if err != nil {
+		return err
+	}
+	for _, m := range members {
+		p, ok := progress[m]
+		if !ok {
+			fmt.Fprintf(w, "member %s: has not taken the new CA\n", m)
+			continue
+		}
+		fmt.Fprintf(w, "member %s: %s, %d clients of the previous CA\n", m, p.Phase, len(p.PreviousCAClients))
+	}
+	return nil
+}
+
+// readRotation reads the record name and the members' progress records.
+func readRotation(ctx context.Context, c *conn, cfg config.Config, name string) (access.Rotation, map[string]access.RotationProgress, error) {
+	var rot access.Rotation
+	key := cacher.StateKey(cfg.Etcd.Prefix, name)
+	resp, err := c.client.Get(ctx, key)
+	if err != nil {
+		return rot, nil, err
+	}
+	if len(resp.Kvs) == 0 {
+		return rot, nil, fmt.Errorf("no record of the rotation in etcd (%s)", key)
+	}
+	if err := json.Unmarshal(resp.Kvs[0].Value, &rot); err != nil {
+		return rot, nil, fmt.Errorf("%s: %w", key, err)
+	}
+	// StateKey cleans the trailing slash away.
+	prefix := cacher.StateKey(cfg.Etcd.Prefix, access.ProgressName(name, "")) + "/"
+	resp, err = c.client.Get(ctx, prefix, clientv3.WithPrefix())
+	if err != nil {
+		return rot, nil, err
+	}
+	progress := map[string]access.RotationProgress{}
+	for _, kv := range resp.Kvs {
+		var p access.RotationProgress
+		if err := json.Unmarshal(kv.Value, &p); err == nil {
+			progress[strings.TrimPrefix(string(kv.Key), prefix)] = p
+		}
+	}
+	return rot, progress, nil
+}
+
+// rotationMembers are the names of the processes that share the CA: a
+// site's members, or, on a gateway of its own, those that recorded their
+// progress.
+func rotationMembers(ctx context.Context, c *conn, cfg config.Config, progress map[string]access.RotationProgress) ([]string, error) {
+	if !cfg.Site.Enabled() {
+		if len(progress) == 0 {
+			return []string{"(this gateway's server)"}, nil
+		}
+		return slices.Sorted(maps.Keys(progress)), nil
+	}
+	list, err := c.client.MemberList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, m := range list.Members {
+		names = append(names, m.Name)
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// waitStep waits, with a server running here, until it took phase: its
+// PKI signs with the rotation's CA, and after the finish trusts it alone.
+func waitStep(ctx context.Context, c *conn, cfg config.Config, rot access.Rotation, w io.Writer) error {
+	if !c.online {
+		fmt.Fprintln(w, "the server takes the step at its next start")
+		return nil
+	}
+	next, err := x509.ParseCertificate(pemDER(rot.CACert))
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, caStepWait)
+	defer cancel()
+	for {
+		signing, previous, err := access.CAOf(datadir.Dir(cfg.DataDir))
+		if err == nil && signing.Equal(next) && (rot.Phase != access.PhaseFinished || previous == nil) {
+			fmt.Fprintln(w, "this gateway took the step; kubestore ca status shows the others")
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("this gateway's server did not take the step within %s: see its log", caStepWait)
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// pemDER is the DER of the first PEM block of data.
+func pemDER(data []byte) []byte {
+	if b, _ := pem.Decode(data); b != nil {
+		return b.Bytes
+	}
+	return nil
+}
