@@ -98,7 +98,7 @@ func operatorCommands() []*cli.Command {
 		},
 		{
 			Name:  "ca",
-			Usage: "the certificate authority of this gateway or site: its expiry, and its rotation (README: \"Certificates\")",
+			Usage: "the certificate authority of this gateway or site: its expiry, and its rotation (README: \"The CA and its rotation\")",
 			Subcommands: []*cli.Command{
 				{
 					Name:         "status",
