@@ -47,6 +47,11 @@ func (d Dir) MoveEtcdAside(name string) (string, error) {
 	return aside, SyncDir(string(d))
 }
 
+// RaftLogLost, when present, says etcd found its raft log shorter than
+// what this member had acknowledged to its site (its disk lost synced
+// writes): the member must rejoin wiped (site.Prepare).
+func (d Dir) RaftLogLost() string { return filepath.Join(string(d), "etcd-log-lost") }
+
 // SiteJoin records how this member joined its site (etcdembed.Join).
 func (d Dir) SiteJoin() string { return filepath.Join(string(d), "site-join.json") }
 func (d Dir) lockFile() string { return filepath.Join(string(d), "lock") }

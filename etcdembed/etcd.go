@@ -111,7 +111,17 @@ func start(ctx context.Context, c config.Config, forceNew bool) (*Server, error)
 		return nil, err
 	}
 	closing, removed := make(chan struct{}), new(atomic.Bool)
-	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg.WithOptions(zap.WrapCore(logFilter{closing: closing, removed: removed}.wrap)))
+	filter := logFilter{closing: closing, removed: removed}
+	if c.Site.Enabled() {
+		filter.logLost = func(msg string) {
+			// Recorded before raft's panic ends the process: the next
+			// start rejoins the site wiped (site.Prepare).
+			if err := datadir.WriteFileAtomic(dir.RaftLogLost(), []byte(msg+"\n")); err != nil {
+				lg.Error("recording that the raft log lost acknowledged entries", zap.Error(err))
+			}
+		}
+	}
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg.WithOptions(zap.WrapCore(filter.wrap)))
 	e, err := embed.StartEtcd(ec)
 	if err != nil {
 		return nil, fmt.Errorf("starting embedded etcd: %w", err)

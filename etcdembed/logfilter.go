@@ -27,6 +27,20 @@ type logFilter struct {
 	// removed, when set, is set once etcd says the site removed this
 	// member (it stops then, with an error that does not say so).
 	removed *atomic.Bool
+	// logLost, when set, is called with raft's message when it panics
+	// because the log holds less than this member acknowledged
+	// (raftLogLost), before the panic ends the process.
+	logLost func(msg string)
+}
+
+// raftLogLost reports whether e is raft's panic on a log that lost
+// entries the member had acknowledged: a commit index past its last
+// entry, from the leader (raft/log.go, commitTo) or in its own hard state
+// (raft.go, loadState).
+func raftLogLost(e zapcore.Entry) bool {
+	return e.Level >= zapcore.PanicLevel && e.LoggerName == loggerName+".raft" &&
+		(strings.Contains(e.Message, "Was the raft log corrupted, truncated, or lost?") ||
+			strings.Contains(e.Message, "state.commit") && strings.Contains(e.Message, "is out of range"))
 }
 
 // wrap is a zap.WrapCore option.
@@ -108,6 +122,9 @@ func (c *filterCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.C
 }
 
 func (c *filterCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
+	if c.filter.logLost != nil && raftLogLost(e) {
+		c.filter.logLost(e.Message)
+	}
 	if r := c.filter.removed; r != nil && e.LoggerName == loggerName && e.Message == "server error" {
 		if err := fieldError(fields); err != nil && strings.Contains(err.Error(), "permanently removed") {
 			r.Store(true)

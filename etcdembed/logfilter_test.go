@@ -78,3 +78,37 @@ func TestLogFilter(t *testing.T) {
 		})
 	}
 }
+
+// raft's panic on a log shorter than what the member acknowledged is
+// recorded, through a logger derived as etcd derives raft's, before the
+// panic; other panics and other loggers are not.
+func TestLogFilterRaftLogLost(t *testing.T) {
+	cases := []struct {
+		logger, msg string
+		lost        bool
+	}{
+		{"etcd.raft", "tocommit(1009) is out of range [lastIndex(1008)]. Was the raft log corrupted, truncated, or lost?", true},
+		{"etcd.raft", "8e9e05c52164694d state.commit 1009 is out of range [10, 1008]", true},
+		{"etcd.raft", "unexpected state", false},
+		{"etcd", "tocommit(1009) is out of range [lastIndex(1008)]. Was the raft log corrupted, truncated, or lost?", false},
+	}
+	for _, tc := range cases {
+		var got []string
+		core := zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(&bytes.Buffer{}), zapcore.DebugLevel)
+		lg := zap.New(core).WithOptions(zap.WrapCore(logFilter{logLost: func(msg string) { got = append(got, msg) }}.wrap))
+		for _, name := range strings.Split(tc.logger, ".") {
+			lg = lg.Named(name)
+		}
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s %q: no panic", tc.logger, tc.msg)
+				}
+			}()
+			lg.With(zap.String("local-member-id", "8e9e05c52164694d")).Sugar().Panicf("%s", tc.msg)
+		}()
+		if lost := len(got) == 1 && got[0] == tc.msg; lost != tc.lost {
+			t.Errorf("%s %q: recorded %q, want recorded: %v", tc.logger, tc.msg, got, tc.lost)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -70,6 +71,9 @@ const (
 // with data as it is: it may be the one the others need for quorum.
 func Prepare(ctx context.Context, cfg config.Config) error {
 	dir := datadir.Dir(cfg.DataDir)
+	if err := setLostLogAside(cfg, dir); err != nil {
+		return err
+	}
 	if cfg.Site.Join != "" {
 		if err := joinIfNeeded(ctx, cfg, dir); err != nil {
 			return err
@@ -84,6 +88,38 @@ func Prepare(ctx context.Context, cfg config.Config) error {
 	}
 	_, err = access.ReadSiteSecrets(dir) // a founder's join secret, from its first start
 	return err
+}
+
+// setLostLogAside moves the etcd data of a member whose raft log lost
+// what it had acknowledged (etcdembed recorded raft's panic) to
+// <data-dir>/etcd.log-lost, so that it joins the site again wiped: raft
+// cannot take the member back (etcd refuses it for good), and its data
+// cannot be trusted. Only with --join: a member without it has no site to
+// rejoin, and is refused in one line.
+func setLostLogAside(cfg config.Config, dir datadir.Dir) error {
+	lost, err := os.ReadFile(dir.RaftLogLost())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	why := strings.TrimSpace(string(lost))
+	if cfg.Site.Join == "" {
+		return fmt.Errorf("etcd's raft log in %s lost entries this member had acknowledged (%s): start it with --%s naming another member, and it rejoins the site wiped; or restore a snapshot",
+			dir.Etcd(), why, config.FlagJoin)
+	}
+	if dir.HasEtcdData() {
+		aside, err := dir.MoveEtcdAside("etcd.log-lost")
+		if err != nil {
+			return err
+		}
+		klog.InfoS("etcd's raft log lost entries this member had acknowledged: joining the site again wiped; the old data is in "+aside, "raft", why)
+	}
+	if err := os.Remove(dir.RaftLogLost()); err != nil {
+		return err
+	}
+	return datadir.SyncDir(string(dir))
 }
 
 func joinIfNeeded(ctx context.Context, cfg config.Config, dir datadir.Dir) error {
