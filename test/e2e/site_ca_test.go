@@ -31,7 +31,9 @@ func TestSiteCARotation(t *testing.T) {
 		out, err := exec.Command("kubectl", "--kubeconfig", oldKubeconfig, "--server", g.url(), "get", "namespace", "default", "--request-timeout=10s").CombinedOutput()
 		return string(out), err
 	}
-	ca := func(g *siteGateway, args ...string) (string, error) { return g.kubestore(t, append([]string{"ca"}, args...)...) }
+	ca := func(g *siteGateway, args ...string) (string, error) {
+		return g.kubestore(t, append([]string{"ca"}, args...)...)
+	}
 
 	if out, err := ca(a, "rotate"); err != nil {
 		t.Fatalf("ca rotate: %v\n%s", err, out)
