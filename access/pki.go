@@ -6,7 +6,6 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -142,7 +141,7 @@ func (p *PKI) path(name string) string { return filepath.Join(p.dir, name) }
 // loadCA loads ca.crt, ca.key and ca-cross.crt, creating the CA on the
 // first start. Called with mu held, or before p is shared.
 func (p *PKI) loadCA() error {
-	certPEM, cert, key, err := readCA(p.path("ca.crt"), p.path("ca.key"))
+	certPEM, cert, key, err := readPair(p.path("ca.crt"), p.path("ca.key"))
 	if errors.Is(err, os.ErrNotExist) {
 		var der []byte
 		if der, key, err = newCA("kubestore-ca"); err != nil {
@@ -455,28 +454,67 @@ func serial() *big.Int {
 	return n
 }
 
+// readPair reads the certificates of certFile (PEM) and the key of
+// keyFile: the certificate is the one that matches the key, returned
+// first, before the others (a leaf's chain, or the CAs of a bundle; in a
+// CA bundle, wherever a rotation cut short left the signing CA).
 func readPair(certFile, keyFile string) ([]byte, *x509.Certificate, crypto.Signer, error) {
-	certPEM, err := os.ReadFile(certFile)
+	bundle, err := os.ReadFile(certFile)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	keyPEM, err := os.ReadFile(keyFile)
+	keyData, err := os.ReadFile(keyFile)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	key, err := parseKey(keyData)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, fmt.Errorf("%s: %w", keyFile, err)
 	}
-	cert, err := x509.ParseCertificate(pair.Certificate[0])
+	ders := pemCerts(bundle)
+	for i, der := range ders {
+		cert, err := x509.ParseCertificate(der)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("%s: %w", certFile, err)
+		}
+		pub, ok := cert.PublicKey.(interface{ Equal(crypto.PublicKey) bool })
+		if !ok || !pub.Equal(key.Public()) {
+			continue
+		}
+		out := certPEM(der)
+		for j, other := range ders {
+			if j != i {
+				out = append(out, certPEM(other)...)
+			}
+		}
+		return out, cert, key, nil
+	}
+	return nil, nil, nil, fmt.Errorf("%s holds no certificate of the key in %s", certFile, keyFile)
+}
+
+func parseKey(data []byte) (crypto.Signer, error) {
+	b, _ := pem.Decode(data)
+	if b == nil {
+		return nil, errors.New("no PEM key")
+	}
+	var key any
+	var err error
+	switch b.Type {
+	case "EC PRIVATE KEY":
+		key, err = x509.ParseECPrivateKey(b.Bytes)
+	case "RSA PRIVATE KEY":
+		key, err = x509.ParsePKCS1PrivateKey(b.Bytes)
+	default:
+		key, err = x509.ParsePKCS8PrivateKey(b.Bytes)
+	}
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	signer, ok := pair.PrivateKey.(crypto.Signer)
+	signer, ok := key.(crypto.Signer)
 	if !ok {
-		return nil, nil, nil, fmt.Errorf("%s: unsupported key type %T", keyFile, pair.PrivateKey)
+		return nil, fmt.Errorf("unsupported key type %T", key)
 	}
-	return certPEM, cert, signer, nil
+	return signer, nil
 }
 
 func encodeKey(key crypto.Signer) ([]byte, error) {

@@ -2,7 +2,6 @@ package access
 
 import (
 	"bytes"
-	"crypto"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
@@ -12,7 +11,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -108,7 +106,7 @@ func (p *PKI) previous() []byte {
 // (PKI.ApplyRotation), this one too.
 func NewRotation(dir datadir.Dir, now time.Time) (string, Rotation, error) {
 	pki := dir.PKI()
-	bundle, caCert, caKey, err := readCA(filepath.Join(pki, "ca.crt"), filepath.Join(pki, "ca.key"))
+	bundle, caCert, caKey, err := readPair(filepath.Join(pki, "ca.crt"), filepath.Join(pki, "ca.key"))
 	if err != nil {
 		return "", Rotation{}, fmt.Errorf("reading the CA: %w", err)
 	}
@@ -269,73 +267,11 @@ func joinSecretAEAD(dir datadir.Dir) (cipher.AEAD, error) {
 	return cipher.NewGCM(block)
 }
 
-// readCA reads the CA bundle certFile and the key keyFile: the signing
-// certificate is the one that matches the key, returned first in the
-// bundle, wherever a rotation cut short left it.
-func readCA(certFile, keyFile string) ([]byte, *x509.Certificate, crypto.Signer, error) {
-	bundle, err := os.ReadFile(certFile)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	keyData, err := os.ReadFile(keyFile)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	key, err := parseKey(keyData)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("%s: %w", keyFile, err)
-	}
-	ders := pemCerts(bundle)
-	for i, der := range ders {
-		cert, err := x509.ParseCertificate(der)
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("%s: %w", certFile, err)
-		}
-		pub, ok := cert.PublicKey.(interface{ Equal(crypto.PublicKey) bool })
-		if !ok || !pub.Equal(key.Public()) {
-			continue
-		}
-		out := certPEM(der)
-		for j, other := range ders {
-			if j != i {
-				out = append(out, certPEM(other)...)
-			}
-		}
-		return out, cert, key, nil
-	}
-	return nil, nil, nil, fmt.Errorf("%s holds no certificate of the key in %s", certFile, keyFile)
-}
-
-func parseKey(data []byte) (crypto.Signer, error) {
-	b, _ := pem.Decode(data)
-	if b == nil {
-		return nil, errors.New("no PEM key")
-	}
-	var key any
-	var err error
-	switch b.Type {
-	case "EC PRIVATE KEY":
-		key, err = x509.ParseECPrivateKey(b.Bytes)
-	case "RSA PRIVATE KEY":
-		key, err = x509.ParsePKCS1PrivateKey(b.Bytes)
-	default:
-		key, err = x509.ParsePKCS8PrivateKey(b.Bytes)
-	}
-	if err != nil {
-		return nil, err
-	}
-	signer, ok := key.(crypto.Signer)
-	if !ok {
-		return nil, fmt.Errorf("unsupported key type %T", key)
-	}
-	return signer, nil
-}
-
 // CAOf is the signing CA of dir and, during a rotation, the previous one
 // (nil otherwise).
 func CAOf(dir datadir.Dir) (signing, previous *x509.Certificate, err error) {
 	pki := dir.PKI()
-	bundle, signing, _, err := readCA(filepath.Join(pki, "ca.crt"), filepath.Join(pki, "ca.key"))
+	bundle, signing, _, err := readPair(filepath.Join(pki, "ca.crt"), filepath.Join(pki, "ca.key"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading the CA: %w", err)
 	}
