@@ -40,7 +40,7 @@ type caRecords interface {
 }
 
 func (r *caRotation) run(ctx context.Context) {
-	if err := r.reconcile(ctx); err != nil {
+	if err := r.reconcile(ctx); err != nil && ctx.Err() == nil {
 		klog.ErrorS(err, "Rotating the CA")
 	}
 }
