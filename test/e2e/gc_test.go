@@ -183,6 +183,9 @@ spec:
 // since the work is derived from what is stored (dependents whose owner
 // is gone), not from a queue held in memory.
 func TestGarbageCollectorFinishesAfterKill(t *testing.T) {
+	// Parallel: it mostly waits for the collector's lease and its
+	// restart (make test runs the waiting suites side by side).
+	t.Parallel()
 	dir := filepath.Join(shortTempDir(t), "data")
 	p := start(t, dir)
 	c := p.clientset()
@@ -203,6 +206,9 @@ func TestGarbageCollectorFinishesAfterKill(t *testing.T) {
 // Two kubestores with collectors on one etcd: one holds the Lease and
 // collects; killed, the other takes over and collects.
 func TestGarbageCollectorLeaderElection(t *testing.T) {
+	// Parallel: it mostly waits for the collector's lease and its
+	// restart (make test runs the waiting suites side by side).
+	t.Parallel()
 	dir := shortTempDir(t)
 	// The etcd host runs no collector, so that killing a collector keeps
 	// the etcd.

@@ -150,6 +150,10 @@ type mirrorRule struct {
 // The cases share the processes and run in order; each ends with the
 // edge's informers equal to the upstream's filtered state.
 func TestMirror(t *testing.T) {
+	// Parallel, as TestMirrorUnderFaults: both mostly wait (for streams,
+	// quiet windows, lease and backoff timers), so make test runs them
+	// side by side.
+	t.Parallel()
 	requireKubectl(t)
 	began := time.Now()
 	// tMain owns the edge's process across restarts in subtests.

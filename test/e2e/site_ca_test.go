@@ -20,6 +20,10 @@ import (
 // every member, kube-root-ca.crt holds the new CA alone, and a member
 // restarted on the new trust alone rejoins the site (k3s#8952).
 func TestSiteCARotation(t *testing.T) {
+	// Parallel: it waits more than it computes (leases, elections, polls),
+	// with windows of tens of seconds (make test runs the waiting suites
+	// side by side).
+	t.Parallel()
 	requireKubectl(t)
 	a, b, c := newGateway(t, "gw-a"), newGateway(t, "gw-b"), newGateway(t, "gw-c")
 	token := foundSite(t, a, b, c)

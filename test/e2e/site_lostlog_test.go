@@ -17,6 +17,10 @@ import (
 // starts it again) moves the data to etcd.log-lost and rejoins the site
 // wiped, under its name, with every write made; nothing is wiped by hand.
 func TestSiteMemberLostRaftLog(t *testing.T) {
+	// Parallel: it waits more than it computes (leases, elections, polls),
+	// with windows of tens of seconds (make test runs the waiting suites
+	// side by side).
+	t.Parallel()
 	a, b, c := newGateway(t, "gw-a"), newGateway(t, "gw-b"), newGateway(t, "gw-c")
 	token := foundSite(t, a, b, c)
 	// The follower whose log is lost: raft's leader keeps what each

@@ -433,6 +433,10 @@ func upstreamWatches(t *testing.T, env *mirrorEnv, resource string) float64 {
 // the gateway elected for it; both serve them. When the elected gateway is
 // killed, the other takes the rule over (issue 26).
 func TestSiteMirrorsOnce(t *testing.T) {
+	// Parallel: it waits more than it computes (leases, elections, polls),
+	// with windows of tens of seconds (make test runs the waiting suites
+	// side by side).
+	t.Parallel()
 	requireKubectl(t)
 	env := newMirrorEnv(t)
 	ctx := t.Context()
