@@ -148,11 +148,7 @@ func joinIfNeeded(ctx context.Context, cfg config.Config, dir datadir.Dir) error
 	// (kubestore ca rotate), and the bundle follows the rotation.
 	var trusted *x509.CertPool
 	if hasData {
-		if bundle, err := os.ReadFile(dir.CACert()); err == nil {
-			if trusted = x509.NewCertPool(); !trusted.AppendCertsFromPEM(bundle) {
-				trusted = nil
-			}
-		}
+		trusted, _ = trustedCAs(dir) // without a bundle, the token's pin
 	}
 	ctx, cancel := context.WithTimeout(ctx, joinTimeout)
 	defer cancel()

@@ -46,16 +46,28 @@ func peerClient(dir datadir.Dir) (*http.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("this member's peer certificate: %w", err)
 	}
-	caPEM, err := os.ReadFile(dir.CACert())
+	pool, err := trustedCAs(dir)
 	if err != nil {
 		return nil, err
 	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(caPEM)
 	return &http.Client{
 		Timeout:   probeTimeout,
 		Transport: &http.Transport{TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool}, DisableKeepAlives: true},
 	}, nil
+}
+
+// trustedCAs are the CAs of this member's bundle (ca.crt): the site's, and
+// during a rotation the previous one too.
+func trustedCAs(dir datadir.Dir) (*x509.CertPool, error) {
+	bundle, err := os.ReadFile(dir.CACert())
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(bundle) {
+		return nil, fmt.Errorf("%s holds no certificate", dir.CACert())
+	}
+	return pool, nil
 }
 
 // Members lists the site's members through client (this gateway's etcd)
