@@ -81,7 +81,7 @@ func LoadPKI(dir datadir.Dir, hosts []string) (*PKI, error) {
 		return nil, fmt.Errorf("creating pki directory: %w", err)
 	}
 	p.serving = &certKeyProvider{name: "serving-cert"}
-	p.clientCA = &caProvider{}
+	p.clientCA = &caProvider{seen: make(chan struct{}, 1)}
 	if err := p.loadCA(); err != nil {
 		return nil, err
 	}
@@ -370,6 +370,8 @@ type caProvider struct {
 	// users whose client certificates another CA signed, by last use.
 	signing []byte
 	clients map[string]time.Time
+	// seen has a value once clients changed (PreviousCAClientsSeen).
+	seen chan struct{}
 }
 
 var _ dynamiccertificates.CAContentProvider = (*caProvider)(nil)
@@ -406,7 +408,15 @@ func (c *caProvider) observe(leaf *x509.Certificate, user string) {
 	if c.clients == nil {
 		c.clients = map[string]time.Time{}
 	}
-	c.clients[user] = time.Now().UTC().Truncate(time.Second)
+	// To the minute: a member records the clients when they change
+	// (server caRotation), so at most once a minute while they are seen.
+	if at := time.Now().UTC().Truncate(time.Minute); !c.clients[user].Equal(at) {
+		c.clients[user] = at
+		select {
+		case c.seen <- struct{}{}:
+		default:
+		}
+	}
 }
 
 func (c *caProvider) previousClients() map[string]time.Time {

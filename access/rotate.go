@@ -55,6 +55,15 @@ type Rotation struct {
 	Cross  []byte `json:"cross"`
 }
 
+// Certificate is the rotation's new CA.
+func (r Rotation) Certificate() (*x509.Certificate, error) {
+	c, err := x509.ParseCertificate(pemBlock(r.CACert))
+	if err != nil {
+		return nil, fmt.Errorf("the rotation's CA: %w", err)
+	}
+	return c, nil
+}
+
 // RotationProgress is a member's record of where it stands in a rotation,
 // under RotationName(previous CA) + "/members/" + the member's name.
 type RotationProgress struct {
@@ -165,9 +174,9 @@ func NewRotation(dir datadir.Dir, now time.Time) (string, Rotation, error) {
 func (p *PKI) ApplyRotation(dir datadir.Dir, r Rotation) (bool, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	next, err := x509.ParseCertificate(pemBlock(r.CACert))
+	next, err := r.Certificate()
 	if err != nil {
-		return false, fmt.Errorf("the rotation's CA: %w", err)
+		return false, err
 	}
 	type write struct {
 		file string
@@ -206,6 +215,11 @@ func (p *PKI) ApplyRotation(dir datadir.Dir, r Rotation) (bool, error) {
 // certificate of a CA other than the signing one since the start, and
 // when last.
 func (p *PKI) PreviousCAClients() map[string]time.Time { return p.clientCA.previousClients() }
+
+// PreviousCAClientsSeen receives once PreviousCAClients changed since the
+// last receive: a member records them at once, so that a finish right
+// after a client of the previous CA was seen names it.
+func (p *PKI) PreviousCAClientsSeen() <-chan struct{} { return p.clientCA.seen }
 
 func certPEM(der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})

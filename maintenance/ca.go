@@ -2,9 +2,7 @@ package maintenance
 
 import (
 	"context"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -214,7 +212,7 @@ func waitStep(ctx context.Context, c *conn, cfg config.Config, rot access.Rotati
 		fmt.Fprintln(w, "the server takes the step at its next start")
 		return nil
 	}
-	next, err := x509.ParseCertificate(pemDER(rot.CACert))
+	next, err := rot.Certificate()
 	if err != nil {
 		return err
 	}
@@ -232,12 +230,4 @@ func waitStep(ctx context.Context, c *conn, cfg config.Config, rot access.Rotati
 		case <-time.After(time.Second):
 		}
 	}
-}
-
-// pemDER is the DER of the first PEM block of data.
-func pemDER(data []byte) []byte {
-	if b, _ := pem.Decode(data); b != nil {
-		return b.Bytes
-	}
-	return nil
 }

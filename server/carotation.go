@@ -39,9 +39,21 @@ type caRecords interface {
 	GetState(ctx context.Context, name string) ([]byte, error)
 }
 
+// run reconciles every caRotationPoll, and at once when a client of the
+// previous CA was seen, until ctx ends.
 func (r *caRotation) run(ctx context.Context) {
-	if err := r.reconcile(ctx); err != nil && ctx.Err() == nil {
-		klog.ErrorS(err, "Rotating the CA")
+	t := time.NewTicker(caRotationPoll)
+	defer t.Stop()
+	for {
+		if err := r.reconcile(ctx); err != nil && ctx.Err() == nil {
+			klog.ErrorS(err, "Rotating the CA")
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-r.pki.PreviousCAClientsSeen():
+		}
 	}
 }
 

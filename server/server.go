@@ -456,9 +456,7 @@ func (b *builder) workers() error {
 	})
 	rotation := &caRotation{dir: dir, pki: pki, st: b.storage, keys: keys, member: cfg.Site.Name(),
 		kubeconfig: func() error { return pki.WriteKubeconfig(dir.Kubeconfig(), url) }}
-	s.addWorker("kubestore-ca-rotation", func(ctx context.Context) {
-		wait.UntilWithContext(ctx, rotation.run, caRotationPoll)
-	})
+	s.addWorker("kubestore-ca-rotation", rotation.run)
 	if sock := b.ln.unix; sock != nil {
 		grace := cfg.Server.ShutdownTimeout.Duration / 4
 		s.addWorker("kubestore-unix-socket", func(ctx context.Context) { sock.serve(ctx, gs.Handler, grace) })
