@@ -21,6 +21,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubestore/kubestore/test/link"
 )
 
 // faultProxy is the upstream as a sick server or middlebox shows it: an
@@ -141,9 +143,9 @@ func TestMirrorUnderFaults(t *testing.T) {
 	must(t, err)
 
 	proxy := newFaultProxy(t, up.server())
-	l := newLink(t, strings.TrimPrefix(proxy.srv.URL, "https://"))
+	l := link.New(t, strings.TrimPrefix(proxy.srv.URL, "https://"))
 	upstream := filepath.Join(dir, "upstream.kubeconfig")
-	writeTokenKubeconfig(t, "https://"+l.addr, token, upstream)
+	writeTokenKubeconfig(t, "https://"+l.Addr, token, upstream)
 	ed := start(t, filepath.Join(dir, "edge"), flagUpstreamKubeconfig, upstream, flagNodeName, node)
 	edCS := ed.clientset()
 	pid := ed.cmd.Process.Pid
@@ -223,7 +225,7 @@ func TestMirrorUnderFaults(t *testing.T) {
 	}
 
 	t.Run("hung", func(t *testing.T) {
-		l.hang()
+		l.Hang()
 		began := time.Now()
 		// The first write after the hang waits for its deadline at most.
 		err := otherWrite("hung, first write")
@@ -236,7 +238,7 @@ func TestMirrorUnderFaults(t *testing.T) {
 		nodeWrite("hung")
 		upWrite("hung")
 		time.Sleep(3 * time.Second)
-		l.restore()
+		l.Restore()
 		converged("hung")
 	})
 	t.Run("slow", func(t *testing.T) {
@@ -258,8 +260,8 @@ func TestMirrorUnderFaults(t *testing.T) {
 			before, cpuBefore := proxy.requests.Load(), cpuTime(t, pid)
 			proxy.mode.Store(mode)
 			began := time.Now()
-			l.cut() // every open stream goes through the sick proxy again
-			l.restore()
+			l.Cut() // every open stream goes through the sick proxy again
+			l.Restore()
 			nodeWrite(mode)
 			upWrite(mode)
 			if err := otherWrite(mode); err == nil {
@@ -300,9 +302,9 @@ func TestMirrorUnderFaults(t *testing.T) {
 				case <-time.After(time.Second):
 				}
 				if i%2 == 0 {
-					l.cut()
+					l.Cut()
 				} else {
-					l.restore()
+					l.Restore()
 				}
 			}
 		})
@@ -313,7 +315,7 @@ func TestMirrorUnderFaults(t *testing.T) {
 		}
 		close(stop)
 		wg.Wait()
-		l.restore()
+		l.Restore()
 		cpu, took := cpuTime(t, pid)-cpuBefore, time.Since(began)
 		converged("flapping")
 		// The heap settles after the garbage collector's next cycles.

@@ -39,6 +39,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubestore/kubestore/test/link"
 )
 
 // The mirror's interface (issue 13) as these tests use it. The names are
@@ -335,9 +337,9 @@ func TestMirror(t *testing.T) {
 			return out
 		}
 		cut := time.Now()
-		env.link.cut()
-		t.Cleanup(env.link.restore)
-		edgeA.waitMirrorz(t, http.StatusServiceUnavailable, env.link.addr)
+		env.link.Cut()
+		t.Cleanup(env.link.Restore)
+		edgeA.waitMirrorz(t, http.StatusServiceUnavailable, env.link.Addr)
 		if !edgeA.p.ready() {
 			t.Errorf("edge /readyz is not ok with the link down")
 		}
@@ -398,7 +400,7 @@ func TestMirror(t *testing.T) {
 			t.Logf("compacted the upstream at revision %d", rev)
 		}
 		restored := time.Now()
-		env.link.restore()
+		env.link.Restore()
 		converge(t, cms, "cms", wantCMs)
 		converge(t, secrets, "secrets-b", wantSecrets)
 		t.Logf("converged %s after the link came back", time.Since(restored).Round(time.Millisecond))
@@ -464,16 +466,16 @@ func TestMirror(t *testing.T) {
 	t.Run("mirrorz-after-resume", func(t *testing.T) {
 		const backlog = 300
 		converge(t, secrets, "secrets-b", wantSecrets)
-		env.link.cut()
-		t.Cleanup(env.link.restore)
-		edgeA.waitMirrorz(t, http.StatusServiceUnavailable, env.link.addr)
+		env.link.Cut()
+		t.Cleanup(env.link.Restore)
+		edgeA.waitMirrorz(t, http.StatusServiceUnavailable, env.link.Addr)
 		secretsUp := env.upCS.CoreV1().Secrets("mirror-b")
 		parallel(t, backlog, 16, func(i int) error {
 			_, err := secretsUp.Create(t.Context(), secret("mirror-b", fmt.Sprintf("backlog-%03d", i), "0"), metav1.CreateOptions{})
 			return err
 		})
 		want := len(wantSecrets(t))
-		env.link.restore()
+		env.link.Restore()
 		var code int
 		var body string
 		if !eventually(mirrorConverge, func() bool {
@@ -713,13 +715,13 @@ func TestMirror(t *testing.T) {
 		localBefore, err := edgeCMs.Get(t.Context(), name, metav1.GetOptions{})
 		must(t, err)
 		upBefore := upGet(name)
-		env.link.cut()
-		t.Cleanup(env.link.restore)
+		env.link.Cut()
+		t.Cleanup(env.link.Restore)
 		code, header, body := edgeA.request(t, http.MethodPatch, "/api/v1/namespaces/mirror-a/configmaps/"+name, "application/merge-patch+json", `{"data":{"v":"offline"}}`)
 		var status metav1.Status
 		_ = json.Unmarshal([]byte(body), &status)
-		if code != http.StatusServiceUnavailable || status.Reason != metav1.StatusReasonServiceUnavailable || !strings.Contains(status.Message, env.link.addr) {
-			t.Errorf("PATCH of a mirrored object with the link down: %d %s, want 503 with a Status of reason ServiceUnavailable naming the upstream %s", code, body, env.link.addr)
+		if code != http.StatusServiceUnavailable || status.Reason != metav1.StatusReasonServiceUnavailable || !strings.Contains(status.Message, env.link.Addr) {
+			t.Errorf("PATCH of a mirrored object with the link down: %d %s, want 503 with a Status of reason ServiceUnavailable naming the upstream %s", code, body, env.link.Addr)
 		}
 		if ra := header.Get("Retry-After"); ra != "" {
 			t.Errorf("PATCH of a mirrored object with the link down: Retry-After %q, want none (client-go retries it ten times)", ra)
@@ -747,8 +749,8 @@ func TestMirror(t *testing.T) {
 		} {
 			refused++
 			code, header, body := edgeA.request(t, w.method, w.path, w.contentType, w.body)
-			if code != http.StatusServiceUnavailable || header.Get("Retry-After") != "" || !strings.Contains(body, env.link.addr) {
-				t.Errorf("%s with the link down: %d Retry-After=%q %s, want 503 naming %s without Retry-After", w.what, code, header.Get("Retry-After"), body, env.link.addr)
+			if code != http.StatusServiceUnavailable || header.Get("Retry-After") != "" || !strings.Contains(body, env.link.Addr) {
+				t.Errorf("%s with the link down: %d Retry-After=%q %s, want 503 naming %s without Retry-After", w.what, code, header.Get("Retry-After"), body, env.link.Addr)
 			}
 		}
 		// A create of an object that exists is 409, online or not, as
@@ -818,7 +820,7 @@ func TestMirror(t *testing.T) {
 		if _, err := env.upCS.CoreV1().ConfigMaps("default").Get(t.Context(), "local-only", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("a local configmap reached the upstream: %v", err)
 		}
-		env.link.restore()
+		env.link.Restore()
 		edgeA.waitMirrorz(t, http.StatusOK, "ok")
 		// The pod's offline status reached the upstream once the link was
 		// back, and the upstream's copy came back to the edge.
@@ -938,9 +940,9 @@ func TestMirror(t *testing.T) {
 		converge(t, cms, "cms", wantCMs)
 		last := cms.localRVs()
 		lastState := wantCMs(t)
-		env.link.cut()
-		t.Cleanup(env.link.restore)
-		edgeA.waitMirrorz(t, http.StatusServiceUnavailable, env.link.addr)
+		env.link.Cut()
+		t.Cleanup(env.link.Restore)
+		edgeA.waitMirrorz(t, http.StatusServiceUnavailable, env.link.Addr)
 		upCMs := env.upCS.CoreV1().ConfigMaps("mirror-a")
 		changed := ""
 		for _, u := range lastState {
@@ -972,13 +974,13 @@ func TestMirror(t *testing.T) {
 		if out, err := edgeA.kubectl("-n", "mirror-a", "get", "configmap", changed, "-o", "jsonpath={.data.v}"); err != nil || out == "while-restarting" {
 			t.Errorf("kubectl get on the edge restarted offline: %q %v, want the last mirrored value", out, err)
 		}
-		edgeA.waitMirrorz(t, http.StatusServiceUnavailable, env.link.addr)
+		edgeA.waitMirrorz(t, http.StatusServiceUnavailable, env.link.Addr)
 		// Until it has reached the upstream, writes to mirrored objects
 		// are refused, not applied locally.
 		if code, header, body := edgeA.request(t, http.MethodPatch, "/api/v1/namespaces/mirror-a/configmaps/"+changed, "application/merge-patch+json", `{"data":{"v":"fork"}}`); code != http.StatusServiceUnavailable || header.Get("Retry-After") != "" {
 			t.Errorf("PATCH of a mirrored object on the edge restarted offline: %d Retry-After=%q %s, want 503 without Retry-After", code, header.Get("Retry-After"), body)
 		}
-		env.link.restore()
+		env.link.Restore()
 		// The watchers of the old process relist (a restart of the
 		// server ends their watch, as kube-apiserver's does); they must
 		// converge.
@@ -1005,8 +1007,8 @@ func TestMirror(t *testing.T) {
 	t.Run("restart-after-compaction", func(t *testing.T) {
 		converge(t, cms, "cms", wantCMs)
 		before := cms.localRVs()
-		env.link.cut()
-		t.Cleanup(env.link.restore)
+		env.link.Cut()
+		t.Cleanup(env.link.Restore)
 		if err := edgeA.p.stop(30 * time.Second); err != nil {
 			t.Errorf("graceful stop of the edge: %v", err)
 		}
@@ -1027,7 +1029,7 @@ func TestMirror(t *testing.T) {
 		changes["after-compaction"] = watch.Added
 		t.Logf("compacted the upstream at revision %d", env.compact(t))
 		edgeA.restart(tMain)
-		env.link.restore()
+		env.link.Restore()
 		converge(t, cms, "cms", wantCMs)
 		edgeA.waitMirrorz(t, http.StatusOK, "ok")
 		m := edgeA.metrics(t)
@@ -1325,7 +1327,7 @@ type mirrorEnv struct {
 	up    *proc
 	upDyn dynamic.Interface
 	upCS  kubernetes.Interface
-	link  *link
+	link  *link.Link
 }
 
 func newMirrorEnv(t *testing.T) *mirrorEnv {
@@ -1342,7 +1344,7 @@ func newMirrorEnv(t *testing.T) *mirrorEnv {
 		"--watch-cache-sizes", "configmaps#0", "--etcd-compaction-interval", "0")
 	cfg := restConfigOf(t, up.kubeconfig)
 	env := &mirrorEnv{dir: dir, up: up, upDyn: dynamic.NewForConfigOrDie(cfg), upCS: kubernetes.NewForConfigOrDie(cfg)}
-	env.link = newLink(t, strings.TrimPrefix(up.server(), "https://"))
+	env.link = link.New(t, strings.TrimPrefix(up.server(), "https://"))
 	return env
 }
 
@@ -1500,7 +1502,7 @@ type edge struct {
 func (e *mirrorEnv) startEdge(owner, t *testing.T, name string, rules []mirrorRule, token string, extra ...string) *edge {
 	t.Helper()
 	kc := filepath.Join(e.dir, name+"-upstream.kubeconfig")
-	writeEdgeKubeconfig(t, e.up.kubeconfig, e.link.addr, token, kc)
+	writeEdgeKubeconfig(t, e.up.kubeconfig, e.link.Addr, token, kc)
 	args := append([]string{"--secure-port", strconv.Itoa(freePort(t)), flagUpstreamKubeconfig, kc, flagNodeName, edgeNode}, extra...)
 	if len(rules) > 0 {
 		data, err := yaml.Marshal(map[string]any{"mirror": map[string]any{"rules": rules}})

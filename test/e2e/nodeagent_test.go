@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubestore/kubestore/test/link"
 )
 
 // The node agents' requests kubestore leaves unserved, each with why (the
@@ -200,7 +202,7 @@ type nodeEdge struct {
 	ns     string
 	dir    string
 	args   []string
-	link   *link
+	link   *link.Link
 	p      *proc
 	cs     kubernetes.Interface
 	hollow *hollowNode
@@ -211,9 +213,9 @@ func startNodeEdge(t *testing.T, c *cluster, node string, pods int) *nodeEdge {
 	t.Helper()
 	dir := shortTempDir(t)
 	e := &nodeEdge{t: t, node: node, ns: "ns-" + node, dir: dir}
-	e.link = newLink(t, strings.TrimPrefix(c.url, "https://"))
+	e.link = link.New(t, strings.TrimPrefix(c.url, "https://"))
 	upstream := filepath.Join(dir, "upstream.kubeconfig")
-	writeTokenKubeconfig(t, "https://"+e.link.addr, c.token, upstream)
+	writeTokenKubeconfig(t, "https://"+e.link.Addr, c.token, upstream)
 	// A fixed port: the kubelet keeps its kubeconfig across a restart of
 	// kubestore.
 	e.args = []string{"--upstream-kubeconfig", upstream, "--node-name", node, "--secure-port", strconv.Itoa(freePorts(t, 1)[0])}
@@ -394,9 +396,9 @@ func runOutage(t *testing.T, c *cluster, e *nodeEdge, o outage) {
 	}
 	relistsBefore := relists()
 	if o.hung {
-		e.link.hang()
+		e.link.Hang()
 	} else {
-		e.link.cut()
+		e.link.Cut()
 	}
 	down := time.Now()
 	// The node's agents go on offline: the kubelet reports its pods, a
@@ -432,7 +434,7 @@ func runOutage(t *testing.T, c *cluster, e *nodeEdge, o outage) {
 		t.Errorf("%s: after the kubelet's restart offline, the node or its pods are not Ready on the edge", e.node)
 	}
 	time.Sleep(time.Until(down.Add(o.length)))
-	e.link.restore()
+	e.link.Restore()
 	back := time.Now()
 	want := []string{e.pods[0], e.pods[2], "while-down"}
 	var diff string
@@ -542,9 +544,9 @@ func deleteRace(t *testing.T, c *cluster, e *nodeEdge, round int) {
 	must(t, c.cs.CoreV1().Pods(e.ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(1))}))
 	if round%2 == 1 {
 		time.Sleep(time.Duration(round*150) * time.Millisecond)
-		e.link.hang()
+		e.link.Hang()
 		time.Sleep(3 * time.Second)
-		e.link.restore()
+		e.link.Restore()
 	}
 	gone := func(cs kubernetes.Interface) bool {
 		_, err := cs.CoreV1().Pods(e.ns).Get(ctx, name, metav1.GetOptions{})

@@ -1,4 +1,7 @@
-package e2e
+// Package link is the network between an edge and its upstream in tests:
+// a TCP proxy on loopback that a test cuts, hangs and restores. The
+// end-to-end suites (test/e2e) and the in-process ones (server) share it.
+package link
 
 import (
 	"fmt"
@@ -8,15 +11,16 @@ import (
 	"time"
 )
 
-// link is the network between the edge and the upstream: a TCP proxy on
-// loopback. cut closes its listener and every open connection, so the
+// Link is the network between the edge and the upstream: a TCP proxy on
+// loopback. Cut closes its listener and every open connection, so the
 // edge sees EOF at once and new connections are refused (a refused link);
-// hang keeps every connection open and accepts new ones, but moves no byte
-// either way (a hung link: a dead router, a tunnel that stalls); restore
+// Hang keeps every connection open and accepts new ones, but moves no byte
+// either way (a hung link: a dead router, a tunnel that stalls); Restore
 // ends either.
-type link struct {
+type Link struct {
 	target string
-	addr   string
+	// Addr is where the edge connects.
+	Addr string
 
 	mu     sync.Mutex
 	ln     net.Listener
@@ -25,18 +29,22 @@ type link struct {
 	moving *sync.Cond // signalled when hung turns false
 }
 
-func newLink(t *testing.T, target string) *link {
+// New starts a link to target (host:port); it is cut at the end of the
+// test.
+func New(t testing.TB, target string) *Link {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	l := &link{target: target, addr: ln.Addr().String(), ln: ln, conns: map[net.Conn]struct{}{}}
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &Link{target: target, Addr: ln.Addr().String(), ln: ln, conns: map[net.Conn]struct{}{}}
 	l.moving = sync.NewCond(&l.mu)
 	go l.accept(ln)
-	t.Cleanup(l.cut)
+	t.Cleanup(l.Cut)
 	return l
 }
 
-func (l *link) accept(ln net.Listener) {
+func (l *Link) accept(ln net.Listener) {
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -46,7 +54,7 @@ func (l *link) accept(ln net.Listener) {
 	}
 }
 
-func (l *link) forward(ln net.Listener, c net.Conn) {
+func (l *Link) forward(ln net.Listener, c net.Conn) {
 	u, err := net.DialTimeout("tcp", l.target, 5*time.Second)
 	if err != nil {
 		c.Close()
@@ -76,7 +84,7 @@ func (l *link) forward(ln net.Listener, c net.Conn) {
 
 // copy moves bytes from src to dst, holding each read while the link
 // hangs.
-func (l *link) copy(dst, src net.Conn) {
+func (l *Link) copy(dst, src net.Conn) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
@@ -96,7 +104,8 @@ func (l *link) copy(dst, src net.Conn) {
 	}
 }
 
-func (l *link) cut() {
+// Cut closes the listener and every connection: a refused link.
+func (l *Link) Cut() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.hung = false
@@ -111,14 +120,14 @@ func (l *link) cut() {
 	clear(l.conns)
 }
 
-// hang stops moving bytes; restore moves them again.
-func (l *link) hang() {
+// Hang stops moving bytes; Restore moves them again.
+func (l *Link) Hang() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.hung = true
 }
 
-func (l *link) restore() {
+func (l *Link) Restore() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.hung = false
@@ -129,13 +138,13 @@ func (l *link) restore() {
 	var ln net.Listener
 	var err error
 	for range 50 {
-		if ln, err = net.Listen("tcp", l.addr); err == nil {
+		if ln, err = net.Listen("tcp", l.Addr); err == nil {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	if err != nil {
-		panic(fmt.Sprintf("restoring the link on %s: %v", l.addr, err))
+		panic(fmt.Sprintf("restoring the link on %s: %v", l.Addr, err))
 	}
 	l.ln = ln
 	go l.accept(ln)
