@@ -141,16 +141,21 @@ func (m *Mirror) applyObject(ctx context.Context, r *rule, store *Store, u *unst
 		}
 		if cur.GetUID() != a.GetUID() {
 			if m.mirroredBy(cur) == nil {
-				if cur.GetAnnotations()[config.AnnotationMirrorReplaceable] != "" && !how.answer {
-					// Kept by kubestore's own controllers until the
-					// cluster's takes its place, in one write: a delete
-					// first would have them create it again.
-					op = opUpdated
-					return obj.DeepCopyObject(), nil, nil
+				if how.answer {
+					return nil, nil, fmt.Errorf("%w: %s %s exists locally and no rule mirrored it", errLocalObject, r.gr, key)
 				}
-				// A local object of the same name: it is not the
-				// mirror's to replace.
-				return nil, nil, fmt.Errorf("%w: %s %s exists locally and no rule mirrored it", errLocalObject, r.gr, key)
+				// A local object of the same name: the upstream's takes
+				// its place, in one write (a delete first would have
+				// kubestore's own controllers create a replaceable one
+				// again). The cluster's pods that reference the name
+				// mean the cluster's object, never a local one.
+				if cur.GetAnnotations()[config.AnnotationMirrorReplaceable] == "" {
+					replacedLocal.WithLabelValues(r.name).Inc()
+					klog.InfoS("Mirror: an upstream object replaced a local object of the same name", "rule", r.name,
+						"resource", r.gr, "namespace", a.GetNamespace(), "name", a.GetName(), "localUID", cur.GetUID())
+				}
+				op = opUpdated
+				return obj.DeepCopyObject(), nil, nil
 			}
 			if how.answer && !how.mayCreate {
 				op = opUnchanged
@@ -189,8 +194,8 @@ func (m *Mirror) applyObject(ctx context.Context, r *rule, store *Store, u *unst
 
 var errRecreated = errors.New("recreated upstream")
 
-// errLocalObject refuses to mirror an object over a local one of the same
-// name.
+// errLocalObject refuses to store the answer to a forwarded write over a
+// local object of the same name.
 var errLocalObject = errors.New("not mirrored over a local object")
 
 const (

@@ -75,9 +75,14 @@ var (
 		Help:           "Age of the oldest pending write of the node; 0 when none is pending.",
 		StabilityLevel: metrics.ALPHA,
 	})
+	replacedLocal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "kubestore", Subsystem: "mirror", Name: "replaced_local_total",
+		Help:           "Local objects an upstream object of the same name replaced, by rule: the upstream wins a name clash.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"rule"})
 	reconciled = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "kubestore", Subsystem: "mirror", Name: "reconciled_total",
-		Help:           "Pending writes of the node reconciled with the upstream, by outcome: pushed (the upstream took the node's state), gone (the object is gone upstream, or was recreated there), refused (the upstream refused it; its own state is kept).",
+		Help:           "Pending writes of the node reconciled with the upstream, by outcome: pushed (the upstream took the node's state), gone (the object is gone upstream), recreated (deleted and created again upstream: the node's writes to the old object are dropped and the new one fetched), refused (the upstream refused it; its own state is kept).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"outcome"})
 	eventsSent = metrics.NewCounterVec(&metrics.CounterOpts{
@@ -96,7 +101,7 @@ var (
 func registerMetrics() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(connected, lastSync, lagSeconds, lagEvents, objects, relists, resumes, applied, writeThroughs, writeRefused,
-			pendingWrites, pendingObjects, pendingAge, reconciled, eventsSent, eventsQueued)
+			pendingWrites, pendingObjects, pendingAge, reconciled, replacedLocal, eventsSent, eventsQueued)
 	})
 }
 

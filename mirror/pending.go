@@ -41,7 +41,10 @@ var (
 
 // pendingRecord is what the local etcd keeps of an object the node wrote
 // while the link was down, until the write is reconciled with the
-// upstream: which writes, the object's uid then, and since when.
+// upstream: which writes, the object's uid then, and since when; and what
+// tells the node's own changes from the rest of the object: the part of
+// the object the node writes (ownedPart) as the edge held it before the
+// node's first offline write, and at the node's final delete.
 type pendingRecord struct {
 	Resource  string     `json:"resource"`
 	Namespace string     `json:"namespace,omitempty"`
@@ -50,6 +53,15 @@ type pendingRecord struct {
 	UID       string     `json:"uid,omitempty"`
 	Writes    []ownWrite `json:"writes"`
 	Since     time.Time  `json:"since"`
+	// Base is the owned part before the node's first offline write: what
+	// the node changed is the difference between it and the owned part it
+	// left. Absent for an object the node created offline: all of it is
+	// the node's.
+	Base json.RawMessage `json:"base,omitempty"`
+	// Final is the owned part when the node finally deleted the object:
+	// the terminal status a pod's final delete follows, replayed before
+	// it once the local copy is gone.
+	Final json.RawMessage `json:"final,omitempty"`
 }
 
 func (p *pendingRecord) gr() schema.GroupResource { return schema.ParseGroupResource(p.Resource) }
@@ -80,10 +92,37 @@ type pending struct {
 	// reconciliation reads the local copy, which does not hold them yet,
 	// so it must not clear their record.
 	applying map[string]int
+	// retries holds back a record the upstream could not take, so the
+	// others reconcile meanwhile (no head of line).
+	retries map[string]retry
+	// locks serialise the reconciliations of one object: the loop's and
+	// that of a write of the node forwarded meanwhile.
+	locks map[string]*keyLock
 }
 
+// keyLock is the lock of one object's reconciliation, with how many hold
+// or wait for it.
+type keyLock struct {
+	sync.Mutex
+	users int
+}
+
+// retry is when a record is tried again, after how many failures.
+type retry struct {
+	at    time.Time
+	fails int
+}
+
+// Retries of a record the upstream could not take back off from
+// retryFirst to retryMax.
+const (
+	retryFirst = 5 * time.Second
+	retryMax   = 2 * time.Minute
+)
+
 func newPending(state State) *pending {
-	return &pending{state: state, records: map[string]*pendingRecord{}, dirty: map[string]bool{}, applying: map[string]int{}}
+	return &pending{state: state, records: map[string]*pendingRecord{}, dirty: map[string]bool{}, applying: map[string]int{},
+		retries: map[string]retry{}, locks: map[string]*keyLock{}}
 }
 
 // load reads the records a previous run left.
@@ -131,17 +170,23 @@ func (p *pending) record(ctx context.Context, rec pendingRecord, w ownWrite) (ap
 		}
 	}()
 	cur, ok := p.records[key]
-	if ok && cur.has(w) && (rec.UID == "" || cur.UID == rec.UID) {
+	if ok && cur.has(w) && (rec.UID == "" || cur.UID == rec.UID) && rec.Final == nil {
 		return applied, nil
 	}
 	next := rec
 	next.Writes = []ownWrite{w}
 	next.Since = time.Now()
 	if ok {
+		// The base stays the one before the node's first write.
 		next = *cur
-		next.Writes = append(slices.Clone(cur.Writes), w)
+		if !cur.has(w) {
+			next.Writes = append(slices.Clone(cur.Writes), w)
+		}
 		if rec.UID != "" {
 			next.UID = rec.UID
+		}
+		if rec.Final != nil {
+			next.Final = rec.Final
 		}
 	}
 	data, err := json.Marshal(next)
@@ -204,7 +249,58 @@ func (p *pending) clear(ctx context.Context, rec pendingRecord) (bool, error) {
 		return false, err
 	}
 	delete(p.records, key)
+	delete(p.retries, key)
 	return true, nil
+}
+
+// lock holds the reconciliation of rec's object until the returned
+// function is called.
+func (p *pending) lock(rec pendingRecord) (unlock func()) {
+	key := pendingKey(rec.gr(), rec.Namespace, rec.Name)
+	p.mu.Lock()
+	l, ok := p.locks[key]
+	if !ok {
+		l = &keyLock{}
+		p.locks[key] = l
+	}
+	l.users++
+	p.mu.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		p.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(p.locks, key)
+		}
+		p.mu.Unlock()
+	}
+}
+
+// due reports whether rec may be tried at now.
+func (p *pending) due(rec pendingRecord, now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !now.Before(p.retries[pendingKey(rec.gr(), rec.Namespace, rec.Name)].at)
+}
+
+// failed holds rec back after the upstream could not take it, doubling
+// the wait at each failure; it returns the wait.
+func (p *pending) failed(rec pendingRecord) time.Duration {
+	key := pendingKey(rec.gr(), rec.Namespace, rec.Name)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := p.retries[key]
+	wait := retryFirst << min(r.fails, 8)
+	wait = min(wait, retryMax)
+	p.retries[key] = retry{at: time.Now().Add(wait), fails: r.fails + 1}
+	return wait
+}
+
+// retryAll makes every record due: the link came back.
+func (p *pending) retryAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	clear(p.retries)
 }
 
 // describe is one record for /mirrorz?verbose.

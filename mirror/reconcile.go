@@ -2,16 +2,21 @@ package mirror
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2"
@@ -24,10 +29,18 @@ const reconcileEvery = 5 * time.Second
 
 // Outcomes of reconciling a pending write.
 const (
-	reconciledPushed  = "pushed"
-	reconciledGone    = "gone"
-	reconciledRefused = "refused"
+	reconciledPushed = "pushed"
+	// reconciledGone: the object is gone upstream; reconciledRecreated:
+	// deleted and created again upstream (another uid): the node's
+	// writes were to the object that went, and are dropped.
+	reconciledGone      = "gone"
+	reconciledRecreated = "recreated"
+	reconciledRefused   = "refused"
 )
+
+// reconcileTimeout bounds the upstream requests of one record's
+// reconciliation, as forwardTimeout bounds a forwarded write.
+const reconcileTimeout = 2 * forwardTimeout
 
 // reconcileLoop reconciles the pending writes whenever the link comes up,
 // and every reconcileEvery while some are pending, until ctx ends.
@@ -37,6 +50,7 @@ func (m *Mirror) reconcileLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-m.linkComesUp():
+			m.pending.retryAll()
 		case <-time.After(reconcileEvery):
 		}
 		if m.Connected() {
@@ -45,44 +59,86 @@ func (m *Mirror) reconcileLoop(ctx context.Context) {
 	}
 }
 
-// reconcile sends each pending write to the upstream once, with the
-// object's latest local state, oldest first. It stops at the first write
-// the upstream cannot take now (not reachable, or a 5xx): the rest wait for
-// the next try. A write the upstream refuses (a 4xx) is dropped, and the
-// local copy takes the upstream's state.
+// reconcile sends each pending write that is due to the upstream, oldest
+// first. A record the upstream cannot take now (a 5xx, a timeout) is held
+// back with a growing wait while the others go on; only a failure to
+// reach the upstream at all (refused, reset) stops the round, and marks
+// the link down.
 func (m *Mirror) reconcile(ctx context.Context) {
+	now := time.Now()
 	for _, rec := range m.pending.all() {
 		if ctx.Err() != nil || !m.Connected() {
 			return
 		}
-		m.pending.begin(rec)
-		outcome, err := m.reconcileOne(ctx, rec)
-		if err != nil {
-			if isNetworkError(err) || statusCode(err) >= http.StatusInternalServerError {
-				m.reached(err)
-				klog.V(2).InfoS("Mirror: the upstream cannot take the node's offline write yet", "resource", rec.Resource,
-					"namespace", rec.Namespace, "name", rec.Name, "err", err)
-				return
-			}
-			klog.InfoS("Mirror: the upstream refused the node's offline write; its state stands", "resource", rec.Resource,
-				"namespace", rec.Namespace, "name", rec.Name, "err", err)
-			outcome = reconciledRefused
-			if err := m.refetch(ctx, rec); err != nil {
-				klog.V(2).InfoS("Mirror: reading the upstream's state after a refusal", "resource", rec.Resource, "name", rec.Name, "err", err)
-				return
-			}
+		if !m.pending.due(rec, now) {
+			continue
 		}
-		cleared, err := m.pending.clear(ctx, rec)
-		if err != nil {
-			klog.V(2).InfoS("Mirror: clearing a reconciled write", "resource", rec.Resource, "name", rec.Name, "err", err)
+		if err := m.reconcileRecord(ctx, rec); err != nil && unreachable(err) {
+			m.reached(err)
 			return
 		}
-		if cleared {
-			reconciled.WithLabelValues(outcome).Inc()
-			klog.V(2).InfoS("Mirror: reconciled the node's offline write", "resource", rec.Resource, "namespace", rec.Namespace,
-				"name", rec.Name, "writes", rec.Writes, "outcome", outcome, "pendingFor", time.Since(rec.Since).Round(time.Second))
+	}
+}
+
+// reconcileRecord reconciles the pending writes of rec's object now. A
+// write of the node to the object forwarded while the record is pending
+// calls it first, so that the upstream gets the node's writes in their
+// order. It returns the error of a reconciliation to try again.
+func (m *Mirror) reconcileRecord(ctx context.Context, rec pendingRecord) error {
+	unlock := m.pending.lock(rec)
+	defer unlock()
+	rec, ok := m.pending.get(rec.gr(), rec.Namespace, rec.Name)
+	if !ok {
+		return nil
+	}
+	m.pending.begin(rec)
+	outcome, err := m.reconcileOne(ctx, rec)
+	if err != nil {
+		if retryable(err) {
+			wait := m.pending.failed(rec)
+			klog.V(2).InfoS("Mirror: the upstream cannot take the node's offline write yet", "resource", rec.Resource,
+				"namespace", rec.Namespace, "name", rec.Name, "err", err, "retryIn", wait)
+			return err
+		}
+		klog.InfoS("Mirror: the upstream refused the node's offline write; its state stands", "resource", rec.Resource,
+			"namespace", rec.Namespace, "name", rec.Name, "err", err)
+		outcome = reconciledRefused
+		if err := m.refetch(ctx, rec); err != nil {
+			m.pending.failed(rec)
+			klog.V(2).InfoS("Mirror: reading the upstream's state after a refusal", "resource", rec.Resource, "name", rec.Name, "err", err)
+			return err
 		}
 	}
+	cleared, err := m.pending.clear(ctx, rec)
+	if err != nil {
+		klog.V(2).InfoS("Mirror: clearing a reconciled write", "resource", rec.Resource, "name", rec.Name, "err", err)
+		return localError{err}
+	}
+	if cleared {
+		reconciled.WithLabelValues(outcome).Inc()
+		klog.V(2).InfoS("Mirror: reconciled the node's offline write", "resource", rec.Resource, "namespace", rec.Namespace,
+			"name", rec.Name, "writes", rec.Writes, "outcome", outcome, "pendingFor", time.Since(rec.Since).Round(time.Second))
+	}
+	return nil
+}
+
+// retryable reports whether a reconciliation that failed with err may
+// succeed later: the upstream was not reached, was slow or could not
+// serve, the local store failed, or the object changed at every try;
+// anything else is the upstream's refusal.
+func retryable(err error) bool {
+	code := statusCode(err)
+	return code == 0 || code >= http.StatusInternalServerError || code == http.StatusTooManyRequests ||
+		apierrors.IsConflict(err) || errors.As(err, new(localError))
+}
+
+// unreachable reports whether err says the upstream was not reached at
+// all: a connection refused, reset or broken. A request that timed out or
+// was answered with an error says nothing of the link: the probe and the
+// connections' pings judge it.
+func unreachable(err error) bool {
+	return statusCode(err) == 0 && !errors.Is(err, context.DeadlineExceeded) && !errors.As(err, new(localError)) &&
+		!errors.Is(err, errOwnerNotYet) && isNetworkError(err)
 }
 
 func statusCode(err error) int {
@@ -101,9 +157,14 @@ func (m *Mirror) upstreamClient(store *Store, namespace string) dynamic.Resource
 	return r
 }
 
-// reconcileOne sends one pending write. The node's fields win: the status
-// of its Node and pods, the whole of its Lease and CSINode; the upstream's
-// spec and metadata stay. A final delete is replayed.
+// reconcileOne sends one pending record. What the node changed in the part
+// of the object it writes (ownedPart), the difference between the record's
+// base and the local copy, is sent as a strategic merge patch onto the
+// cluster's current object, as the kubelet patches its Node's and pods'
+// status: every field the node did not change stays the cluster's (a
+// Node's volumesAttached, a pod's DisruptionTarget), and a field both
+// changed takes the node's value. Each try reads both sides again. A final
+// delete follows the terminal status written before it.
 func (m *Mirror) reconcileOne(ctx context.Context, rec pendingRecord) (string, error) {
 	r := m.rule(rec.Rule)
 	if r == nil {
@@ -113,44 +174,31 @@ func (m *Mirror) reconcileOne(ctx context.Context, rec pendingRecord) (string, e
 	if err != nil {
 		return "", localError{err}
 	}
+	ctx, cancel := context.WithTimeout(ctx, reconcileTimeout)
+	defer cancel()
 	up := m.upstreamClient(store, rec.Namespace)
 	if rec.has(ownDelete) {
-		err := up.Delete(ctx, rec.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0),
-			Preconditions: &metav1.Preconditions{UID: ptr.To(types.UID(rec.UID))}})
-		switch {
-		case err == nil:
-			m.deleted.add(types.UID(rec.UID))
-			return reconciledPushed, nil
-		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-			// Gone already, or another pod of that name.
-			m.deleted.add(types.UID(rec.UID))
-			return reconciledGone, nil
-		}
-		return "", err
-	}
-	local := store.New()
-	if err := store.Get(ctx, store.Key(rec.Namespace, rec.Name), storage.GetOptions{}, local); err != nil {
-		if storage.IsNotFound(err) {
-			return reconciledGone, nil
-		}
-		return "", localError{err}
-	}
-	la, err := meta.Accessor(local)
-	if err != nil {
-		return "", err
-	}
-	lu, err := runtime.DefaultUnstructuredConverter.ToUnstructured(local)
-	if err != nil {
-		return "", localError{err}
+		return m.reconcileFinalDelete(ctx, r, store, up, rec)
 	}
 	created := rec.has(ownCreate)
 	for range 5 {
+		local, lu, err := m.localCopy(ctx, store, rec)
+		if err != nil {
+			return "", err
+		}
+		if local == nil {
+			return reconciledGone, nil
+		}
 		cur, err := up.Get(ctx, rec.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			if !created {
-				return reconciledGone, nil
+				return reconciledGone, m.refetch(ctx, rec)
 			}
-			answer, err := up.Create(ctx, forUpstream(lu, store), metav1.CreateOptions{})
+			obj := forUpstream(lu, store)
+			if err := m.upstreamOwners(ctx, obj); err != nil {
+				return "", err
+			}
+			answer, err := up.Create(ctx, obj, metav1.CreateOptions{})
 			if apierrors.IsAlreadyExists(err) {
 				continue
 			}
@@ -162,27 +210,183 @@ func (m *Mirror) reconcileOne(ctx context.Context, rec pendingRecord) (string, e
 		if err != nil {
 			return "", err
 		}
-		if cur.GetUID() != la.GetUID() && !created {
-			// Deleted and created again upstream: its state stands.
-			return reconciledGone, nil
+		if cur.GetUID() != local.GetUID() && !created {
+			// Deleted and created again upstream: the node wrote to the
+			// object that went. The new one stands, and replaces the
+			// local copy.
+			return reconciledRecreated, m.applyReconciled(ctx, r, store, cur, true)
 		}
-		var answer *unstructured.Unstructured
-		if rec.has(ownStatus) || rec.gr() == nodesResource {
-			cur.Object["status"] = lu["status"]
-			answer, err = up.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
-		} else {
-			cur.Object["spec"] = lu["spec"]
-			answer, err = up.Update(ctx, cur, metav1.UpdateOptions{})
+		var base json.RawMessage
+		if !created {
+			base = rec.Base
 		}
-		if apierrors.IsConflict(err) {
-			continue
-		}
+		patch, err := nodePatch(store, rec, base, lu[ownedPart(rec.gr())], cur)
 		if err != nil {
 			return "", err
+		}
+		answer := cur
+		if patch != nil {
+			answer, err = up.Patch(ctx, rec.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, ownedSubresource(rec.gr())...)
+			if apierrors.IsConflict(err) {
+				continue
+			}
+			if err != nil {
+				return "", err
+			}
 		}
 		return reconciledPushed, m.applyReconciled(ctx, r, store, answer, created)
 	}
 	return "", apierrors.NewConflict(rec.gr(), rec.Name, fmt.Errorf("changed upstream at every one of 5 tries"))
+}
+
+// reconcileFinalDelete replays a pod's final delete, as the kubelet makes
+// it (grace 0, the pod's uid as precondition), after the status the node
+// wrote before it: a Job counts the pod by the phase it ended in.
+func (m *Mirror) reconcileFinalDelete(ctx context.Context, r *rule, store *Store, up dynamic.ResourceInterface, rec pendingRecord) (string, error) {
+	if rec.has(ownStatus) {
+		status := rec.Final
+		if _, lu, err := m.localCopy(ctx, store, rec); err != nil {
+			return "", err
+		} else if lu != nil {
+			// Still there locally (a finalizer holds it): its status is
+			// the latest.
+			if status, err = json.Marshal(lu[ownedPart(rec.gr())]); err != nil {
+				return "", err
+			}
+		}
+		var owned any
+		if err := json.Unmarshal(status, &owned); err != nil {
+			return "", localError{err}
+		}
+		cur, err := up.Get(ctx, rec.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return reconciledGone, m.refetch(ctx, rec)
+		case err != nil:
+			return "", err
+		case string(cur.GetUID()) != rec.UID:
+			return reconciledRecreated, m.applyReconciled(ctx, r, store, cur, true)
+		}
+		patch, err := nodePatch(store, rec, rec.Base, owned, cur)
+		if err != nil {
+			return "", err
+		}
+		if patch != nil {
+			_, err := up.Patch(ctx, rec.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, ownedSubresource(rec.gr())...)
+			if err != nil && !apierrors.IsNotFound(err) && retryable(err) {
+				return "", err
+			}
+			if err != nil {
+				klog.InfoS("Mirror: the upstream refused the terminal status of a pod the node deleted; the delete goes on", "namespace", rec.Namespace, "name", rec.Name, "err", err)
+			}
+		}
+	}
+	err := up.Delete(ctx, rec.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0),
+		Preconditions: &metav1.Preconditions{UID: ptr.To(types.UID(rec.UID))}})
+	outcome := reconciledPushed
+	switch {
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		// Gone already, or another pod of that name.
+		outcome = reconciledGone
+	case err != nil:
+		return "", err
+	}
+	// Gone, or held by a finalizer upstream: the local copy follows.
+	cur, err := up.Get(ctx, rec.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err) || err == nil && string(cur.GetUID()) != rec.UID:
+		m.deleted.add(types.UID(rec.UID))
+		return outcome, nil
+	case err != nil:
+		return "", err
+	}
+	return outcome, m.applyReconciled(ctx, r, store, cur, false)
+}
+
+// localCopy is the local copy of rec's object, typed and as a map; nil when
+// there is none.
+func (m *Mirror) localCopy(ctx context.Context, store *Store, rec pendingRecord) (metav1.Object, map[string]any, error) {
+	local := store.New()
+	if err := store.Get(ctx, store.Key(rec.Namespace, rec.Name), storage.GetOptions{}, local); err != nil {
+		if storage.IsNotFound(err) {
+			return nil, nil, nil
+		}
+		return nil, nil, localError{err}
+	}
+	la, err := meta.Accessor(local)
+	if err != nil {
+		return nil, nil, localError{err}
+	}
+	lu, err := runtime.DefaultUnstructuredConverter.ToUnstructured(local)
+	if err != nil {
+		return nil, nil, localError{err}
+	}
+	return la, lu, nil
+}
+
+// ownedPart is the part of an object of gr the node writes: the status of
+// its Node and pods, the spec of its Lease and CSINode.
+func ownedPart(gr schema.GroupResource) string {
+	if gr == nodesResource || gr == podsResource {
+		return "status"
+	}
+	return "spec"
+}
+
+// ownedSubresource is where the owned part is written.
+func ownedSubresource(gr schema.GroupResource) []string {
+	if ownedPart(gr) == "status" {
+		return []string{"status"}
+	}
+	return nil
+}
+
+// basePart is the owned part of obj, as a record's base.
+func basePart(gr schema.GroupResource, obj runtime.Object) (json.RawMessage, error) {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	data, err := json.Marshal(u[ownedPart(gr)])
+	return data, err
+}
+
+// nodePatch is the strategic merge patch of what the node changed in the
+// owned part, from base (nil: nothing, for an object it created) to
+// owned, onto cur: with cur's uid and resourceVersion as preconditions, so
+// the patch lands on the object read or conflicts. A Lease's renewal is
+// not replayed: the kubelet renews it once online, and a renewal replayed
+// late says the node was alive when it no longer is. Nil when the node
+// changed nothing.
+func nodePatch(store *Store, rec pendingRecord, base json.RawMessage, owned any, cur *unstructured.Unstructured) ([]byte, error) {
+	part := ownedPart(rec.gr())
+	original := []byte("{}")
+	if len(base) > 0 && string(base) != "null" {
+		original = []byte(`{"` + part + `":` + string(base) + `}`)
+	}
+	modified, err := json.Marshal(map[string]any{part: owned})
+	if err != nil {
+		return nil, err
+	}
+	diff, err := strategicpatch.CreateTwoWayMergePatch(original, modified, store.New())
+	if err != nil {
+		return nil, localError{fmt.Errorf("the node's changes to %s %s: %w", rec.Resource, rec.Name, err)}
+	}
+	var patch map[string]any
+	if err := json.Unmarshal(diff, &patch); err != nil {
+		return nil, err
+	}
+	if rec.gr() == leasesResource && !rec.has(ownCreate) {
+		unstructured.RemoveNestedField(patch, "spec", "renewTime")
+		if spec, ok := patch["spec"].(map[string]any); ok && len(spec) == 0 {
+			delete(patch, "spec")
+		}
+	}
+	if len(patch) == 0 {
+		return nil, nil
+	}
+	patch["metadata"] = map[string]any{"uid": string(cur.GetUID()), "resourceVersion": cur.GetResourceVersion()}
+	return json.Marshal(patch)
 }
 
 // applyReconciled stores the upstream's answer to a reconciled write over
@@ -213,6 +417,35 @@ func (m *Mirror) refetch(ctx context.Context, rec pendingRecord) error {
 	}
 	_, err = m.applyObject(ctx, r, store, cur, applyHow{overPending: true})
 	return err
+}
+
+// errOwnerNotYet holds back the create of an object whose owner the node
+// also created offline, until the owner is created upstream.
+var errOwnerNotYet = errors.New("its owner is not created upstream yet")
+
+// upstreamOwners names the owners of u, an object the node created
+// offline, by their upstream uid. Its Lease and CSINode are owned by its
+// Node, which the edge knew offline by the uid it gave it: the cluster's
+// garbage collector deletes an object whose owner's uid it does not know.
+func (m *Mirror) upstreamOwners(ctx context.Context, u *unstructured.Unstructured) error {
+	refs := u.GetOwnerReferences()
+	for i, ref := range refs {
+		if ref.APIVersion != "v1" || ref.Kind != "Node" {
+			continue
+		}
+		owner, err := m.dyn.Resource(corev1.SchemeGroupVersion.WithResource("nodes")).Get(ctx, ref.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("%w: Node %s", errOwnerNotYet, ref.Name)
+		}
+		if err != nil {
+			return err
+		}
+		refs[i].UID = owner.GetUID()
+	}
+	if len(refs) > 0 {
+		u.SetOwnerReferences(refs)
+	}
+	return nil
 }
 
 // forUpstream is a local object as the upstream takes it in a create: its

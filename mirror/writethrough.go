@@ -231,27 +231,76 @@ func (wt *writeThrough) ownWrite() ownWrite {
 		case !ok || pod.Spec.NodeName != node:
 		case update && info.Subresource == "status":
 			return ownStatus
-		case info.Verb == "delete" && info.Subresource == "" && pod.DeletionTimestamp != nil:
+		case info.Verb == "delete" && info.Subresource == "" && pod.DeletionTimestamp != nil && wt.finalDelete(pod.UID):
 			return ownDelete
 		}
 	}
 	return ownNotOwned
 }
 
+// finalDelete reports whether a delete of the pod of uid is the kubelet's
+// final delete: grace 0 with the pod's uid as precondition, not a dry run
+// (k8s.io/kubernetes pkg/kubelet/status: the status manager deletes a pod
+// it has finished with so). Any other delete of a terminating pod is not
+// the node's to make offline.
+func (wt *writeThrough) finalDelete(uid types.UID) bool {
+	if wt.dryRun() {
+		return false
+	}
+	grace := wt.r.URL.Query().Get("gracePeriodSeconds")
+	var uidPrecondition string
+	if len(wt.body) > 0 {
+		opts, err := wt.decode(wt.body)
+		if err != nil {
+			return false
+		}
+		if dry, _, _ := unstructured.NestedStringSlice(opts.Object, "dryRun"); len(dry) > 0 {
+			return false
+		}
+		switch g := opts.Object["gracePeriodSeconds"].(type) {
+		case float64:
+			grace = fmt.Sprint(g)
+		case int64:
+			grace = fmt.Sprint(g)
+		}
+		uidPrecondition, _, _ = unstructured.NestedString(opts.Object, "preconditions", "uid")
+	}
+	return grace == "0" && uidPrecondition == string(uid)
+}
+
+// dryRun reports whether the write is a dry run, which writes nothing.
+func (wt *writeThrough) dryRun() bool { return len(wt.r.URL.Query()["dryRun"]) > 0 }
+
 // offline serves the write while the upstream is not reachable (cause, when
 // known, says why): the node's own writes are applied locally and kept
-// pending, to be reconciled once the link is back; any other is refused.
+// pending, to be reconciled once the link is back (a dry run of one is
+// answered locally and kept nowhere); any other is refused.
 func (wt *writeThrough) offline(cause error) {
 	if wt.own == ownNotOwned {
 		wt.refuse(cause)
+		return
+	}
+	wt.r.Body, wt.r.ContentLength = io.NopCloser(bytes.NewReader(wt.body)), int64(len(wt.body))
+	if wt.dryRun() {
+		wt.next.ServeHTTP(wt.w, wt.r)
 		return
 	}
 	ctx := wt.r.Context()
 	rec := pendingRecord{Resource: wt.gr.String(), Namespace: wt.namespace(), Name: wt.info.Name, Rule: wt.rule.name}
 	if wt.local != nil {
 		rec.UID = string(wt.local.GetUID())
+		base, err := basePart(wt.gr, wt.localObj)
+		if err != nil {
+			wt.fail(apierrors.NewInternalError(err), "")
+			return
+		}
+		rec.Base = base
 	} else {
 		rec.Name = wt.created.GetName()
+	}
+	if wt.own == ownDelete {
+		wt.finalDeleteOffline(rec)
+		return
 	}
 	applied, err := wt.m.pending.record(ctx, rec, wt.own)
 	if err != nil {
@@ -281,6 +330,58 @@ func (wt *writeThrough) offline(cause error) {
 	}
 	wt.r.Body, wt.r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	wt.next.ServeHTTP(wt.w, wt.r)
+}
+
+// finalDeleteOffline applies the kubelet's final delete of a pod locally
+// and, once that succeeded, records it with the pod's status then (the
+// terminal status the delete follows), before it answers: a delete that
+// failed locally is not the node's to replay.
+func (wt *writeThrough) finalDeleteOffline(rec pendingRecord) {
+	rec.Final = rec.Base
+	answer := newBufferedResponse()
+	wt.next.ServeHTTP(answer, wt.r)
+	if answer.code >= http.StatusOK && answer.code < http.StatusMultipleChoices {
+		applied, err := wt.m.pending.record(wt.r.Context(), rec, ownDelete)
+		if err != nil {
+			wt.fail(apierrors.NewInternalError(fmt.Errorf("recording the node's delete while the upstream %s is not reachable: %w", wt.m.host, err)), "")
+			return
+		}
+		applied()
+		pendingWrites.WithLabelValues(string(ownDelete)).Inc()
+	}
+	answer.writeTo(wt.w)
+}
+
+// bufferedResponse holds an answer until it is sent.
+type bufferedResponse struct {
+	header http.Header
+	code   int
+	body   bytes.Buffer
+}
+
+func newBufferedResponse() *bufferedResponse { return &bufferedResponse{header: http.Header{}} }
+
+func (b *bufferedResponse) Header() http.Header { return b.header }
+
+func (b *bufferedResponse) WriteHeader(code int) {
+	if b.code == 0 {
+		b.code = code
+	}
+}
+
+func (b *bufferedResponse) Write(p []byte) (int, error) {
+	if b.code == 0 {
+		b.code = http.StatusOK
+	}
+	return b.body.Write(p)
+}
+
+func (b *bufferedResponse) writeTo(w http.ResponseWriter) {
+	for k, v := range b.header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(b.code)
+	w.Write(b.body.Bytes()) //nolint:errcheck // the client went away
 }
 
 // namespaceDeletable refuses the deletion of a namespace that holds
@@ -404,6 +505,9 @@ func decodeBody(contentType string, body []byte, decoder runtime.Decoder) (*unst
 // cannot serve (a 5xx), is taken as not reachable for the node's own
 // writes, which are then applied locally.
 func (wt *writeThrough) forward() {
+	if wt.own != ownNotOwned && !wt.reconciledFirst() {
+		return
+	}
 	ctx, cancel := context.WithTimeout(wt.r.Context(), forwardTimeout)
 	defer cancel()
 	body, contentType, err := wt.upstreamBody()
@@ -427,12 +531,20 @@ func (wt *writeThrough) forward() {
 		// The client went away: that says nothing of the link.
 		return
 	}
-	wt.m.reached(err)
+	if err != nil && code == 0 {
+		// client-go keeps the code of an error answer in the error.
+		code = statusCode(err)
+	}
+	// An answer says the link is up; only a connection that failed says
+	// it is down. One slow write or one 5xx says nothing of it: the probe
+	// and the connections' pings judge a link that hangs.
+	switch {
+	case err == nil || code != 0 && code < http.StatusInternalServerError:
+		wt.m.reached(nil)
+	case unreachable(err):
+		wt.m.reached(err)
+	}
 	if err != nil {
-		if code == 0 {
-			// client-go keeps the code of an error answer in the error.
-			code = statusCode(err)
-		}
 		if isNetworkError(err) || wt.own != ownNotOwned && code >= http.StatusInternalServerError {
 			wt.offline(err)
 			return
@@ -472,6 +584,45 @@ func (wt *writeThrough) forward() {
 		return
 	}
 	wt.serveLocal(code, u.GetName())
+}
+
+// reconciledFirst reconciles the node's pending offline writes of the
+// object before a write of the node to it is forwarded, so the upstream
+// gets them in their order (an older offline write never lands over a
+// newer one), and reads the local copy again. It reports whether the
+// write goes on; when it does not, it has been answered.
+func (wt *writeThrough) reconciledFirst() bool {
+	name := wt.info.Name
+	if wt.created != nil {
+		name = wt.created.GetName()
+	}
+	rec, ok := wt.m.pending.get(wt.gr, wt.namespace(), name)
+	if !ok {
+		return true
+	}
+	if err := wt.m.reconcileRecord(wt.r.Context(), rec); err != nil {
+		if unreachable(err) {
+			wt.m.reached(err)
+		}
+		wt.offline(err)
+		return false
+	}
+	if wt.local == nil {
+		return true
+	}
+	obj := wt.store.New()
+	if err := wt.store.Get(wt.r.Context(), wt.store.Key(wt.info.Namespace, wt.info.Name), storage.GetOptions{}, obj); err != nil {
+		// Gone meanwhile: the local server answers.
+		wt.next.ServeHTTP(wt.w, wt.r)
+		return false
+	}
+	a, err := meta.Accessor(obj)
+	if err != nil {
+		wt.fail(apierrors.NewInternalError(err), "")
+		return false
+	}
+	wt.local, wt.localObj = a, obj
+	return true
 }
 
 // upstreamBody is the body to send upstream: the client's, with the local

@@ -1,0 +1,376 @@
+package server_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubestore/kubestore/test/link"
+)
+
+// The in-process tests of the mirror's uplink: a real upstream (a second
+// kubestore, in this process), an edge mirroring it for one node through a
+// link the test hangs or cuts, and the writes of that node, so each rule
+// of the offline writes' reconciliation is checked in seconds.
+
+// mirrorPair is an upstream and an edge that mirrors it for node, through
+// link.
+type mirrorPair struct {
+	up, edge *testServer
+	link     *link.Link
+	node     string
+}
+
+// startMirrorPair starts an upstream and an edge mirroring it for node on
+// the default rules. With cut, the edge starts with the link down.
+func startMirrorPair(t *testing.T, node string, cut bool) *mirrorPair {
+	t.Helper()
+	up := startServer(t, testConfig(t))
+	l := link.New(t, strings.TrimPrefix(up.rest.Host, "https://"))
+	if cut {
+		l.Cut()
+	}
+	kc, err := clientcmd.LoadFromFile(up.server.Kubeconfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range kc.Clusters {
+		c.Server = "https://" + l.Addr
+	}
+	path := filepath.Join(t.TempDir(), "upstream.kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(t)
+	cfg.Mirror.UpstreamKubeconfig = path
+	cfg.Mirror.NodeName = node
+	edge := startServer(t, cfg)
+	p := &mirrorPair{up: up, edge: edge, link: l, node: node}
+	if !cut {
+		p.waitMirrorz(t, http.StatusOK)
+	}
+	return p
+}
+
+// waitMirrorz waits for the edge's /mirrorz to answer code: 200 once every
+// stream is connected and synced, 503 once the link is seen down.
+func (p *mirrorPair) waitMirrorz(t *testing.T, code int) {
+	t.Helper()
+	hc, err := rest.HTTPClientFor(p.edge.rest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, fmt.Sprintf("/mirrorz answers %d", code), func() (bool, error) {
+		res, err := hc.Get(p.edge.rest.Host + "/mirrorz")
+		if err != nil {
+			return false, err
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		return res.StatusCode == code, fmt.Errorf("%d %s", res.StatusCode, body)
+	})
+}
+
+// outage takes the link down as kind says: "hung" (connections open,
+// nothing moves) or "refused" (every connection closed and refused). The
+// edge's writes then answer at once ("refused") or after the forwarded
+// write's deadline ("hung").
+func (p *mirrorPair) outage(t *testing.T, kind string) {
+	t.Helper()
+	switch kind {
+	case "hung":
+		p.link.Hang()
+	case "refused":
+		p.link.Cut()
+		p.waitMirrorz(t, http.StatusServiceUnavailable)
+	default:
+		t.Fatalf("no outage %q", kind)
+	}
+}
+
+var outages = []string{"refused", "hung"}
+
+// upNode is the node's Node as a cluster has it: Ready, one volume
+// attached by the attach-detach controller.
+func upNode(t *testing.T, ts *testServer, name string) *corev1.Node {
+	t.Helper()
+	n, err := ts.client.CoreV1().Nodes().Create(t.Context(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Status = corev1.NodeStatus{
+		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+			LastHeartbeatTime: metav1.NewTime(time.Now().Add(-time.Minute).Truncate(time.Second))}},
+		VolumesAttached: []corev1.AttachedVolume{{Name: "kubernetes.io/csi/vol-A"}},
+	}
+	if n, err = ts.client.CoreV1().Nodes().UpdateStatus(t.Context(), n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// upPod is a pod of node in namespace ns, Pending, with finalizers if
+// given.
+func upPod(t *testing.T, ts *testServer, ns, name, node string, finalizers ...string) *corev1.Pod {
+	t.Helper()
+	if _, err := ts.client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	pod, err := ts.client.CoreV1().Pods(ns).Create(t.Context(), &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: finalizers},
+		Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pod
+}
+
+// seen waits until the edge holds what the upstream holds of obj, as get
+// reads it on each side.
+func seen[T any](t *testing.T, what string, get func(ts *testServer) (T, error), p *mirrorPair, same func(up, edge T) bool) {
+	t.Helper()
+	eventually(t, 20*time.Second, what, func() (bool, error) {
+		u, err := get(p.up)
+		if err != nil {
+			return false, err
+		}
+		e, err := get(p.edge)
+		if err != nil {
+			return false, err
+		}
+		return same(u, e), fmt.Errorf("upstream %+v, edge %+v", u, e)
+	})
+}
+
+func nodeCondition(n *corev1.Node, ct corev1.NodeConditionType) *corev1.NodeCondition {
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == ct {
+			return &n.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func podCondition(p *corev1.Pod, ct corev1.PodConditionType) *corev1.PodCondition {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == ct {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func volumes(n *corev1.Node) []string {
+	var out []string
+	for _, v := range n.Status.VolumesAttached {
+		out = append(out, string(v.Name))
+	}
+	return out
+}
+
+// The attach-detach case of issue 35: the node's heartbeat written during
+// an outage, the attach-detach controller's volumesAttached changed
+// upstream meanwhile; after the return both are there, upstream and at the
+// edge.
+func TestMirrorOfflineNodeStatusKeepsVolumesAttached(t *testing.T) {
+	for _, kind := range outages {
+		t.Run(kind, func(t *testing.T) {
+			p := startMirrorPair(t, "edge-a", false)
+			upNode(t, p.up, p.node)
+			getNode := func(ts *testServer) (*corev1.Node, error) {
+				return ts.client.CoreV1().Nodes().Get(t.Context(), p.node, metav1.GetOptions{})
+			}
+			seen(t, "the edge has the Node with vol-A", getNode, p, func(u, e *corev1.Node) bool {
+				return slices.Equal(volumes(e), []string{"kubernetes.io/csi/vol-A"})
+			})
+
+			p.outage(t, kind)
+			beat := metav1.NewTime(time.Now().Truncate(time.Second))
+			patch := fmt.Sprintf(`{"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady","lastHeartbeatTime":%q}]}}`, beat.UTC().Format(time.RFC3339))
+			if _, err := p.edge.client.CoreV1().Nodes().Patch(t.Context(), p.node, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
+				t.Fatalf("the node's heartbeat during the outage: %v", err)
+			}
+			n, err := getNode(p.up)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n.Status.VolumesAttached = []corev1.AttachedVolume{{Name: "kubernetes.io/csi/vol-B"}}
+			if _, err := p.up.client.CoreV1().Nodes().UpdateStatus(t.Context(), n, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			p.link.Restore()
+
+			seen(t, "vol-B and the offline heartbeat, upstream and at the edge", getNode, p, func(u, e *corev1.Node) bool {
+				for _, n := range []*corev1.Node{u, e} {
+					c := nodeCondition(n, corev1.NodeReady)
+					if !slices.Equal(volumes(n), []string{"kubernetes.io/csi/vol-B"}) || c == nil || !c.LastHeartbeatTime.Equal(&beat) {
+						return false
+					}
+				}
+				return true
+			})
+		})
+	}
+}
+
+// The DisruptionTarget case of issue 35: the pod's status written by the
+// node during an outage, a condition added upstream meanwhile; after the
+// return both are there.
+func TestMirrorOfflinePodStatusKeepsDisruptionTarget(t *testing.T) {
+	for _, kind := range outages {
+		t.Run(kind, func(t *testing.T) {
+			p := startMirrorPair(t, "edge-a", false)
+			upPod(t, p.up, "work", "p", p.node)
+			getPod := func(ts *testServer) (*corev1.Pod, error) {
+				return ts.client.CoreV1().Pods("work").Get(t.Context(), "p", metav1.GetOptions{})
+			}
+			seen(t, "the edge has the pod", getPod, p, func(u, e *corev1.Pod) bool { return u.UID == e.UID })
+
+			p.outage(t, kind)
+			patch := `{"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}`
+			if _, err := p.edge.client.CoreV1().Pods("work").Patch(t.Context(), "p", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
+				t.Fatalf("the node's pod status during the outage: %v", err)
+			}
+			disruption := `{"status":{"conditions":[{"type":"DisruptionTarget","status":"True","reason":"EvictionByEvictionAPI"}]}}`
+			if _, err := p.up.client.CoreV1().Pods("work").Patch(t.Context(), "p", types.StrategicMergePatchType, []byte(disruption), metav1.PatchOptions{}, "status"); err != nil {
+				t.Fatal(err)
+			}
+			p.link.Restore()
+
+			seen(t, "Running, Ready and DisruptionTarget, upstream and at the edge", getPod, p, func(u, e *corev1.Pod) bool {
+				for _, pod := range []*corev1.Pod{u, e} {
+					if pod.Status.Phase != corev1.PodRunning || podCondition(pod, corev1.PodReady) == nil || podCondition(pod, corev1.DisruptionTarget) == nil {
+						return false
+					}
+				}
+				return true
+			})
+		})
+	}
+}
+
+// A delete of a terminating pod offline that is not the kubelet's final
+// delete (a dry run, a graceful delete, one that fails locally) leaves it
+// terminating upstream; the kubelet's final delete after a terminal status
+// leaves the cluster with both, in that order.
+func TestMirrorOfflinePodDeletes(t *testing.T) {
+	p := startMirrorPair(t, "edge-a", false)
+	const hold = "example.com/hold"
+	terminating := func(name string) *corev1.Pod {
+		t.Helper()
+		pod := upPod(t, p.up, "work", name, p.node, hold)
+		if err := p.up.client.CoreV1().Pods("work").Delete(t.Context(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](300)}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 20*time.Second, "the edge has pod "+name+" terminating", func() (bool, error) {
+			e, err := p.edge.client.CoreV1().Pods("work").Get(t.Context(), name, metav1.GetOptions{})
+			return err == nil && e.DeletionTimestamp != nil, err
+		})
+		return pod
+	}
+	keep := terminating("keep")
+	done := terminating("done")
+
+	p.outage(t, "refused")
+	edgePods := p.edge.client.CoreV1().Pods("work")
+	final := func(uid types.UID) metav1.DeleteOptions {
+		return metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0), Preconditions: metav1.NewUIDPreconditions(string(uid))}
+	}
+	dryRun := final(keep.UID)
+	dryRun.DryRun = []string{metav1.DryRunAll}
+	graceful := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](30)}
+	for what, opts := range map[string]metav1.DeleteOptions{"a dry run": dryRun, "a graceful delete": graceful, "a delete of another uid": final("not-its-uid")} {
+		// Not the node's own writes: refused while the link is down.
+		if err := edgePods.Delete(t.Context(), "keep", opts); !apierrors.IsServiceUnavailable(err) {
+			t.Errorf("%s of a terminating pod offline: %v, want 503", what, err)
+		}
+	}
+	if k, err := edgePods.Get(t.Context(), "keep", metav1.GetOptions{}); err != nil || ptr.Deref(k.DeletionGracePeriodSeconds, -1) != 300 {
+		t.Errorf("the edge's pod after deletes that are not the node's: %v, grace %v; want it as the cluster has it", err, k.DeletionGracePeriodSeconds)
+	}
+	patch := `{"status":{"phase":"Succeeded"}}`
+	if _, err := edgePods.Patch(t.Context(), "done", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
+		t.Fatalf("the node's terminal status offline: %v", err)
+	}
+	if err := edgePods.Delete(t.Context(), "done", final(done.UID)); err != nil {
+		t.Fatalf("the kubelet's final delete offline: %v", err)
+	}
+	p.link.Restore()
+	p.waitMirrorz(t, http.StatusOK)
+
+	upPods := p.up.client.CoreV1().Pods("work")
+	eventually(t, 20*time.Second, "the final delete replayed after the terminal status", func() (bool, error) {
+		d, err := upPods.Get(t.Context(), "done", metav1.GetOptions{})
+		return err == nil && d.Status.Phase == corev1.PodSucceeded && ptr.Deref(d.DeletionGracePeriodSeconds, -1) == 0,
+			fmt.Errorf("%v phase=%s grace=%v", err, d.Status.Phase, d.DeletionGracePeriodSeconds)
+	})
+	// The reconciliation of the other records is done by then: the pod
+	// the node did not finally delete is as the cluster left it.
+	k, err := upPods.Get(t.Context(), "keep", metav1.GetOptions{})
+	if err != nil || k.DeletionTimestamp == nil || ptr.Deref(k.DeletionGracePeriodSeconds, -1) != 300 {
+		t.Errorf("the pod deleted offline by a dry run, a graceful delete and a failed delete: %v, grace %v; want terminating with its 300 s", err, k.DeletionGracePeriodSeconds)
+	}
+}
+
+// An edge started with the link down, its node registered offline (Node,
+// Lease and CSINode, these two owned by the Node): once the link is back
+// the upstream Lease and CSINode name the upstream Node's uid as owner.
+func TestMirrorOfflineRegistrationKeepsOwners(t *testing.T) {
+	p := startMirrorPair(t, "edge-r", true)
+	ctx := t.Context()
+	node, err := p.edge.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: p.node}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("registering the Node offline: %v", err)
+	}
+	owner := []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}}
+	if _, err := p.edge.client.CoordinationV1().Leases("kube-node-lease").Create(ctx, &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: p.node, OwnerReferences: owner},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To(p.node), LeaseDurationSeconds: ptr.To[int32](40), RenewTime: ptr.To(metav1.NewMicroTime(time.Now()))},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating the Lease offline: %v", err)
+	}
+	if _, err := p.edge.client.StorageV1().CSINodes().Create(ctx, &storagev1.CSINode{
+		ObjectMeta: metav1.ObjectMeta{Name: p.node, OwnerReferences: owner},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating the CSINode offline: %v", err)
+	}
+	p.link.Restore()
+	p.waitMirrorz(t, http.StatusOK)
+	eventually(t, 30*time.Second, "the upstream Lease and CSINode owned by the upstream Node", func() (bool, error) {
+		n, err := p.up.client.CoreV1().Nodes().Get(ctx, p.node, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		l, err := p.up.client.CoordinationV1().Leases("kube-node-lease").Get(ctx, p.node, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		c, err := p.up.client.StorageV1().CSINodes().Get(ctx, p.node, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		ok := func(refs []metav1.OwnerReference) bool { return len(refs) == 1 && refs[0].UID == n.UID }
+		return ok(l.OwnerReferences) && ok(c.OwnerReferences), fmt.Errorf("node uid %s, lease owners %+v, csinode owners %+v", n.UID, l.OwnerReferences, c.OwnerReferences)
+	})
+	// Stay: the cluster's garbage collector does not take them.
+	time.Sleep(3 * time.Second)
+	if _, err := p.up.client.CoordinationV1().Leases("kube-node-lease").Get(ctx, p.node, metav1.GetOptions{}); err != nil {
+		t.Errorf("the upstream Lease after its owner was fixed: %v", err)
+	}
+}
