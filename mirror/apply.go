@@ -2,9 +2,11 @@ package mirror
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
 	"time"
 
@@ -345,7 +347,10 @@ type deletedUIDs struct {
 	at map[types.UID]time.Time
 }
 
-func (d *deletedUIDs) add(uid types.UID) {
+func (d *deletedUIDs) add(uid types.UID) { d.addAt(uid, time.Now()) }
+
+// addAt remembers uid as deleted at when.
+func (d *deletedUIDs) addAt(uid types.UID, when time.Time) {
 	if uid == "" {
 		return
 	}
@@ -368,7 +373,7 @@ func (d *deletedUIDs) add(uid types.UID) {
 			delete(d.at, oldest)
 		}
 	}
-	d.at[uid] = now
+	d.at[uid] = when
 }
 
 func (d *deletedUIDs) has(uid types.UID) bool {
@@ -376,4 +381,40 @@ func (d *deletedUIDs) has(uid types.UID) bool {
 	defer d.mu.Unlock()
 	t, ok := d.at[uid]
 	return ok && time.Since(t) <= deletedFor
+}
+
+// deletedState names the uids of deleted objects in the mirror's state.
+const deletedState = "mirror-deleted/"
+
+// deletedUpstream remembers uid as deleted upstream, durably: its local
+// copy went without the stream's checkpoint passing the deletion (a
+// forwarded or replayed delete), so a restart replays the stream from
+// before it, and its events of the object must not bring it back.
+func (m *Mirror) deletedUpstream(ctx context.Context, uid types.UID) {
+	m.deleted.add(uid)
+	data, _ := json.Marshal(time.Now())
+	if err := m.state.PutState(ctx, deletedState+string(uid), data); err != nil {
+		klog.V(2).InfoS("Mirror: recording a deleted uid", "uid", uid, "err", err)
+	}
+}
+
+// loadDeleted reads the uids of deleted objects a previous run recorded,
+// and deletes the records older than deletedFor. It runs at the start and
+// every deletedFor.
+func (m *Mirror) loadDeleted(ctx context.Context) {
+	recs, err := m.state.ListState(ctx, deletedState)
+	if err != nil {
+		klog.V(2).InfoS("Mirror: reading the deleted uids", "err", err)
+		return
+	}
+	for key, data := range recs {
+		var at time.Time
+		if json.Unmarshal(data, &at) != nil || time.Since(at) > deletedFor {
+			if err := m.state.DeleteState(ctx, key); err != nil {
+				klog.V(2).InfoS("Mirror: forgetting a deleted uid", "key", key, "err", err)
+			}
+			continue
+		}
+		m.deleted.addAt(types.UID(strings.TrimPrefix(key, deletedState)), at)
+	}
 }

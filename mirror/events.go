@@ -94,16 +94,25 @@ func (o *outbox) written(ctx context.Context, namespace, name string) {
 		klog.V(2).InfoS("Mirror: queueing an Event for the upstream", "namespace", namespace, "name", name, "err", err)
 		return
 	}
-	o.mu.Lock()
-	o.queue[q.key()] = q
-	o.bytes += q.Bytes
-	dropped := o.trimLocked()
-	o.mu.Unlock()
-	for _, d := range dropped {
+	for _, d := range o.enqueue(q) {
 		o.forget(ctx, d)
 		eventsSent.WithLabelValues("dropped").Inc()
 	}
 	o.signal()
+}
+
+// enqueue adds q to the queue and returns the oldest Events dropped past
+// its bounds.
+func (o *outbox) enqueue(q queuedEvent) []queuedEvent {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	// Queued meanwhile by a write beside this one: counted once.
+	if old, ok := o.queue[q.key()]; ok {
+		o.bytes -= old.Bytes
+	}
+	o.queue[q.key()] = q
+	o.bytes += q.Bytes
+	return o.trimLocked()
 }
 
 // trimLocked removes the oldest queued Events past the bounds and returns
@@ -244,19 +253,27 @@ func (o *outbox) send(ctx context.Context) {
 		outcome, err := o.sendOne(ctx, q)
 		if err != nil {
 			if isNetworkError(err) || statusCode(err) >= http.StatusInternalServerError {
-				o.m.reached(err)
+				if unreachable(err) {
+					o.m.reached(err)
+				}
 				return
 			}
 			klog.V(2).InfoS("Mirror: the upstream refused an Event of the node", "namespace", q.Namespace, "name", q.Name, "err", err)
 			outcome = "refused"
 		}
+		// Queued again since it was read (a newer count): it stays, with
+		// its record, to go again.
 		o.mu.Lock()
-		if cur, ok := o.queue[q.key()]; ok && cur.Queued.Equal(q.Queued) {
+		cur, ok := o.queue[q.key()]
+		sent := ok && cur.Queued.Equal(q.Queued)
+		if sent {
 			delete(o.queue, q.key())
-			o.bytes -= q.Bytes
+			o.bytes -= cur.Bytes
 		}
 		o.mu.Unlock()
-		o.forget(ctx, q)
+		if sent {
+			o.forget(ctx, q)
+		}
 		eventsSent.WithLabelValues(outcome).Inc()
 	}
 }

@@ -301,6 +301,7 @@ func (m *Mirror) Run(ctx context.Context) {
 	if err := m.pending.load(ctx); err != nil {
 		klog.ErrorS(err, "Mirror: reading the node's pending writes")
 	}
+	m.loadDeleted(ctx)
 	// The references of the pods already mirrored first: a referenced
 	// object no pod needs any more is deleted before anything is synced.
 	if err := m.refs.seed(ctx); err != nil {
@@ -313,7 +314,18 @@ func (m *Mirror) Run(ctx context.Context) {
 		}
 		wg.Go(func() { m.runRule(ctx, r) })
 	}
-	wg.Add(4)
+	wg.Add(5)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(deletedFor):
+				m.loadDeleted(ctx)
+			}
+		}
+	}()
 	go func() {
 		defer wg.Done()
 		m.events.run(ctx)

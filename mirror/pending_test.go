@@ -1,7 +1,9 @@
 package mirror
 
 import (
+	"encoding/json"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -117,5 +119,49 @@ func TestDeletedUIDs(t *testing.T) {
 	d.at["old"] = time.Now().Add(-deletedFor - time.Second)
 	if d.has("old") {
 		t.Error("a uid older than deletedFor is still remembered")
+	}
+}
+
+// The uids of objects deleted upstream through the edge survive a
+// restart; those older than deletedFor are forgotten, records included.
+func TestDeletedUIDsSurviveARestart(t *testing.T) {
+	b := stateBackend(t)
+	ctx := t.Context()
+	m := &Mirror{state: b}
+	m.deletedUpstream(ctx, "gone-1")
+	old, _ := json.Marshal(time.Now().Add(-deletedFor - time.Minute))
+	if err := b.PutState(ctx, deletedState+"gone-long-ago", old); err != nil {
+		t.Fatal(err)
+	}
+	again := &Mirror{state: b}
+	again.loadDeleted(ctx)
+	if !again.deleted.has("gone-1") {
+		t.Error("a uid deleted upstream is forgotten at a restart")
+	}
+	if again.deleted.has("gone-long-ago") {
+		t.Error("a uid deleted longer than deletedFor ago is remembered")
+	}
+	recs, err := b.ListState(ctx, deletedState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 {
+		t.Errorf("records %v after the load, want only gone-1's", recs)
+	}
+}
+
+// The outbox counts each queued Event once, however many writes of it
+// queue it side by side.
+func TestOutboxBytesUnderConcurrency(t *testing.T) {
+	o := newOutbox(&Mirror{})
+	var wg sync.WaitGroup
+	for i := range 200 {
+		wg.Go(func() {
+			o.enqueue(queuedEvent{Namespace: "ns", Name: fmt.Sprint("e", i%10), Bytes: 100, Queued: time.Now()})
+		})
+	}
+	wg.Wait()
+	if n, bytes := o.queued(); n != 10 || bytes != 1000 {
+		t.Errorf("queued %d Events of %d bytes, want 10 of 1000", n, bytes)
 	}
 }

@@ -295,7 +295,7 @@ func (m *Mirror) reconcileFinalDelete(ctx context.Context, r *rule, store *Store
 	cur, err := up.Get(ctx, rec.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err) || err == nil && string(cur.GetUID()) != rec.UID:
-		m.deleted.add(types.UID(rec.UID))
+		m.deletedUpstream(ctx, types.UID(rec.UID))
 		return outcome, nil
 	case err != nil:
 		return "", err

@@ -571,7 +571,7 @@ func (wt *writeThrough) forward() {
 		// deletion's mark; a deleted object's copy goes now if it is late.
 		if u.GetKind() == "Status" {
 			if wt.local != nil {
-				wt.m.deleted.add(wt.local.GetUID())
+				wt.m.deletedUpstream(ctx, wt.local.GetUID())
 			}
 			wt.awaitDeletion(ctx)
 		}

@@ -374,3 +374,79 @@ func TestMirrorOfflineRegistrationKeepsOwners(t *testing.T) {
 		t.Errorf("the upstream Lease after its owner was fixed: %v", err)
 	}
 }
+
+// A pod deleted and created again upstream (another uid) while the node's
+// status write to it is pending: the write is dropped, and the edge holds
+// the new pod as the cluster has it.
+func TestMirrorOfflineWriteToRecreatedPod(t *testing.T) {
+	p := startMirrorPair(t, "edge-a", false)
+	old := upPod(t, p.up, "work", "p", p.node)
+	getPod := func(ts *testServer) (*corev1.Pod, error) {
+		return ts.client.CoreV1().Pods("work").Get(t.Context(), "p", metav1.GetOptions{})
+	}
+	seen(t, "the edge has the pod", getPod, p, func(u, e *corev1.Pod) bool { return u.UID == e.UID })
+
+	p.outage(t, "refused")
+	if _, err := p.edge.client.CoreV1().Pods("work").Patch(t.Context(), "p", types.StrategicMergePatchType,
+		[]byte(`{"status":{"phase":"Running","message":"offline"}}`), metav1.PatchOptions{}, "status"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.up.client.CoreV1().Pods("work").Delete(t.Context(), "p", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+	recreated := upPod(t, p.up, "work", "p", p.node)
+	p.link.Restore()
+
+	seen(t, "the new pod, as the cluster has it, on both sides", getPod, p, func(u, e *corev1.Pod) bool {
+		return u.UID == recreated.UID && e.UID == recreated.UID && u.Status.Message == "" && e.Status.Message == ""
+	})
+	if recreated.UID == old.UID {
+		t.Fatal("the upstream gave the recreated pod the same uid")
+	}
+}
+
+// A local object whose name a mirrored object later takes: the upstream's
+// replaces it (the cluster's pod means the cluster's Secret), and the
+// rule's stream goes on delivering.
+func TestMirrorUpstreamWinsANameClash(t *testing.T) {
+	p := startMirrorPair(t, "edge-a", false)
+	ctx := t.Context()
+	for _, ts := range []*testServer{p.up, p.edge} {
+		if _, err := ts.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "work"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	secret := func(v string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds"}, StringData: map[string]string{"v": v}}
+	}
+	if _, err := p.edge.client.CoreV1().Secrets("work").Create(ctx, secret("local"), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("a local Secret: %v", err)
+	}
+	up, err := p.up.client.CoreV1().Secrets("work").Create(ctx, secret("cluster"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A pod of the node that mounts it.
+	if _, err := p.up.client.CoreV1().Pods("work").Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "uses-creds"},
+		Spec: corev1.PodSpec{NodeName: p.node, Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}},
+			Volumes: []corev1.Volume{{Name: "creds", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "creds"}}}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	edgeSecret := func(want string) func() (bool, error) {
+		return func() (bool, error) {
+			s, err := p.edge.client.CoreV1().Secrets("work").Get(ctx, "creds", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			return s.UID == up.UID && string(s.Data["v"]) == want, fmt.Errorf("uid %s data %q", s.UID, s.Data["v"])
+		}
+	}
+	eventually(t, 20*time.Second, "the cluster's Secret in place of the local one", edgeSecret("cluster"))
+	up.StringData = map[string]string{"v": "cluster-2"}
+	if _, err := p.up.client.CoreV1().Secrets("work").Update(ctx, up, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "a later change of the cluster's Secret", edgeSecret("cluster-2"))
+}
