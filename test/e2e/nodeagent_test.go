@@ -13,7 +13,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -563,4 +565,173 @@ func deleteRace(t *testing.T, c *cluster, e *nodeEdge, round int) {
 			return
 		}
 	}
+}
+
+// The attach-detach case of issue 35 with the cluster's own controller: a
+// CSI volume attached to the node while its link is down (hung, then
+// refused), kube-controller-manager's attach-detach controller writing the
+// Node's volumesAttached, the test answering the VolumeAttachment as an
+// external attacher would (no real storage), and the kubelet restarted
+// offline, so that it writes its Node's status at the edge. After each
+// return the Node's volumesAttached, on the cluster and at the edge, is
+// the controller's view.
+func TestNodeAgentsVolumesAttachedThroughOutages(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t)
+	e := startNodeEdge(t, c, "hollow-volumes", 1)
+	ctx := t.Context()
+	if !eventually(90*time.Second, func() bool { return nodeReady(ctx, c.cs, e.node) }) {
+		t.Fatalf("%s not Ready on the cluster in 90 s", e.node)
+	}
+	const driver = "attach.kubestore.test"
+	_, err := c.cs.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: driver},
+		Spec: storagev1.CSIDriverSpec{AttachRequired: ptr(true)}}, metav1.CreateOptions{})
+	must(t, err)
+	offlineStatus := func() float64 {
+		v, _ := e.metrics().value("kubestore_mirror_offline_writes_total", "write", "status")
+		return v
+	}
+	for i, hung := range []bool{true, false} {
+		if hung {
+			e.link.Hang()
+		} else {
+			e.link.Cut()
+		}
+		attachVolume(t, c, e.ns, e.node, driver, fmt.Sprintf("vol-%d", i))
+		before := offlineStatus()
+		e.hollow.startKubelet()
+		if !eventually(90*time.Second, func() bool { return offlineStatus() > before }) {
+			t.Fatalf("outage %d: the restarted kubelet wrote no status offline in 90 s", i)
+		}
+		e.link.Restore()
+		var diff string
+		if !eventually(10*time.Second, func() bool {
+			want := attachedByController(ctx, t, c.cs, e.node)
+			diff = ""
+			for side, cs := range map[string]kubernetes.Interface{"cluster": c.cs, "edge": e.cs} {
+				n, err := cs.CoreV1().Nodes().Get(ctx, e.node, metav1.GetOptions{})
+				if err != nil {
+					diff += fmt.Sprintf("%s: %v; ", side, err)
+					continue
+				}
+				var got []string
+				for _, v := range n.Status.VolumesAttached {
+					got = append(got, string(v.Name))
+				}
+				slices.Sort(got)
+				if !slices.Equal(got, want) {
+					diff += fmt.Sprintf("%s: volumesAttached %v, the controller attached %v; ", side, got, want)
+				}
+			}
+			return diff == ""
+		}) {
+			t.Errorf("outage %d (hung %t): 10 s after the link's return: %s", i, hung, diff)
+		}
+	}
+}
+
+// attachVolume makes a CSI volume of driver for a new pod of node (a PV
+// and a bound PVC), waits for the attach-detach controller's
+// VolumeAttachment, answers it attached as the driver's external attacher
+// would, and waits for the controller to add it to the Node's
+// volumesAttached on the cluster.
+func attachVolume(t *testing.T, c *cluster, ns, node, driver, vol string) {
+	t.Helper()
+	ctx := t.Context()
+	pv, err := c.cs.CoreV1().PersistentVolumes().Create(ctx, &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + vol},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: driver, VolumeHandle: vol}},
+			ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: ns, Name: vol},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			StorageClassName:              "",
+		},
+	}, metav1.CreateOptions{})
+	must(t, err)
+	pvc, err := c.cs.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: vol},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeName: pv.Name,
+			StorageClassName: ptr(""), Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+	}, metav1.CreateOptions{})
+	must(t, err)
+	// Bound, as the persistent-volume controller would say (it does not
+	// run here).
+	pv.Status.Phase = corev1.VolumeBound
+	_, err = c.cs.CoreV1().PersistentVolumes().UpdateStatus(ctx, pv, metav1.UpdateOptions{})
+	must(t, err)
+	pvc.Status.Phase = corev1.ClaimBound
+	pvc.Status.AccessModes = pvc.Spec.AccessModes
+	pvc.Status.Capacity = pvc.Spec.Resources.Requests
+	_, err = c.cs.CoreV1().PersistentVolumeClaims(ns).UpdateStatus(ctx, pvc, metav1.UpdateOptions{})
+	must(t, err)
+	pod := nodePod(ns, "uses-"+vol, node)
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "data",
+		VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: vol}}})
+	createPod(t, c.cs, pod)
+	var va *storagev1.VolumeAttachment
+	if !eventually(60*time.Second, func() bool {
+		list, err := c.cs.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		for i := range list.Items {
+			if s := list.Items[i].Spec; s.NodeName == node && s.Source.PersistentVolumeName != nil && *s.Source.PersistentVolumeName == pv.Name {
+				va = &list.Items[i]
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Fatalf("no VolumeAttachment of %s to %s in 60 s", pv.Name, node)
+	}
+	va.Status.Attached = true
+	_, err = c.cs.StorageV1().VolumeAttachments().UpdateStatus(ctx, va, metav1.UpdateOptions{})
+	must(t, err)
+	name := "kubernetes.io/csi/" + driver + "^" + vol
+	if !eventually(60*time.Second, func() bool { return slices.Contains(attachedTo(ctx, t, c.cs, node), name) }) {
+		t.Fatalf("the attach-detach controller did not report %s attached to %s in 60 s", name, node)
+	}
+}
+
+// attachedTo is the cluster Node's volumesAttached, sorted: what the
+// attach-detach controller wrote.
+func attachedTo(ctx context.Context, t *testing.T, cs kubernetes.Interface, node string) []string {
+	t.Helper()
+	n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, v := range n.Status.VolumesAttached {
+		out = append(out, string(v.Name))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// attachedByController are the CSI volumes the cluster's VolumeAttachments
+// say are attached to node, by the names the attach-detach controller
+// gives them in volumesAttached (kubernetes.io/csi/<driver>^<handle>),
+// sorted.
+func attachedByController(ctx context.Context, t *testing.T, cs kubernetes.Interface, node string) []string {
+	t.Helper()
+	list, err := cs.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, va := range list.Items {
+		if va.Spec.NodeName != node || !va.Status.Attached || va.Spec.Source.PersistentVolumeName == nil {
+			continue
+		}
+		pv, err := cs.CoreV1().PersistentVolumes().Get(ctx, *va.Spec.Source.PersistentVolumeName, metav1.GetOptions{})
+		if err != nil || pv.Spec.CSI == nil {
+			continue
+		}
+		out = append(out, "kubernetes.io/csi/"+pv.Spec.CSI.Driver+"^"+pv.Spec.CSI.VolumeHandle)
+	}
+	slices.Sort(out)
+	return out
 }

@@ -126,7 +126,7 @@ func freePorts(t *testing.T, n int) []int {
 // kube-apiserver and kube-controller-manager running the controllers a
 // node's life depends on (node-lifecycle: NotReady, taints and pod
 // readiness when a node stops reporting; serviceaccount: the default
-// ServiceAccount pods need).
+// ServiceAccount pods need; attach-detach: the Node's volumesAttached).
 type cluster struct {
 	dir        string
 	url        string
@@ -185,7 +185,7 @@ func startCluster(t *testing.T, apiserverArgs ...string) *cluster {
 	}) || !c.apiserver.alive() {
 		t.Fatalf("kube-apiserver not ready in 90 s:\n%s", tail(c.apiserver.out.String(), 8<<10))
 	}
-	run(t, "kube-controller-manager", kcmBin, "--kubeconfig", c.kubeconfig, "--controllers", "nodelifecycle,serviceaccount",
+	run(t, "kube-controller-manager", kcmBin, "--kubeconfig", c.kubeconfig, "--controllers", "nodelifecycle,serviceaccount,attachdetach",
 		"--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", "0", "--use-service-account-credentials=false")
 	if !eventually(60*time.Second, func() bool {
 		_, err := c.cs.CoreV1().ServiceAccounts("default").Get(t.Context(), "default", metav1.GetOptions{})
