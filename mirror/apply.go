@@ -78,7 +78,7 @@ func (m *Mirror) applyObject(ctx context.Context, r *rule, store *Store, u *unst
 	}
 	obj, err := store.Convert(u.Object)
 	if err != nil {
-		return "", localError{fmt.Errorf("converting %s %s/%s: %w", r.gr, u.GetNamespace(), u.GetName(), err)}
+		return "", skippedError{fmt.Errorf("converting %s %s/%s: %w", r.gr, u.GetNamespace(), u.GetName(), err)}
 	}
 	a, err := meta.Accessor(obj)
 	if err != nil {
@@ -195,6 +195,12 @@ func (m *Mirror) applyObject(ctx context.Context, r *rule, store *Store, u *unst
 }
 
 var errRecreated = errors.New("recreated upstream")
+
+// skippedError is an upstream object the local store cannot take (it does
+// not convert to the served type): its stream skips it and goes on.
+type skippedError struct{ error }
+
+func (e skippedError) Unwrap() error { return e.error }
 
 // errLocalObject refuses to store the answer to a forwarded write over a
 // local object of the same name.

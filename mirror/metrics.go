@@ -75,6 +75,11 @@ var (
 		Help:           "Age of the oldest pending write of the node; 0 when none is pending.",
 		StabilityLevel: metrics.ALPHA,
 	})
+	skippedObjects = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "kubestore", Subsystem: "mirror", Name: "skipped_total",
+		Help:           "Upstream objects a stream could not store (they do not convert to the served type) and skipped, by rule; /mirrorz?verbose names them.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"rule"})
 	replacedLocal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "kubestore", Subsystem: "mirror", Name: "replaced_local_total",
 		Help:           "Local objects an upstream object of the same name replaced, by rule: the upstream wins a name clash.",
@@ -101,7 +106,7 @@ var (
 func registerMetrics() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(connected, lastSync, lagSeconds, lagEvents, objects, relists, resumes, applied, writeThroughs, writeRefused,
-			pendingWrites, pendingObjects, pendingAge, reconciled, replacedLocal, eventsSent, eventsQueued)
+			pendingWrites, pendingObjects, pendingAge, reconciled, replacedLocal, skippedObjects, eventsSent, eventsQueued)
 	})
 }
 

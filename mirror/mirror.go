@@ -529,6 +529,9 @@ func (m *Mirror) Report() []string {
 			line += " error=" + strings.ReplaceAll(st.err.Error(), "\n", " ")
 		}
 		out = append(out, line)
+		for _, key := range slices.Sorted(maps.Keys(st.skipped)) {
+			out = append(out, fmt.Sprintf("skipped %s %s: %s", s.id(), key, strings.ReplaceAll(st.skipped[key], "\n", " ")))
+		}
 	}
 	now := time.Now()
 	for _, rec := range m.pending.all() {

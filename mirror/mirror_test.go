@@ -293,3 +293,15 @@ func TestOneDefinitionPerCustomResource(t *testing.T) {
 		t.Errorf("definition rules for %q, want %q", got, want)
 	}
 }
+
+// An upstream object the local store cannot take is skipped, not a
+// failure of its stream: one object never wedges a rule.
+func TestApplySkipsAnObjectTheStoreCannotTake(t *testing.T) {
+	m := newTestMirror(t)
+	store := testStore(t, schema.GroupResource{Resource: "pods"})
+	bad := obj(t, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"ns","uid":"u1","resourceVersion":"5"},"spec":{"containers":"not-a-list"}}`)
+	_, err := m.apply(t.Context(), m.rule("pods"), store, bad)
+	if !errors.As(err, new(skippedError)) {
+		t.Errorf("applying a pod whose spec does not convert: %v, want a skippedError", err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"sync"
@@ -76,6 +77,29 @@ type streamStatus struct {
 	objects   int
 	lagEvents int
 	err       error
+	// skipped are the upstream objects the stream could not store, by
+	// namespace/name, with why (at most maxSkipped).
+	skipped map[string]string
+}
+
+// maxSkipped bounds the skipped objects a stream reports.
+const maxSkipped = 20
+
+// skip records that u could not be stored (err says why) and goes on: one
+// object the local store cannot take never wedges its stream.
+func (s *stream) skip(u *unstructured.Unstructured, err error) {
+	key := u.GetNamespace() + "/" + u.GetName()
+	skippedObjects.WithLabelValues(s.rule.name).Inc()
+	klog.InfoS("Mirror: skipped an upstream object the local store cannot take", "stream", s.id(), "object", key,
+		"resourceVersion", u.GetResourceVersion(), "err", err)
+	s.update(func(st *streamStatus) {
+		if st.skipped == nil {
+			st.skipped = map[string]string{}
+		}
+		if _, ok := st.skipped[key]; ok || len(st.skipped) < maxSkipped {
+			st.skipped[key] = err.Error()
+		}
+	})
 }
 
 // id names the stream: rule, rule/namespace or rule/namespace/name.
@@ -106,7 +130,9 @@ func (s *stream) connected() {
 func (s *stream) status() streamStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.st
+	st := s.st
+	st.skipped = maps.Clone(st.skipped)
+	return st
 }
 
 func (s *stream) update(f func(st *streamStatus)) {
@@ -503,6 +529,10 @@ func (rl *relisting) apply(ctx context.Context, s *stream, store *Store, u *unst
 			rl.wg.Done()
 		}()
 		op, err := s.m.applyObject(ctx, s.rule, store, u, applyHow{absent: !ok})
+		if errors.As(err, new(skippedError)) {
+			s.skip(u, err)
+			err = nil
+		}
 		rl.mu.Lock()
 		defer rl.mu.Unlock()
 		switch {
@@ -641,6 +671,10 @@ func (s *stream) watch(ctx context.Context, store *Store, rv string, ws *watchSt
 				break
 			}
 			op, err := s.m.apply(ctx, s.rule, store, u)
+			if errors.As(err, new(skippedError)) {
+				s.skip(u, err)
+				break
+			}
 			if err != nil {
 				return rv, err
 			}
