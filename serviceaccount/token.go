@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	saauth "k8s.io/apiserver/pkg/authentication/serviceaccount"
@@ -44,7 +45,11 @@ const (
 
 // Issue signs a token for sa, bound to pod or secret when given.
 func (k *Keys) Issue(sa *corev1.ServiceAccount, audiences []string, expiresIn time.Duration, pod, secret *ref) (string, time.Time, error) {
-	now := time.Now()
+	return k.issueAt(time.Now(), sa, audiences, expiresIn, pod, secret)
+}
+
+// issueAt is Issue by a clock that says now.
+func (k *Keys) issueAt(now time.Time, sa *corev1.ServiceAccount, audiences []string, expiresIn time.Duration, pod, secret *ref) (string, time.Time, error) {
 	exp := now.Add(expiresIn)
 	c := claims{
 		RegisteredClaims: jwt.RegisteredClaims{
@@ -58,6 +63,24 @@ func (k *Keys) Issue(sa *corev1.ServiceAccount, audiences []string, expiresIn ti
 	t.Header["kid"] = k.kid
 	signed, err := t.SignedString(k.signer)
 	return signed, exp, err
+}
+
+// clockLeeway is the clock skew a token's nbf, iat and exp allow, and
+// deletedGrace how long after its deletionTimestamp a bound object still
+// vouches for a token: upstream's 60 s each (k8s.io/kubernetes
+// pkg/serviceaccount/claims.go; go-jose's DefaultLeeway). A gateway
+// without a real-time clock drifts, and a token issued by one member of a
+// site is checked by another; a terminating pod must still release what
+// it holds.
+const (
+	clockLeeway  = time.Minute
+	deletedGrace = time.Minute
+)
+
+// deletedLongAgo reports whether an object deleted at ts no longer
+// vouches for the tokens bound to it.
+func deletedLongAgo(ts *metav1.Time) bool {
+	return ts != nil && ts.Time.Before(time.Now().Add(-deletedGrace))
 }
 
 // Lookup reads the objects a token names, from the server's cache.
@@ -87,7 +110,8 @@ func (k *Keys) Authenticator(lookup func() (Lookup, error)) authenticator.Token 
 				return pub, nil
 			}
 			return nil, errors.New("signed by an unknown key")
-		}, jwt.WithValidMethods([]string{jwt.SigningMethodES256.Alg()}), jwt.WithIssuer(k.issuer), jwt.WithExpirationRequired())
+		}, jwt.WithValidMethods([]string{jwt.SigningMethodES256.Alg()}), jwt.WithIssuer(k.issuer), jwt.WithExpirationRequired(),
+			jwt.WithIssuedAt(), jwt.WithLeeway(clockLeeway))
 		if c.Issuer != k.issuer {
 			return nil, false, nil // not ours
 		}
@@ -117,21 +141,21 @@ func (k *Keys) Authenticator(lookup func() (Lookup, error)) authenticator.Token 
 			return nil, false, err
 		case sa.UID != types.UID(kc.ServiceAccount.UID):
 			return nil, false, fmt.Errorf("service account UID (%s) does not match claim (%s)", sa.UID, kc.ServiceAccount.UID)
-		case sa.DeletionTimestamp != nil:
-			return nil, false, fmt.Errorf("service account %s/%s is being deleted", kc.Namespace, kc.ServiceAccount.Name)
+		case deletedLongAgo(sa.DeletionTimestamp):
+			return nil, false, fmt.Errorf("service account %s/%s has been deleted", kc.Namespace, kc.ServiceAccount.Name)
 		}
 		info := saauth.ServiceAccountInfo{Name: kc.ServiceAccount.Name, Namespace: kc.Namespace, UID: kc.ServiceAccount.UID,
 			CredentialID: tokenjwt.CredentialIDForJTI(c.ID)}
 		if p := kc.Pod; p != nil {
 			pod, err := l.Pod(ctx, kc.Namespace, p.Name)
-			if err != nil || pod.UID != types.UID(p.UID) || pod.DeletionTimestamp != nil {
+			if err != nil || pod.UID != types.UID(p.UID) || deletedLongAgo(pod.DeletionTimestamp) {
 				return nil, false, fmt.Errorf("the pod %s/%s the token is bound to no longer exists", kc.Namespace, p.Name)
 			}
 			info.PodName, info.PodUID = p.Name, p.UID
 		}
 		if s := kc.Secret; s != nil {
 			secret, err := l.Secret(ctx, kc.Namespace, s.Name)
-			if err != nil || secret.UID != types.UID(s.UID) || secret.DeletionTimestamp != nil {
+			if err != nil || secret.UID != types.UID(s.UID) || deletedLongAgo(secret.DeletionTimestamp) {
 				return nil, false, fmt.Errorf("the secret %s/%s the token is bound to no longer exists", kc.Namespace, s.Name)
 			}
 		}

@@ -95,6 +95,26 @@ func TestTokenAuthentication(t *testing.T) {
 		}
 		return tok
 	}
+	// The issuing member's clock ahead of the checking one's.
+	ahead := func(d time.Duration) string {
+		tok, _, err := k.issueAt(time.Now().Add(d), sa, []string{issuer}, time.Hour, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	// A pod in its graceful termination: its deletionTimestamp is when
+	// the grace ends.
+	withPod := func(deletion time.Time) objects {
+		p := pod.DeepCopy()
+		p.DeletionTimestamp = &metav1.Time{Time: deletion}
+		return objects{sas: objs.sas, pods: map[string]*corev1.Pod{"ns/p": p}}
+	}
+	deletedSA := func(deletion time.Time) objects {
+		s := sa.DeepCopy()
+		s.DeletionTimestamp = &metav1.Time{Time: deletion}
+		return objects{sas: map[string]*corev1.ServiceAccount{"ns/agent": s}, pods: objs.pods}
+	}
 	other := newKeys(t)
 	foreign, _, _ := other.Issue(sa, []string{issuer}, time.Hour, nil, nil)
 	otherIssuer, _ := LoadKeys(datadir.Dir(t.TempDir()), "https://elsewhere", nil)
@@ -111,7 +131,15 @@ func TestTokenAuthentication(t *testing.T) {
 		{"bound to an existing pod", issue([]string{issuer}, time.Hour, &ref{Name: "p", UID: "pod-1"}), objs, true, false},
 		{"bound to a pod since recreated", issue([]string{issuer}, time.Hour, &ref{Name: "p", UID: "pod-0"}), objs, false, true},
 		{"other audience", issue([]string{"vault"}, time.Hour, nil), objs, false, true},
-		{"expired", issue([]string{issuer}, -time.Minute, nil), objs, false, true},
+		{"expired", issue([]string{issuer}, -2*time.Minute, nil), objs, false, true},
+		{"expired within the 60 s leeway", issue([]string{issuer}, -30*time.Second, nil), objs, true, false},
+		{"issued by a clock 5 s ahead", ahead(5 * time.Second), objs, true, false},
+		{"issued by a clock 2 min ahead", ahead(2 * time.Minute), objs, false, true},
+		{"bound to a pod in its 30 s graceful termination", issue([]string{issuer}, time.Hour, &ref{Name: "p", UID: "pod-1"}), withPod(time.Now().Add(30 * time.Second)), true, false},
+		{"bound to a pod deleted 30 s ago", issue([]string{issuer}, time.Hour, &ref{Name: "p", UID: "pod-1"}), withPod(time.Now().Add(-30 * time.Second)), true, false},
+		{"bound to a pod deleted 2 min ago", issue([]string{issuer}, time.Hour, &ref{Name: "p", UID: "pod-1"}), withPod(time.Now().Add(-2 * time.Minute)), false, true},
+		{"ServiceAccount being deleted", issue([]string{issuer}, time.Hour, nil), deletedSA(time.Now()), true, false},
+		{"ServiceAccount deleted 2 min ago", issue([]string{issuer}, time.Hour, nil), deletedSA(time.Now().Add(-2 * time.Minute)), false, true},
 		{"ServiceAccount deleted", issue([]string{issuer}, time.Hour, nil), objects{}, false, true},
 		{"ServiceAccount recreated", issue([]string{issuer}, time.Hour, nil), objects{sas: map[string]*corev1.ServiceAccount{"ns/agent": {ObjectMeta: metav1.ObjectMeta{UID: "sa-2"}}}}, false, true},
 		{"signed by an unpublished key", foreign, objs, false, true},
