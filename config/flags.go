@@ -256,7 +256,7 @@ var bindings = []binding{
 		func(c *Config) *int { return &c.Site.PeerPort }),
 	bind(FlagJoin, "https://HOST:PORT of a member of a site: with no etcd data yet, join its site (as a learner, promoted once caught up) instead of starting one; at later starts, rejoin if the site removed this member",
 		func(c *Config) *string { return &c.Site.Join }),
-	bind(FlagJoinToken, "the site's join token (kubestore member token prints it on a member): it pins the site's CA and proves the joiner may join",
+	bind(FlagJoinToken, "the site's join token (kubestore member token prints it on a member): it pins the site's CA and proves the joiner may join; give it as KUBESTORE_JOIN_TOKEN or in the config file, since a command line is readable by every local user",
 		func(c *Config) *string { return &c.Site.JoinToken }),
 	bind(FlagEtcdHeartbeatInterval, "embedded etcd of a site: raft heartbeat between members",
 		func(c *Config) *Duration { return &c.Etcd.HeartbeatInterval }),
