@@ -251,8 +251,14 @@ func (p *PKI) leafTemplate(cn string, orgs []string, usage x509.ExtKeyUsage) *x5
 	}
 }
 
+// ServingCommonName is the subject of every kubestore's serving
+// certificate. The CSR signer issues server certificates only to
+// system:node:<name> (kubelet-serving), so a joiner that requires this
+// subject talks to a member, never to a kubelet of the site.
+const ServingCommonName = "kubestore"
+
 func (p *PKI) servingTemplate() *x509.Certificate {
-	t := p.leafTemplate("kubestore", nil, x509.ExtKeyUsageServerAuth)
+	t := p.leafTemplate(ServingCommonName, nil, x509.ExtKeyUsageServerAuth)
 	addHosts(t, p.hosts)
 	return t
 }

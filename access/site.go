@@ -117,9 +117,12 @@ func joinSecret(dir datadir.Dir) (string, error) {
 
 // Peer issues, or keeps, this member's certificate for its site's peer
 // traffic: server and client authentication (etcd's peers dial each other
-// both ways) for its name and advertised address, signed by the site's CA.
-// Renew renews it from then on; etcd reads the files at every handshake, so
-// a renewed certificate needs no restart.
+// both ways) for its name and advertised address, signed by the site's CA,
+// with the members' own subject (config.SiteMemberCommonName), which the
+// peer port requires. A peer certificate of an earlier release (its
+// subject the member's name) is issued anew. Renew renews it from then on;
+// etcd reads the files at every handshake, so a renewed certificate needs
+// no restart.
 func (p *PKI) Peer(site config.Site) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -129,7 +132,7 @@ func (p *PKI) Peer(site config.Site) error {
 }
 
 func (p *PKI) peerTemplate() *x509.Certificate {
-	t := p.leafTemplate(p.peerHosts[0], nil, x509.ExtKeyUsageServerAuth)
+	t := p.leafTemplate(config.SiteMemberCommonName, nil, x509.ExtKeyUsageServerAuth)
 	t.ExtKeyUsage = append(t.ExtKeyUsage, x509.ExtKeyUsageClientAuth)
 	addHosts(t, p.peerHosts)
 	return t

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	certificatesv1client "k8s.io/client-go/kubernetes/typed/certificates/v1"
 
+	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/registry"
 )
 
@@ -72,7 +73,13 @@ func (s *signer) handle(ctx context.Context, csr *certificatesv1.CertificateSign
 	if err != nil {
 		return fmt.Errorf("unable to parse csr %q: %v", csr.Name, err)
 	}
-	if recognized, err := s.isRequestForSignerFn(x509cr, csr.Spec.Usages, csr.Spec.SignerName); err != nil {
+	recognized, err := s.isRequestForSignerFn(x509cr, csr.Spec.Usages, csr.Spec.SignerName)
+	if err == nil && recognized && x509cr.Subject.CommonName == config.SiteMemberCommonName {
+		// The subject that opens a site's etcd peer port: members issue
+		// it to themselves, nobody gets it through a request.
+		err = fmt.Errorf("subject common name %q is reserved for the members of a site", config.SiteMemberCommonName)
+	}
+	if err != nil {
 		csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
 			Type:           certificatesv1.CertificateFailed,
 			Status:         corev1.ConditionTrue,
@@ -84,7 +91,8 @@ func (s *signer) handle(ctx context.Context, csr *certificatesv1.CertificateSign
 			return fmt.Errorf("error adding failure condition for csr: %w", err)
 		}
 		return nil
-	} else if !recognized {
+	}
+	if !recognized {
 		return nil
 	}
 	cert, err := s.sign(x509cr, csr.Spec.Usages, csr.Spec.ExpirationSeconds, nil)

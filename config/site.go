@@ -48,6 +48,13 @@ const (
 	DefaultElectionTimeout   = time.Second
 )
 
+// SiteMemberCommonName is the subject of every member's peer certificate,
+// and the only one the etcd peer port admits (AllowedCNs), dialling or
+// dialled: the members alone on the raft port. The site's CA signs other
+// certificates (serving, the admin's, every one the CSR signer issues for
+// kubelets and users), and the CSR signer never issues this name.
+const SiteMemberCommonName = "kubestore:site-member"
+
 // Enabled reports whether the member is a site's.
 func (s Site) Enabled() bool { return s.PeerAdvertiseAddress != "" }
 

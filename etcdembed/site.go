@@ -80,11 +80,15 @@ func siteConfig(ec *embed.Config, c config.Config) error {
 	}
 	ec.ListenPeerUrls = []url.URL{{Scheme: "https", Host: net.JoinHostPort(s.PeerBindAddress, strconv.Itoa(s.PeerPort))}}
 	ec.AdvertisePeerUrls = []url.URL{*advertise}
+	// The site's CA signs more than the members' certificates (kubelets',
+	// users'): the members' own subject is required both ways, so no other
+	// certificate opens a raft stream or answers as a member.
 	ec.PeerTLSInfo = transport.TLSInfo{
 		CertFile:       dir.PeerCert(),
 		KeyFile:        dir.PeerKey(),
 		TrustedCAFile:  dir.CACert(),
 		ClientCertAuth: true,
+		AllowedCNs:     []string{config.SiteMemberCommonName},
 	}
 	ec.TickMs = uint(c.Etcd.HeartbeatInterval.Milliseconds())
 	ec.ElectionMs = uint(c.Etcd.ElectionTimeout.Milliseconds())

@@ -273,9 +273,11 @@ func pinnedCA(ctx context.Context, base string, want [sha256.Size]byte) (*x509.C
 	return pool, nil
 }
 
-// verifyChainOnly trusts a server whose certificate the pinned CA signed,
-// whatever name it was dialled by: the pin is the identity, and --join may
-// name a member by an address its serving certificate does not list.
+// verifyChainOnly trusts a server whose certificate the pinned CA signed
+// as a member's serving certificate (access.ServingCommonName), whatever
+// name it was dialled by: --join may name a member by an address its
+// serving certificate does not list. The CA signs kubelets' serving
+// certificates too: one of them never gets the join secret.
 func verifyChainOnly(pool *x509.CertPool) *tls.Config {
 	return &tls.Config{
 		InsecureSkipVerify: true, //nolint:gosec // verified below, against the pinned CA
@@ -293,8 +295,13 @@ func verifyChainOnly(pool *x509.CertPool) *tls.Config {
 					inter.AddCert(c)
 				}
 			}
-			_, err = leaf.Verify(x509.VerifyOptions{Roots: pool, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
-			return err
+			if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+				return err
+			}
+			if leaf.Subject.CommonName != access.ServingCommonName {
+				return fmt.Errorf("the server's certificate (subject %q) is not a kubestore member's: the join secret is not sent", leaf.Subject.CommonName)
+			}
+			return nil
 		},
 	}
 }

@@ -79,7 +79,12 @@ func (r *peerRelay) relay(in *tls.Conn, to *siteGateway) {
 	if err := in.Handshake(); err != nil {
 		return
 	}
-	from := in.ConnectionState().PeerCertificates[0].Subject.CommonName
+	// Every member's peer certificate has the members' subject; its first
+	// name is the member's.
+	var from string
+	if names := in.ConnectionState().PeerCertificates[0].DNSNames; len(names) > 0 {
+		from = names[0]
+	}
 	r.mu.Lock()
 	dialler, known := r.members[from]
 	blocked := r.cut[from] || r.cut[to.name]

@@ -1,0 +1,152 @@
+package server_test
+
+import (
+	"crypto/ecdsa"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/keyutil"
+
+	"github.com/kubestore/kubestore/config"
+	"github.com/kubestore/kubestore/site"
+)
+
+// The etcd peer port of a site's member admits the members alone: a
+// kubelet's client certificate and a user's, both issued by the site's CA
+// through CSRs, are refused at the TLS handshake; the member's own peer
+// certificate is answered. A CSR for the members' subject is failed.
+func TestSitePeerPortAdmitsMembersOnly(t *testing.T) {
+	cfg := testConfig(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cfg.Site = config.Site{MemberName: "gw-a", PeerAdvertiseAddress: "127.0.0.1", PeerBindAddress: "127.0.0.1", PeerPort: port}
+	// As kubestore serve readies a member before its etcd starts.
+	if err := site.Prepare(t.Context(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	ts := startServer(t, cfg)
+	ctx := t.Context()
+	csrs := ts.client.CertificatesV1().CertificateSigningRequests()
+
+	type request struct {
+		name, signer string
+		subject      pkix.Name
+		key          *ecdsa.PrivateKey
+	}
+	requests := []*request{
+		{name: "alice", signer: certificatesv1.KubeAPIServerClientSignerName, subject: pkix.Name{CommonName: "alice"}},
+		{name: "kubelet", signer: certificatesv1.KubeAPIServerClientKubeletSignerName, subject: pkix.Name{CommonName: "system:node:edge-b", Organization: []string{"system:nodes"}}},
+		{name: "member", signer: certificatesv1.KubeAPIServerClientSignerName, subject: pkix.Name{CommonName: config.SiteMemberCommonName}},
+	}
+	for _, r := range requests {
+		var pemCSR []byte
+		pemCSR, r.key = newRequest(t, r.subject)
+		usages := []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}
+		if _, err := csrs.Create(ctx, &certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: r.name},
+			Spec: certificatesv1.CertificateSigningRequestSpec{Request: pemCSR, SignerName: r.signer, Usages: usages}}, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating %s: %v", r.name, err)
+		}
+		// The admin approves it, unless the approving controller did (a
+		// kubelet's client certificate the admin asked for).
+		eventually(t, 10*time.Second, "approving "+r.name, func() (bool, error) {
+			c, err := csrs.Get(ctx, r.name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			for _, cond := range c.Status.Conditions {
+				if cond.Type == certificatesv1.CertificateApproved {
+					return true, nil
+				}
+			}
+			c.Status.Conditions = append(c.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+				Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "AdminApproved", Message: "approved by the admin"})
+			_, err = csrs.UpdateApproval(ctx, r.name, c, metav1.UpdateOptions{})
+			return err == nil, err
+		})
+	}
+	keys := map[string]*ecdsa.PrivateKey{}
+	for _, r := range requests {
+		keys[r.name] = r.key
+	}
+	issued := map[string][]byte{}
+	eventually(t, 30*time.Second, "the requests issued or failed", func() (bool, error) {
+		for _, r := range requests {
+			c, err := csrs.Get(ctx, r.name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			failed := false
+			for _, cond := range c.Status.Conditions {
+				failed = failed || cond.Type == certificatesv1.CertificateFailed
+			}
+			if len(c.Status.Certificate) == 0 && !failed {
+				return false, fmt.Errorf("%s neither issued nor failed", r.name)
+			}
+			if len(c.Status.Certificate) > 0 {
+				issued[r.name] = c.Status.Certificate
+			}
+		}
+		return true, nil
+	})
+	if _, ok := issued["member"]; ok {
+		t.Errorf("the CSR signer issued a certificate with the members' subject %q", config.SiteMemberCommonName)
+	}
+
+	caPEM, err := os.ReadFile(filepath.Join(cfg.DataDir, "pki", "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(caPEM)
+	peer := "https://127.0.0.1:" + strconv.Itoa(port)
+	get := func(cert tls.Certificate, path string) (int, error) {
+		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+			RootCAs: roots, ServerName: "127.0.0.1", Certificates: []tls.Certificate{cert}}}}
+		resp, err := c.Get(peer + path)
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		io.Copy(io.Discard, resp.Body) //nolint:errcheck // the status is what counts
+		return resp.StatusCode, nil
+	}
+	for _, name := range []string{"alice", "kubelet"} {
+		keyPEM, err := keyutil.MarshalPrivateKeyToPEM(keys[name])
+		if err != nil {
+			t.Fatal(err)
+		}
+		cert, err := tls.X509KeyPair(issued[name], keyPEM)
+		if err != nil {
+			t.Fatalf("%s's certificate: %v", name, err)
+		}
+		for _, path := range []string{"/members", "/version", "/raft/probing"} {
+			if code, err := get(cert, path); err == nil {
+				t.Errorf("GET %s on the peer port with %s's certificate (issued by the site's CA): %d, want the handshake refused", path, name, code)
+			}
+		}
+	}
+	own, err := tls.LoadX509KeyPair(filepath.Join(cfg.DataDir, "pki", "peer.crt"), filepath.Join(cfg.DataDir, "pki", "peer.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, err := get(own, "/members"); err != nil || code != http.StatusOK {
+		t.Errorf("GET /members on the peer port with the member's own peer certificate: %d %v, want 200", code, err)
+	}
+}

@@ -1,0 +1,87 @@
+package site
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kubestore/kubestore/access"
+	"github.com/kubestore/kubestore/config"
+)
+
+// issue is a certificate for subject with usage, signed by parent's key
+// (self-signed, a CA, when parent is nil).
+func issue(t *testing.T, subject string, usage x509.ExtKeyUsage, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (*x509.Certificate, *ecdsa.PrivateKey) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: subject},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature}
+	if parent == nil {
+		tmpl.IsCA, tmpl.BasicConstraintsValid, tmpl.KeyUsage = true, true, x509.KeyUsageCertSign
+		parent, parentKey = tmpl, key
+	} else {
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{usage}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, key.Public(), parentKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert, key
+}
+
+// A joiner sends the join secret only to a member's serving certificate:
+// a server with a kubelet's serving certificate of the site's CA (the CSR
+// signer issues those) gets nothing secret, though the CA pin matches.
+func TestJoinRefusesAServerThatIsNotAMember(t *testing.T) {
+	ca, caKey := issue(t, "kubestore-ca", 0, nil, nil)
+	for _, tc := range []struct {
+		subject string
+		ok      bool
+	}{
+		{"system:node:edge-b", false},
+		{access.ServingCommonName, true},
+	} {
+		t.Run(tc.subject, func(t *testing.T) {
+			leaf, key := issue(t, tc.subject, x509.ExtKeyUsageServerAuth, ca, caKey)
+			var secretSeen atomic.Bool
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch r.URL.Path {
+				case CAPath:
+					w.Write(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Raw})) //nolint:errcheck
+				case JoinPath:
+					if strings.Contains(r.Header.Get("Authorization"), "the-secret") {
+						secretSeen.Store(true)
+					}
+					w.Write([]byte(`{"member":true}`)) //nolint:errcheck
+				}
+			}))
+			srv.TLS = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{leaf.Raw}, PrivateKey: key}}}
+			srv.StartTLS()
+			defer srv.Close()
+			token := config.JoinToken{CAHash: sha256.Sum256(ca.Raw), Secret: "the-secret"}
+			_, err := join(t.Context(), srv.URL, token, nil, joinRequest{Name: "gw-b", PeerURL: "https://127.0.0.1:2380"})
+			if tc.ok != (err == nil) || secretSeen.Load() != tc.ok {
+				t.Errorf("join to a server with a certificate for %q: %v (secret sent %t), want ok %t", tc.subject, err, secretSeen.Load(), tc.ok)
+			}
+		})
+	}
+}
