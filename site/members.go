@@ -158,9 +158,13 @@ var (
 // checkPeriod is how often Health probes the other members.
 const checkPeriod = 2 * time.Second
 
-// Health follows the other members of the site from this gateway, so a dead
-// one is visible before the site loses quorum: the metric
-// kubestore_site_member_reachable and the readyz check etcd-members.
+// Health follows this member and the others of the site from this
+// gateway. The readyz check etcd-members fails when this member cannot
+// serve a write (it has no leader: the site lost quorum, or this member is
+// cut off from it); a dead peer of a site that keeps quorum is the metric
+// kubestore_site_member_reachable and a line of kubestore member list, not
+// a failed readyz on the healthy members (a load balancer would take out a
+// site that still serves).
 type Health struct {
 	dir    datadir.Dir
 	client *clientv3.Client
@@ -168,6 +172,9 @@ type Health struct {
 	// down maps each unreachable member to when it was first seen so.
 	down map[string]time.Time
 	err  error
+	// leaderless is since when this member has had no leader (zero while
+	// it has one).
+	leaderless time.Time
 }
 
 // NewHealth follows the site of the member of dir, whose etcd client is
@@ -192,7 +199,20 @@ func (h *Health) Run(ctx context.Context) {
 }
 
 func (h *Health) update(ctx context.Context) {
-	members, err := Members(ctx, h.dir, h.client)
+	leader := h.hasLeader(ctx)
+	h.mu.Lock()
+	switch {
+	case leader:
+		h.leaderless = time.Time{}
+	case h.leaderless.IsZero():
+		h.leaderless = time.Now()
+	}
+	h.mu.Unlock()
+	// Without a leader the member list (a linearizable read) waits for
+	// one: bounded, so the check follows the leader's return.
+	lctx, cancel := context.WithTimeout(ctx, 2*checkPeriod)
+	defer cancel()
+	members, err := Members(lctx, h.dir, h.client)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.err = err
@@ -230,16 +250,25 @@ func (h *Health) update(ctx context.Context) {
 // Name is the readyz check's.
 func (h *Health) Name() string { return "etcd-members" }
 
-// Check fails while a member of the site is unreachable from here, naming
-// it and for how long: the site still serves, with one failure less to
-// spare (/readyz?exclude=etcd-members leaves it out).
+// hasLeader reports whether this member's etcd knows a leader.
+func (h *Health) hasLeader(ctx context.Context) bool {
+	eps := h.client.Endpoints()
+	if len(eps) == 0 {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, checkPeriod)
+	defer cancel()
+	st, err := h.client.Status(ctx, eps[0])
+	return err == nil && st.Leader != 0
+}
+
+// Check fails while this member has no leader, naming the members
+// unreachable from here: it acknowledges no write then. A member down in
+// a site that keeps quorum does not fail it.
 func (h *Health) Check(*http.Request) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.err != nil {
-		return h.err
-	}
-	if len(h.down) == 0 {
+	if h.leaderless.IsZero() {
 		return nil
 	}
 	var names []string
@@ -247,5 +276,12 @@ func (h *Health) Check(*http.Request) error {
 		names = append(names, fmt.Sprintf("%s for %s", key, time.Since(since).Round(time.Second)))
 	}
 	sort.Strings(names)
-	return fmt.Errorf("members unreachable from this gateway: %s", strings.Join(names, ", "))
+	why := "the site has lost quorum, or this member is cut off from it"
+	if len(names) > 0 {
+		why += "; unreachable from here: " + strings.Join(names, ", ")
+	}
+	if h.err != nil {
+		why += "; " + h.err.Error()
+	}
+	return fmt.Errorf("this member has had no leader for %s (%s)", time.Since(h.leaderless).Round(time.Second), why)
 }

@@ -23,6 +23,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubestore/kubestore/datadir"
 )
 
 // goBinary is a program of this module built once per test run.
@@ -418,4 +420,16 @@ func mapDiff(want, got map[string]string, limit int) string {
 		out = append(out[:limit], fmt.Sprintf("and %d more", len(out)-limit))
 	}
 	return strings.Join(out, "; ")
+}
+
+// aside is the one copy of the etcd data dir set aside as name (etcd.removed,
+// etcd.newer, ...), failing the test when there is none; with several, the
+// latest.
+func aside(t *testing.T, dir, name string) string {
+	t.Helper()
+	paths, err := datadir.Dir(dir).Aside(name)
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no copy of the data set aside as %s in %s (%v)", name, dir, err)
+	}
+	return paths[len(paths)-1]
 }

@@ -59,7 +59,7 @@ func TestSiteMemberLostRaftLog(t *testing.T) {
 	for _, name := range []string{"acked-00", "acked-49", "while-down"} {
 		victim.p.mustKubectl("get", "configmap", name)
 	}
-	if _, err := os.Stat(filepath.Join(victim.dir, "etcd.log-lost", "member")); err != nil {
+	if _, err := os.Stat(filepath.Join(aside(t, victim.dir, "etcd.log-lost"), "member")); err != nil {
 		t.Errorf("the data of the lost log is not kept in etcd.log-lost: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(victim.dir, "etcd-log-lost")); !os.IsNotExist(err) {

@@ -194,6 +194,17 @@ func TestSitePartitionedMember(t *testing.T) {
 	if r := row(a.memberList(t), c.name); !strings.Contains(r, " no: ") {
 		t.Errorf("gw-a lists the cut-off gw-c as reachable: %s", r)
 	}
+	// Readiness tells who can serve a write: gw-c, cut off, has no
+	// leader; gw-a keeps quorum with gw-b, and stays ready.
+	if !eventually(20*time.Second, func() bool {
+		out, _ := c.p.kubectl("get", "--raw", "/readyz?verbose")
+		return strings.Contains(out, "[-]etcd-members failed")
+	}) {
+		t.Errorf("/readyz on gw-c, cut off from its site, does not fail etcd-members")
+	}
+	if out, err := a.p.kubectl("get", "--raw", "/readyz?verbose"); err != nil || !strings.Contains(out, "[+]etcd-members ok") {
+		t.Errorf("/readyz on gw-a, with quorum, while gw-c is cut off: %v\n%s", err, out)
+	}
 
 	relay.heal(c.name)
 	time.Sleep(3 * time.Second)

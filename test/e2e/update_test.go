@@ -128,7 +128,7 @@ func TestUpdateTrialCommitAndWayBack(t *testing.T) {
 	// was when the update started the second time.
 	p = start(t, dir, "--restore-on-newer-data")
 	want(p, "the previous release after restoring the pre-update snapshot", "a-before", "b-trial", "c-fallback")
-	if _, err := os.Stat(filepath.Join(dir, "etcd.newer", "member")); err != nil {
+	if _, err := os.Stat(filepath.Join(aside(t, dir, "etcd.newer"), "member")); err != nil {
 		t.Errorf("the newer data was not kept aside: %v", err)
 	}
 	stopGracefully(t, p)
