@@ -61,7 +61,7 @@ func operatorCommands() []*cli.Command {
 			Subcommands: []*cli.Command{
 				{
 					Name:         "reset",
-					Usage:        "after the site lost quorum for good: make this stopped member the only member of its site, with all its data (copied first to <data-dir>/etcd.before-reset); the other gateways then join it again by themselves",
+					Usage:        "after the site lost quorum for good: make this stopped member the only member of its site, with all its data (copied first to a new <data-dir>/etcd.before-reset.<time>); the other gateways then join it again by themselves",
 					Flags:        config.Flags(),
 					Action:       clusterReset,
 					OnUsageError: usageError,

@@ -244,7 +244,7 @@ var bindings = []binding{
 		func(c *Config) *string { return &c.Log.Format }),
 	bind(FlagUpdateTrialPeriod, "after an update to a newer release, commit it once the server has served healthily this long in one run (the data stays readable by the previous release until then; kubestore update commit commits at once); 0 commits only on that command",
 		func(c *Config) *Duration { return &c.Update.TrialPeriod }),
-	bind(FlagRestoreOnNewerData, "on data of a newer format than this release reads, restore the pre-update snapshot the newer release took (moving the newer data to <data-dir>/etcd.newer) instead of refusing to start",
+	bind(FlagRestoreOnNewerData, "on data of a newer format than this release reads, restore the pre-update snapshot the newer release took (moving the newer data to a new <data-dir>/etcd.newer.<time>) instead of refusing to start",
 		func(c *Config) *bool { return &c.Update.RestoreOnNewerData }),
 	bind(FlagMemberName, "name of this gateway's etcd member in its site; empty is the host name",
 		func(c *Config) *string { return &c.Site.MemberName }),

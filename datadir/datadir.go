@@ -7,7 +7,9 @@
 //	<data-dir>/lock              held while a server uses the directory
 //	<data-dir>/format            the data format the directory holds, and who wrote it (format.go)
 //	<data-dir>/pre-update.db     the data as it was before the last update (format.go)
-//	<data-dir>/etcd.newer/       data of a newer format, moved aside by a way back
+//	<data-dir>/etcd.newer.<time>/ data of a newer format, moved aside by a way back
+//	<data-dir>/etcd.<why>.<time>/ data set aside by a rejoin or a reset (removed,
+//	                             log-lost, before-reset): never deleted by kubestore
 package datadir
 
 import (
@@ -16,7 +18,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"syscall"
+	"time"
 )
 
 // Dir is a data directory.
@@ -32,19 +36,47 @@ func (d Dir) CACert() string   { return filepath.Join(d.PKI(), "ca.crt") }
 func (d Dir) PeerCert() string { return filepath.Join(d.PKI(), "peer.crt") }
 func (d Dir) PeerKey() string  { return filepath.Join(d.PKI(), "peer.key") }
 
-// MoveEtcdAside renames <data-dir>/etcd to <data-dir>/<name>, replacing
-// an earlier one, durably, and returns the new path: data kept, never
-// deleted, when a newer release's data is given up or a removed member
-// joins its site again.
+// MoveEtcdAside renames <data-dir>/etcd to a new <data-dir>/<name>.<time>,
+// durably, and returns its path: data kept, never deleted, when a newer
+// release's data is given up or a removed member joins its site again. An
+// earlier copy is never replaced: a boot loop between two releases, or a
+// second failure, keeps what the first one set aside.
 func (d Dir) MoveEtcdAside(name string) (string, error) {
-	aside := filepath.Join(string(d), name)
-	if err := os.RemoveAll(aside); err != nil {
+	aside, err := d.AsidePath(name)
+	if err != nil {
 		return "", err
 	}
 	if err := os.Rename(d.Etcd(), aside); err != nil {
 		return "", err
 	}
 	return aside, SyncDir(string(d))
+}
+
+// AsidePath is a path for a copy of the etcd data set aside as name that
+// no copy has yet: <data-dir>/<name>.<UTC time>, with a counter when one
+// of that second exists.
+func (d Dir) AsidePath(name string) (string, error) {
+	base := filepath.Join(string(d), name+"."+time.Now().UTC().Format("20060102T150405Z"))
+	for i := 1; ; i++ {
+		path := base
+		if i > 1 {
+			path = fmt.Sprintf("%s-%d", base, i)
+		}
+		_, err := os.Lstat(path)
+		if errors.Is(err, os.ErrNotExist) {
+			return path, nil
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+}
+
+// Aside lists the copies of the etcd data set aside as name, oldest first.
+func (d Dir) Aside(name string) ([]string, error) {
+	paths, err := filepath.Glob(filepath.Join(string(d), name+".*"))
+	sort.Strings(paths)
+	return paths, err
 }
 
 // RaftLogLost, when present, says etcd found its raft log shorter than

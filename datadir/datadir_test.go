@@ -267,3 +267,35 @@ func TestWriteFileAtomicMissingDir(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+// Data set aside is never replaced: two copies set aside under one name,
+// within one second, are both kept (an A/B boot loop, a second failure).
+func TestMoveEtcdAsideKeepsEveryCopy(t *testing.T) {
+	d := datadir.Dir(t.TempDir())
+	for i := range 3 {
+		if err := os.MkdirAll(filepath.Join(d.Etcd(), "member"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d.Etcd(), "member", "n"), []byte{byte('0' + i)}, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.MoveEtcdAside("etcd.newer"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	paths, err := d.Aside("etcd.newer")
+	if err != nil || len(paths) != 3 {
+		t.Fatalf("copies set aside: %v %v, want 3", paths, err)
+	}
+	seen := map[string]bool{}
+	for _, p := range paths {
+		data, err := os.ReadFile(filepath.Join(p, "member", "n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[string(data)] = true
+	}
+	if len(seen) != 3 {
+		t.Errorf("the copies hold %v, want each of the three", seen)
+	}
+}

@@ -162,40 +162,38 @@ func (s *Server) MemberID() uint64 { return uint64(s.etcd.Server.MemberID()) }
 // quorum.
 func (s *Server) HasLeader() bool { return s.etcd.Server.Leader() != 0 }
 
-// BeforeResetDir is where ResetSite keeps the member's data as it was.
-func BeforeResetDir(dir datadir.Dir) string { return dir.Etcd() + ".before-reset" }
-
 // ResetSite makes the stopped member of c's data directory the only member
 // of its site, with all its data: the recovery of a site that lost quorum
 // for good (etcd's --force-new-cluster, k3s's --cluster-reset). It first
-// copies the member's data as it was to BeforeResetDir (replacing an
-// earlier copy). The caller holds the data directory's lock. The other
+// copies the member's data as it was to a new
+// <data-dir>/etcd.before-reset.<time>, whose path it returns (an earlier
+// copy stays). The caller holds the data directory's lock. The other
 // gateways, asking --join at their next start, find they are no longer
 // members and join the reset site again by themselves.
-func ResetSite(ctx context.Context, c config.Config) error {
+func ResetSite(ctx context.Context, c config.Config) (string, error) {
 	dir := datadir.Dir(c.DataDir)
 	if !dir.HasEtcdData() {
-		return fmt.Errorf("no etcd data in --%s %s to reset the site from", config.FlagDataDir, c.DataDir)
+		return "", fmt.Errorf("no etcd data in --%s %s to reset the site from", config.FlagDataDir, c.DataDir)
 	}
-	keep := BeforeResetDir(dir)
-	if err := os.RemoveAll(keep); err != nil {
-		return err
+	keep, err := dir.AsidePath("etcd.before-reset")
+	if err != nil {
+		return "", err
 	}
 	if err := copyTree(dir.Etcd(), keep); err != nil {
-		os.RemoveAll(keep)
-		return fmt.Errorf("copying the data before the reset to %s: %w", keep, err)
+		os.RemoveAll(keep) // this copy, partial; the data is still in etcd/
+		return "", fmt.Errorf("copying the data before the reset to %s: %w", keep, err)
 	}
 	// The reset member founds a new site: it no longer asks whether the
 	// old one still has it.
 	if err := os.Remove(dir.SiteJoin()); err != nil && !os.IsNotExist(err) {
-		return err
+		return "", err
 	}
 	s, err := start(ctx, c, true)
 	if err != nil {
-		return fmt.Errorf("resetting the site (the data before it is in %s): %w", keep, err)
+		return "", fmt.Errorf("resetting the site (the data before it is in %s): %w", keep, err)
 	}
 	s.Close()
-	return nil
+	return keep, nil
 }
 
 // copyTree copies the directory src to dst, file by file, each synced, then

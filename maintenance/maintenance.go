@@ -345,8 +345,9 @@ func restore(ctx context.Context, cfg config.Config, dir datadir.Dir, file strin
 // (--restore-on-newer-data): when the data is of a newer format than
 // version reads (refused, the FormatError), it restores the snapshot the
 // newer release took before its update, the data as this release's
-// format left it. The newer data is moved aside to <data-dir>/etcd.newer,
-// which replaces an earlier one. The caller holds dir's lock. A power cut
+// format left it. The newer data is moved aside to a new
+// <data-dir>/etcd.newer.<time> (an earlier one stays: a boot loop between
+// the two releases keeps every copy). The caller holds dir's lock. A power cut
 // at any point leaves a directory on which the next start does the same
 // again, or is done.
 func RestorePreUpdate(ctx context.Context, cc config.Completed, refused *datadir.FormatError, version string) error {
@@ -358,7 +359,7 @@ func RestorePreUpdate(ctx context.Context, cc config.Completed, refused *datadir
 	if _, err := os.Stat(snap); err != nil {
 		return fmt.Errorf("%w; --%s: %w", refused, config.FlagRestoreOnNewerData, err)
 	}
-	aside := filepath.Join(string(dir), "etcd.newer")
+	aside := ""
 	switch {
 	case refused.Record.Restoring:
 		// A restore a power cut interrupted: what it wrote is nothing.
@@ -366,7 +367,8 @@ func RestorePreUpdate(ctx context.Context, cc config.Completed, refused *datadir
 			return err
 		}
 	case dir.HasEtcdData():
-		if _, err := dir.MoveEtcdAside(filepath.Base(aside)); err != nil {
+		var err error
+		if aside, err = dir.MoveEtcdAside("etcd.newer"); err != nil {
 			return err
 		}
 	}

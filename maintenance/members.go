@@ -103,10 +103,11 @@ func ClusterReset(ctx context.Context, cc config.Completed, version string, w io
 	if _, _, err := dir.RefuseNewerFormat(version); err != nil {
 		return err
 	}
-	if err := etcdembed.ResetSite(ctx, cfg); err != nil {
+	keep, err := etcdembed.ResetSite(ctx, cfg)
+	if err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "this member is now the only member of its site, with all its data (the data before the reset is in %s); start it, then the other gateways: with --%s naming it, they join it again by themselves\n",
-		etcdembed.BeforeResetDir(dir), config.FlagJoin)
+		keep, config.FlagJoin)
 	return nil
 }

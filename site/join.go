@@ -66,7 +66,7 @@ const (
 // Prepare readies a site's member before its etcd starts: with --join and
 // no etcd data it joins the site; with --join and data it asks the site
 // whether it is still a member, and joins again if the site removed it
-// (its old data is moved to <data-dir>/etcd.removed); then it issues the
+// (its old data is moved to a new <data-dir>/etcd.removed.<time>); then it issues the
 // member's peer certificate. A site that cannot be reached leaves a member
 // with data as it is: it may be the one the others need for quorum.
 func Prepare(ctx context.Context, cfg config.Config) error {
@@ -92,7 +92,7 @@ func Prepare(ctx context.Context, cfg config.Config) error {
 
 // setLostLogAside moves the etcd data of a member whose raft log lost
 // what it had acknowledged (etcdembed recorded raft's panic) to
-// <data-dir>/etcd.log-lost, so that it joins the site again wiped: raft
+// a new <data-dir>/etcd.log-lost.<time>, so that it joins the site again wiped: raft
 // cannot take the member back (etcd refuses it for good), and its data
 // cannot be trusted. Only with --join: a member without it has no site to
 // rejoin, and is refused in one line.
