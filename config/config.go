@@ -349,6 +349,13 @@ func (c Config) complete() (*completed, error) {
 	if c.Log.Format != LogFormatText && c.Log.Format != LogFormatJSON {
 		errs = append(errs, invalid(FlagLogFormat, c.Log.Format, "must be text or json"))
 	}
+	if c.Update.RestoreOnNewerData && c.Site.Enabled() {
+		// The snapshot is of this member alone: restored, it founds a
+		// one-member site beside the others (a split brain), which any
+		// gateway whose --join names it would then join.
+		errs = append(errs, invalid(FlagRestoreOnNewerData, true, fmt.Sprintf("a member of a site (--%s %s) cannot go back alone: it would found a new site from its old snapshot beside the others; take the site back together (README, \"A site of several gateways\")",
+			FlagPeerAdvertiseAddress, c.Site.PeerAdvertiseAddress)))
+	}
 	if c.Update.TrialPeriod.Duration < 0 {
 		errs = append(errs, invalid(FlagUpdateTrialPeriod, c.Update.TrialPeriod, "must not be negative (0 commits only on kubestore update commit)"))
 	}

@@ -674,6 +674,10 @@ func TestValidateRefuses(t *testing.T) {
 			[][]string{{"--peer-bind-address", "gw1"}}},
 		{"member name", func(c *config.Config) { c.Site.MemberName = "Gateway_1" },
 			[][]string{{"--member-name", "Gateway_1"}}},
+		{"restore on newer data on a site's member", func(c *config.Config) {
+			c.Site.PeerAdvertiseAddress = "10.0.0.2"
+			c.Update.RestoreOnNewerData = true
+		}, [][]string{{"--restore-on-newer-data", "--peer-advertise-address", "10.0.0.2", "new site"}}},
 		{"join without the site", func(c *config.Config) {
 			c.Site.Join, c.Site.JoinToken = "https://10.0.0.1:6443", testJoinToken
 		}, [][]string{{"--join", "https://10.0.0.1:6443", "--peer-advertise-address"}}},
