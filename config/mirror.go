@@ -97,6 +97,13 @@ func (r MirrorRule) GroupResource() schema.GroupResource {
 	return schema.ParseGroupResource(r.Resource)
 }
 
+// SelectsNode reports whether the rule selects by the node ($(NODE_NAME)
+// in a selector): its objects are the node's own (its Node, Lease,
+// CSINode, pods), and each gateway of a site mirrors its own node's.
+func (r MirrorRule) SelectsNode() bool {
+	return strings.Contains(r.LabelSelector, NodeNameVar) || strings.Contains(r.FieldSelector, NodeNameVar)
+}
+
 // Selectors are the rule's selectors with $(NODE_NAME) replaced.
 func (r MirrorRule) Selectors(nodeName string) (label, field string) {
 	return strings.ReplaceAll(r.LabelSelector, NodeNameVar, nodeName), strings.ReplaceAll(r.FieldSelector, NodeNameVar, nodeName)

@@ -73,7 +73,7 @@ func (m *Mirror) applyObject(ctx context.Context, r *rule, store *Store, u *unst
 	upstreamRV := u.GetResourceVersion()
 	if m.deleted.has(u.GetUID()) {
 		// Deleted upstream: a late event, relist page or answer.
-		applied.WithLabelValues(r.name, opUnchanged).Inc()
+		applied.WithLabelValues(r.base, opUnchanged).Inc()
 		return opUnchanged, nil
 	}
 	obj, err := store.Convert(u.Object)
@@ -112,7 +112,7 @@ func (m *Mirror) applyObject(ctx context.Context, r *rule, store *Store, u *unst
 	if how.absent && !held() {
 		err := store.Create(ctx, key, obj.DeepCopyObject(), store.New(), 0)
 		if err == nil {
-			applied.WithLabelValues(r.name, opCreated).Inc()
+			applied.WithLabelValues(r.base, opCreated).Inc()
 			m.refs.changed(r, obj)
 			return opCreated, nil
 		}
@@ -152,7 +152,7 @@ func (m *Mirror) applyObject(ctx context.Context, r *rule, store *Store, u *unst
 				// again). The cluster's pods that reference the name
 				// mean the cluster's object, never a local one.
 				if cur.GetAnnotations()[config.AnnotationMirrorReplaceable] == "" {
-					replacedLocal.WithLabelValues(r.name).Inc()
+					replacedLocal.WithLabelValues(r.base).Inc()
 					klog.InfoS("Mirror: an upstream object replaced a local object of the same name", "rule", r.name,
 						"resource", r.gr, "namespace", a.GetNamespace(), "name", a.GetName(), "localUID", cur.GetUID())
 				}
@@ -178,7 +178,7 @@ func (m *Mirror) applyObject(ctx context.Context, r *rule, store *Store, u *unst
 	}, nil)
 	switch {
 	case errors.Is(err, errUnchanged):
-		applied.WithLabelValues(r.name, opUnchanged).Inc()
+		applied.WithLabelValues(r.base, opUnchanged).Inc()
 		return opUnchanged, nil
 	case errors.Is(err, errRecreated):
 		if _, err := m.remove(ctx, r, store, a.GetNamespace(), a.GetName(), "", true); err != nil {
@@ -189,7 +189,7 @@ func (m *Mirror) applyObject(ctx context.Context, r *rule, store *Store, u *unst
 	case err != nil:
 		return "", localError{fmt.Errorf("storing %s %s: %w", r.gr, key, err)}
 	}
-	applied.WithLabelValues(r.name, op).Inc()
+	applied.WithLabelValues(r.base, op).Inc()
 	m.refs.changed(r, obj)
 	return op, nil
 }
@@ -226,7 +226,7 @@ func (m *Mirror) remove(ctx context.Context, r *rule, store *Store, namespace, n
 		}
 		ann := a.GetAnnotations()
 		// A local object (no rule's) is never the mirror's to delete.
-		if owner := ann[AnnotationRule]; owner == "" || owner != r.name && !anyRule {
+		if owner := ann[AnnotationRule]; owner == "" || !anyRule && !r.owns(store, owner, obj) {
 			return errUnchanged
 		}
 		if have := ann[AnnotationUpstreamResourceVersion]; upstreamRV != "" && have != "" && newer(have, upstreamRV) {
@@ -240,7 +240,7 @@ func (m *Mirror) remove(ctx context.Context, r *rule, store *Store, namespace, n
 	case err != nil:
 		return false, localError{fmt.Errorf("deleting %s %s/%s: %w", r.gr, namespace, name, err)}
 	}
-	applied.WithLabelValues(r.name, opDeleted).Inc()
+	applied.WithLabelValues(r.base, opDeleted).Inc()
 	m.refs.changed(r, deletedObject{out})
 	return true, nil
 }
@@ -268,7 +268,7 @@ func (m *Mirror) localObjects(ctx context.Context, r *rule, store *Store, namesp
 		if err != nil {
 			return nil, localError{err}
 		}
-		if a, err := meta.Accessor(obj); err == nil && a.GetAnnotations()[AnnotationRule] == r.name {
+		if a, err := meta.Accessor(obj); err == nil && r.owns(store, a.GetAnnotations()[AnnotationRule], obj) {
 			out[a.GetNamespace()+"/"+a.GetName()] = refOf(a)
 		}
 		return out, nil
@@ -286,7 +286,7 @@ func (m *Mirror) localObjects(ctx context.Context, r *rule, store *Store, namesp
 		if err != nil {
 			return err
 		}
-		if a.GetAnnotations()[AnnotationRule] == r.name {
+		if r.owns(store, a.GetAnnotations()[AnnotationRule], obj) {
 			out[a.GetNamespace()+"/"+a.GetName()] = refOf(a)
 		}
 		return nil

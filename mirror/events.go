@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -90,7 +91,7 @@ func (o *outbox) written(ctx context.Context, namespace, name string) {
 		return
 	}
 	data, _ := json.Marshal(q)
-	if err := o.m.state.PutState(ctx, q.key(), data); err != nil {
+	if err := o.m.state.PutState(ctx, o.durable(q.key()), data); err != nil {
 		klog.V(2).InfoS("Mirror: queueing an Event for the upstream", "namespace", namespace, "name", name, "err", err)
 		return
 	}
@@ -156,7 +157,7 @@ func (o *outbox) signal() {
 
 // forget deletes a queued Event's record.
 func (o *outbox) forget(ctx context.Context, q queuedEvent) {
-	if err := o.m.state.DeleteState(ctx, q.key()); err != nil {
+	if err := o.m.state.DeleteState(ctx, o.durable(q.key())); err != nil {
 		klog.V(2).InfoS("Mirror: forgetting a queued Event", "namespace", q.Namespace, "name", q.Name, "err", err)
 	}
 }
@@ -211,21 +212,59 @@ func (m *Mirror) mirroredObject(ctx context.Context, ref corev1.ObjectReference)
 	return false
 }
 
-// run loads the queue and sends it while the link is up, until ctx ends.
-func (o *outbox) run(ctx context.Context) {
-	recs, err := o.m.state.ListState(ctx, outboxState)
+// durable is the key in the mirror's state of the queued Event of key:
+// under the node's own prefix, so that gateways sharing one store each
+// send their own agents' Events.
+func (o *outbox) durable(key string) string {
+	return nodeState(outboxState, o.m.node) + strings.TrimPrefix(key, outboxState)
+}
+
+// load reads the queue this node left; that of a release before queues
+// were kept per node is moved under the node's.
+func (o *outbox) load(ctx context.Context) error {
+	own, err := o.m.state.ListState(ctx, nodeState(outboxState, o.m.node))
 	if err != nil {
-		klog.ErrorS(err, "Mirror: reading the queued Events")
+		return err
+	}
+	legacy, err := o.m.state.ListState(ctx, outboxState)
+	if err != nil {
+		return err
+	}
+	if own == nil {
+		own = map[string][]byte{}
+	}
+	for key, data := range legacy {
+		if !strings.HasPrefix(key, outboxState) {
+			continue // a node's, listed with them: the prefix is not a directory
+		}
+		if err := o.m.state.PutState(ctx, o.durable(key), data); err != nil {
+			return err
+		}
+		if err := o.m.state.DeleteState(ctx, key); err != nil {
+			return err
+		}
+		own[o.durable(key)] = data
 	}
 	o.mu.Lock()
-	for _, data := range recs {
+	defer o.mu.Unlock()
+	for _, data := range own {
 		var q queuedEvent
 		if json.Unmarshal(data, &q) == nil {
+			if old, ok := o.queue[q.key()]; ok {
+				o.bytes -= old.Bytes
+			}
 			o.queue[q.key()] = q
 			o.bytes += q.Bytes
 		}
 	}
-	o.mu.Unlock()
+	return nil
+}
+
+// run loads the queue and sends it while the link is up, until ctx ends.
+func (o *outbox) run(ctx context.Context) {
+	if err := o.load(ctx); err != nil {
+		klog.ErrorS(err, "Mirror: reading the queued Events")
+	}
 	for {
 		if o.m.Connected() {
 			o.send(ctx)

@@ -133,11 +133,11 @@ func (m *Mirror) updateMetrics(context.Context) {
 	}
 	byRule := map[string]*agg{}
 	for _, r := range m.rules {
-		byRule[r.name] = &agg{}
+		byRule[r.base] = &agg{}
 	}
 	now := time.Now()
 	for _, s := range m.allStreams() {
-		st, a := s.status(), byRule[s.rule.name]
+		st, a := s.status(), byRule[s.rule.base]
 		if a.lastSync.IsZero() || st.lastSync.Before(a.lastSync) {
 			a.lastSync = st.lastSync
 		}

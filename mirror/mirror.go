@@ -164,7 +164,13 @@ type Mirror struct {
 
 // rule is a config rule with its selectors resolved.
 type rule struct {
+	// name identifies the rule's copies (AnnotationRule), records and
+	// election: the config's name, and for a rule that selects by the
+	// node, <name>@<node>, so that the gateways of a site, each a node,
+	// never take each other's copies for their own. base is the config's
+	// name.
 	name   string
+	base   string
 	gr     schema.GroupResource
 	cfg    config.MirrorRule
 	label  string
@@ -218,7 +224,7 @@ func New(cfg config.Mirror, stores Stores, state State) (*Mirror, error) {
 	if u, err := url.Parse(host); err == nil && u.Host != "" {
 		host = u.Host
 	}
-	m := &Mirror{host: host, dyn: dyn, raw: raw, stores: stores, state: state, pending: newPending(state),
+	m := &Mirror{host: host, dyn: dyn, raw: raw, stores: stores, state: state, pending: newPending(state, cfg.EffectiveNodeName()),
 		node: cfg.EffectiveNodeName(), streams: map[string]*stream{}, upNow: make(chan struct{})}
 	for _, r := range cfg.Rules {
 		label, field := r.Selectors(m.node)
@@ -238,7 +244,11 @@ func New(cfg config.Mirror, stores Stores, state State) (*Mirror, error) {
 			}
 			field = fs.String()
 		}
-		m.rules = append(m.rules, &rule{name: r.RuleName(), gr: r.GroupResource(), cfg: r, label: label, field: field,
+		name := r.RuleName()
+		if r.SelectsNode() {
+			name += "@" + m.node
+		}
+		m.rules = append(m.rules, &rule{name: name, base: r.RuleName(), gr: r.GroupResource(), cfg: r, label: label, field: field,
 			labels: ls, fields: fs, referencedBy: r.ReferencedBy})
 	}
 	// A custom resource's definition is mirrored with it, once however
@@ -247,7 +257,7 @@ func New(cfg config.Mirror, stores Stores, state State) (*Mirror, error) {
 	for _, r := range slices.Clone(m.rules) {
 		if !stores.Builtin(r.gr) && !defined[r.gr] {
 			defined[r.gr] = true
-			m.rules = append(m.rules, &rule{name: r.name + "-definition", gr: crdResource, object: r.gr.String(),
+			m.rules = append(m.rules, &rule{name: r.name + "-definition", base: r.name + "-definition", gr: crdResource, object: r.gr.String(),
 				labels: labels.Everything(), fields: fields.Everything()})
 		}
 	}
@@ -281,13 +291,42 @@ func (m *Mirror) rulesFor(gr schema.GroupResource) []*rule {
 	return out
 }
 
+// rule is the rule named name. The name of a rule that selects by the
+// node on another gateway of the site (<base>@<other node>), or as a
+// release before per-node names wrote it (<base>), resolves to this
+// gateway's rule of that base: its objects are mirrored, of the same
+// resource, and a write to them is forwarded.
 func (m *Mirror) rule(name string) *rule {
 	for _, r := range m.rules {
 		if r.name == name {
 			return r
 		}
 	}
+	base, _, _ := strings.Cut(name, "@")
+	for _, r := range m.rules {
+		if r.nodeScoped() && r.base == base {
+			return r
+		}
+	}
 	return nil
+}
+
+// nodeScoped reports whether r selects by this gateway's node.
+func (r *rule) nodeScoped() bool { return r.name != r.base }
+
+// owns reports whether a local copy annotated with rule name ann is r's:
+// annotated with r's name, or, for a rule that selects by the node, with
+// the name of a release before per-node names (its base) and in r's
+// selection (the node's own; another node's copies are not r's).
+func (r *rule) owns(store *Store, ann string, obj runtime.Object) bool {
+	if ann == r.name {
+		return true
+	}
+	if !r.nodeScoped() || ann != r.base {
+		return false
+	}
+	ls, fs, err := store.Attrs(obj)
+	return err == nil && r.labels.Matches(ls) && r.fields.Matches(fs)
 }
 
 // Run mirrors until ctx ends, then persists where each stream stopped.
@@ -553,7 +592,8 @@ const rulesState = "mirror-rules/"
 
 // forgetRemovedRules deletes the copies of rules that are no longer
 // configured (or now name another resource), with their records, and
-// records the configured ones.
+// records the configured ones. The rules of another gateway's node are
+// never this gateway's to forget.
 func (m *Mirror) forgetRemovedRules(ctx context.Context) error {
 	records, err := m.state.ListState(ctx, rulesState)
 	if err != nil {
@@ -567,7 +607,22 @@ func (m *Mirror) forgetRemovedRules(ctx context.Context) error {
 	for _, name := range names {
 		ruleName := strings.TrimPrefix(name, rulesState)
 		gr := recordResource(records[name])
+		if _, node, ok := strings.Cut(ruleName, "@"); ok && node != m.node {
+			// Another gateway's node: its rule, its copies.
+			continue
+		}
 		if r := m.rule(ruleName); r != nil && r.gr == gr {
+			if r.name != ruleName {
+				// The record of a release before per-node names: the
+				// copies are this node's rule's (it writes its name on
+				// them); only the record and its checkpoint go.
+				if err := m.state.DeleteState(ctx, "mirror/"+ruleName); err != nil {
+					return err
+				}
+				if err := m.state.DeleteState(ctx, name); err != nil {
+					return err
+				}
+			}
 			continue
 		}
 		old := &rule{name: ruleName, gr: gr}

@@ -105,12 +105,12 @@ func TestMatching(t *testing.T) {
 		obj       string
 		want      string // the rule, "" when local
 	}{
-		{"pod of this node", pods, "default", `{"kind":"Pod","metadata":{"name":"a"},"spec":{"nodeName":"edge-1","hostNetwork":true}}`, "pods"},
+		{"pod of this node", pods, "default", `{"kind":"Pod","metadata":{"name":"a"},"spec":{"nodeName":"edge-1","hostNetwork":true}}`, "pods@edge-1"},
 		{"pod of another node", pods, "default", `{"kind":"Pod","metadata":{"name":"a"},"spec":{"nodeName":"edge-2"}}`, ""},
 		{"pod of no node", pods, "default", `{"kind":"Pod","metadata":{"name":"a"},"spec":{}}`, ""},
 		// The registry's fields: an unset spec.hostNetwork selects as
 		// "false", as a list of the local server selects it.
-		{"pod selected by an unset field", pods, "default", `{"kind":"Pod","metadata":{"name":"a"},"spec":{"nodeName":"edge-1"}}`, "host-net-off"},
+		{"pod selected by an unset field", pods, "default", `{"kind":"Pod","metadata":{"name":"a"},"spec":{"nodeName":"edge-1"}}`, "host-net-off@edge-1"},
 		{"configmap selected", cms, "apps", `{"kind":"ConfigMap","metadata":{"name":"a","labels":{"mirror":"yes"}}}`, "apps-cm"},
 		{"configmap namespace in the body", cms, "", `{"kind":"ConfigMap","metadata":{"name":"a","namespace":"apps","labels":{"mirror":"yes"}}}`, "apps-cm"},
 		{"configmap excluded by label", cms, "apps", `{"kind":"ConfigMap","metadata":{"name":"a","labels":{"mirror":"yes","local":""}}}`, ""},

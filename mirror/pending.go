@@ -68,8 +68,22 @@ func (p *pendingRecord) gr() schema.GroupResource { return schema.ParseGroupReso
 
 func (p *pendingRecord) has(w ownWrite) bool { return slices.Contains(p.Writes, w) }
 
-// pendingState names the records in the mirror's state.
+// pendingState starts the key of a record in memory, and in the state of
+// a release before records were kept per node (moved at load).
 const pendingState = "mirror-pending/"
+
+// durable is the key in the mirror's state of the record of key: under
+// the node's own prefix, so that gateways sharing one store never load,
+// reconcile or clear each other's.
+func (p *pending) durable(key string) string {
+	return nodeState(pendingState, p.node) + strings.TrimPrefix(key, pendingState)
+}
+
+// nodeState is the prefix of a family of the mirror's records (prefix
+// ends in "/") kept per node: mirror-pending@<node>/.
+func nodeState(prefix, node string) string {
+	return strings.TrimSuffix(prefix, "/") + "@" + node + "/"
+}
 
 func pendingKey(gr schema.GroupResource, namespace, name string) string {
 	ns := namespace
@@ -82,6 +96,7 @@ func pendingKey(gr schema.GroupResource, namespace, name string) string {
 // pending holds the records, in memory and, durably, in the local etcd.
 type pending struct {
 	state State
+	node  string
 
 	mu      sync.Mutex
 	records map[string]*pendingRecord
@@ -120,25 +135,50 @@ const (
 	retryMax   = 2 * time.Minute
 )
 
-func newPending(state State) *pending {
-	return &pending{state: state, records: map[string]*pendingRecord{}, dirty: map[string]bool{}, applying: map[string]int{},
+func newPending(state State, node string) *pending {
+	return &pending{state: state, node: node, records: map[string]*pendingRecord{}, dirty: map[string]bool{}, applying: map[string]int{},
 		retries: map[string]retry{}, locks: map[string]*keyLock{}}
 }
 
-// load reads the records a previous run left.
+// load reads the records a previous run of this node left; those of a
+// release before records were kept per node are moved under the node's.
 func (p *pending) load(ctx context.Context) error {
-	recs, err := p.state.ListState(ctx, pendingState)
+	own, err := p.state.ListState(ctx, nodeState(pendingState, p.node))
+	if err != nil {
+		return err
+	}
+	legacy, err := p.state.ListState(ctx, pendingState)
 	if err != nil {
 		return err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for key, data := range recs {
+	read := func(key string, data []byte) error {
 		var r pendingRecord
 		if err := json.Unmarshal(data, &r); err != nil {
 			return fmt.Errorf("reading the pending write %s: %w", key, err)
 		}
-		p.records[key] = &r
+		p.records[pendingKey(r.gr(), r.Namespace, r.Name)] = &r
+		return nil
+	}
+	for key, data := range own {
+		if err := read(key, data); err != nil {
+			return err
+		}
+	}
+	for key, data := range legacy {
+		if !strings.HasPrefix(key, pendingState) {
+			continue // a node's, listed with them: the prefix is not a directory
+		}
+		if err := read(key, data); err != nil {
+			return err
+		}
+		if err := p.state.PutState(ctx, p.durable(key), data); err != nil {
+			return err
+		}
+		if err := p.state.DeleteState(ctx, key); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -193,7 +233,7 @@ func (p *pending) record(ctx context.Context, rec pendingRecord, w ownWrite) (ap
 	if err != nil {
 		return nil, err
 	}
-	if err := p.state.PutState(ctx, key, data); err != nil {
+	if err := p.state.PutState(ctx, p.durable(key), data); err != nil {
 		return nil, err
 	}
 	p.records[key] = &next
@@ -245,7 +285,7 @@ func (p *pending) clear(ctx context.Context, rec pendingRecord) (bool, error) {
 	if p.dirty[key] || p.applying[key] > 0 {
 		return false, nil
 	}
-	if err := p.state.DeleteState(ctx, key); err != nil {
+	if err := p.state.DeleteState(ctx, p.durable(key)); err != nil {
 		return false, err
 	}
 	delete(p.records, key)

@@ -3,6 +3,7 @@ package mirror
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ func stateBackend(t *testing.T) *cacher.Backend {
 func TestPendingRecords(t *testing.T) {
 	b := stateBackend(t)
 	ctx := t.Context()
-	p := newPending(b)
+	p := newPending(b, "n")
 	pod := pendingRecord{Resource: "pods", Namespace: "ns", Name: "p", Rule: "pods", UID: "uid-1"}
 	record := func(p *pending, rec pendingRecord, w ownWrite) {
 		t.Helper()
@@ -45,7 +46,7 @@ func TestPendingRecords(t *testing.T) {
 	record(p, lease, ownCreate)
 
 	// A restart reads them back.
-	again := newPending(b)
+	again := newPending(b, "n")
 	if err := again.load(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func TestPendingRecords(t *testing.T) {
 	if cleared, err := again.clear(ctx, got); err != nil || !cleared {
 		t.Errorf("clear: %v %v, want cleared", cleared, err)
 	}
-	third := newPending(b)
+	third := newPending(b, "n")
 	if err := third.load(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -163,5 +164,49 @@ func TestOutboxBytesUnderConcurrency(t *testing.T) {
 	wg.Wait()
 	if n, bytes := o.queued(); n != 10 || bytes != 1000 {
 		t.Errorf("queued %d Events of %d bytes, want 10 of 1000", n, bytes)
+	}
+}
+
+// Pending records are each node's: a gateway loads its own node's, never
+// another's of the same store; a record of a release before per-node
+// records is taken as the node's and moved under its name.
+func TestPendingRecordsPerNode(t *testing.T) {
+	b := stateBackend(t)
+	ctx := t.Context()
+	a, other := newPending(b, "edge-a"), newPending(b, "edge-b")
+	for _, x := range []struct {
+		p    *pending
+		name string
+	}{{a, "pa"}, {other, "pb"}} {
+		applied, err := x.p.record(ctx, pendingRecord{Resource: "pods", Namespace: "ns", Name: x.name, Rule: "pods", UID: x.name}, ownStatus)
+		if err != nil {
+			t.Fatal(err)
+		}
+		applied()
+	}
+	legacy, _ := json.Marshal(pendingRecord{Resource: "pods", Namespace: "ns", Name: "old", Rule: "pods", UID: "old", Writes: []ownWrite{ownStatus}})
+	if err := b.PutState(ctx, pendingState+"pods/ns/old", legacy); err != nil {
+		t.Fatal(err)
+	}
+	again := newPending(b, "edge-a")
+	if err := again.load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range again.all() {
+		names = append(names, r.Name)
+	}
+	if strings.Join(names, ",") != "old,pa" && strings.Join(names, ",") != "pa,old" {
+		t.Errorf("edge-a loads %v, want its own pa and the earlier release's old", names)
+	}
+	recs, err := b.ListState(ctx, pendingState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := recs[pendingState+"pods/ns/old"]; ok {
+		t.Error("the earlier release's record is still under its old name")
+	}
+	if _, ok := recs[nodeState(pendingState, "edge-a")+"pods/ns/old"]; !ok {
+		t.Errorf("the earlier release's record is not under edge-a's: %v", recs)
 	}
 }

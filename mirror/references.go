@@ -44,7 +44,7 @@ func newReferences(m *Mirror) *references {
 func (x *references) dependents(r *rule) []*rule {
 	var out []*rule
 	for _, d := range x.m.rules {
-		if d.referencedBy == r.name {
+		if d.referencedBy == r.base {
 			out = append(out, d)
 		}
 	}
@@ -72,7 +72,7 @@ func (x *references) seed(ctx context.Context) error {
 			return err
 		}
 		if err := meta.EachListItem(list, func(obj runtime.Object) error {
-			if a, err := meta.Accessor(obj); err == nil && a.GetAnnotations()[AnnotationRule] == r.name {
+			if a, err := meta.Accessor(obj); err == nil && r.owns(store, a.GetAnnotations()[AnnotationRule], obj) {
 				x.changed(r, obj)
 			}
 			return nil
@@ -90,7 +90,7 @@ func (x *references) seed(ctx context.Context) error {
 			}
 			x.mu.Lock()
 			for _, ref := range local {
-				if x.count[refKey{d, ref.namespace, ref.name}] == 0 {
+				if x.count[refKey{d, ref.namespace, ref.name}] == 0 && !x.referencedLocally(ctx, d, ref.namespace, ref.name) {
 					if _, err := x.m.remove(ctx, d, ds, ref.namespace, ref.name, "", false); err != nil {
 						klog.V(2).InfoS("Mirror: deleting an object no pod references", "rule", d.name, "object", ref, "err", err)
 					}
@@ -189,7 +189,7 @@ func (x *references) stop(ctx context.Context, s stoppedRef) {
 		x.m.dropStream(&stream{rule: k.rule, namespace: k.namespace, name: k.name})
 	}
 	x.mu.Unlock()
-	if again || ctx == nil || ctx.Err() != nil {
+	if again || ctx == nil || ctx.Err() != nil || x.referencedLocally(ctx, k.rule, k.namespace, k.name) {
 		return
 	}
 	store, err := x.m.stores.Store(ctx, k.rule.gr)
@@ -329,6 +329,38 @@ func podReferences(pod *corev1.Pod, deps []*rule) sets.Set[refKey] {
 		add(secrets, s.Name)
 	}
 	return out
+}
+
+// referencedLocally reports whether a pod in the local store, of any
+// node's rule of the pods d follows, references namespace/name under d:
+// on a site, the other gateways' pods (not counted here, whose
+// references their own gateway follows) keep what they use. An error
+// counts as referenced: nothing is deleted on a guess.
+func (x *references) referencedLocally(ctx context.Context, d *rule, namespace, name string) bool {
+	store, err := x.m.stores.Store(ctx, podsResource)
+	if err != nil {
+		return true
+	}
+	prefix := store.Prefix + "/"
+	if namespace != "" {
+		prefix += namespace + "/"
+	}
+	list := store.NewList()
+	if err := store.GetList(ctx, prefix, storage.ListOptions{Recursive: true, Predicate: storage.Everything}, list); err != nil {
+		return true
+	}
+	key, found := refKey{d, namespace, name}, false
+	meta.EachListItem(list, func(obj runtime.Object) error { //nolint:errcheck // the function returns none
+		pod, ok := obj.(*corev1.Pod)
+		if !ok || found {
+			return nil
+		}
+		if r := x.m.rule(pod.Annotations[AnnotationRule]); r != nil && r.base == d.referencedBy {
+			found = podReferences(pod, []*rule{d}).Has(key)
+		}
+		return nil
+	})
+	return found
 }
 
 // referenced reports whether a mirrored pod references namespace/name

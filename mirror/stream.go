@@ -89,7 +89,7 @@ const maxSkipped = 20
 // object the local store cannot take never wedges its stream.
 func (s *stream) skip(u *unstructured.Unstructured, err error) {
 	key := u.GetNamespace() + "/" + u.GetName()
-	skippedObjects.WithLabelValues(s.rule.name).Inc()
+	skippedObjects.WithLabelValues(s.rule.base).Inc()
 	klog.InfoS("Mirror: skipped an upstream object the local store cannot take", "stream", s.id(), "object", key,
 		"resourceVersion", u.GetResourceVersion(), "err", err)
 	s.update(func(st *streamStatus) {
@@ -217,7 +217,7 @@ loop:
 		var err error
 		began := time.Now()
 		if rv == "" {
-			relists.WithLabelValues(s.rule.name).Inc()
+			relists.WithLabelValues(s.rule.base).Inc()
 			rv, err = s.relist(ctx, store)
 		} else {
 			rv, err = s.watch(ctx, store, rv, nil)
@@ -299,7 +299,7 @@ func (s *stream) resumeFrom(ctx context.Context, store *Store) string {
 			return ""
 		}
 		a, err := meta.Accessor(obj)
-		if err != nil || a.GetAnnotations()[AnnotationRule] != s.rule.name {
+		if err != nil || !s.rule.owns(store, a.GetAnnotations()[AnnotationRule], obj) {
 			return ""
 		}
 		return a.GetAnnotations()[AnnotationUpstreamResourceVersion]
@@ -507,7 +507,7 @@ func (rl *relisting) apply(ctx context.Context, s *stream, store *Store, u *unst
 	rl.seen.Insert(key)
 	c, ok := rl.local[key]
 	if ok && c.uid == string(u.GetUID()) && c.upstreamRV != "" && !newer(u.GetResourceVersion(), c.upstreamRV) {
-		applied.WithLabelValues(s.rule.name, opUnchanged).Inc()
+		applied.WithLabelValues(s.rule.base, opUnchanged).Inc()
 		return nil
 	}
 	select {
@@ -619,7 +619,7 @@ func (s *stream) watch(ctx context.Context, store *Store, rv string, ws *watchSt
 			return rv, err
 		}
 		s.connected()
-		resumes.WithLabelValues(s.rule.name).Inc()
+		resumes.WithLabelValues(s.rule.base).Inc()
 	}
 	defer w.Stop()
 	// Events applied since the watch began, until the stream was in sync:

@@ -14,12 +14,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/test/link"
 )
 
@@ -45,12 +48,24 @@ func startMirrorPair(t *testing.T, node string, cut bool) *mirrorPair {
 	if cut {
 		l.Cut()
 	}
+	edge := startServer(t, edgeConfig(t, up, "https://"+l.Addr, node))
+	p := &mirrorPair{up: up, edge: edge, link: l, node: node}
+	if !cut {
+		p.waitMirrorz(t, http.StatusOK)
+	}
+	return p
+}
+
+// edgeConfig is the configuration of an edge that mirrors up for node,
+// reaching it at server (up's own address, or a link's).
+func edgeConfig(t *testing.T, up *testServer, server, node string) config.Config {
+	t.Helper()
 	kc, err := clientcmd.LoadFromFile(up.server.Kubeconfig())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range kc.Clusters {
-		c.Server = "https://" + l.Addr
+		c.Server = server
 	}
 	path := filepath.Join(t.TempDir(), "upstream.kubeconfig")
 	if err := clientcmd.WriteToFile(*kc, path); err != nil {
@@ -59,12 +74,7 @@ func startMirrorPair(t *testing.T, node string, cut bool) *mirrorPair {
 	cfg := testConfig(t)
 	cfg.Mirror.UpstreamKubeconfig = path
 	cfg.Mirror.NodeName = node
-	edge := startServer(t, cfg)
-	p := &mirrorPair{up: up, edge: edge, link: l, node: node}
-	if !cut {
-		p.waitMirrorz(t, http.StatusOK)
-	}
-	return p
+	return cfg
 }
 
 // waitMirrorz waits for the edge's /mirrorz to answer code: 200 once every
@@ -449,4 +459,76 @@ func TestMirrorUpstreamWinsANameClash(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 20*time.Second, "a later change of the cluster's Secret", edgeSecret("cluster-2"))
+}
+
+// Two gateways sharing one store (one etcd), each the node of its own
+// name, mirror one cluster: each keeps its own node's Node and pods, and
+// neither deletes the other's, at their starts, relists and restarts.
+func TestMirrorNodesShareOneStore(t *testing.T) {
+	up := startServer(t, testConfig(t))
+	ext := startExternalEtcd(t)
+	nodes := []string{"edge-a", "edge-b"}
+	for _, n := range nodes {
+		upNode(t, up, n)
+		upPod(t, up, "work", "p-"+n, n)
+	}
+	cfgs := map[string]config.Config{}
+	edges := map[string]*testServer{}
+	for _, n := range nodes {
+		cfg := edgeConfig(t, up, up.rest.Host, n)
+		ext.configure(&cfg)
+		cfgs[n] = cfg
+		edges[n] = startServer(t, cfg)
+	}
+	ctx := t.Context()
+	whole := func(ts *testServer) (bool, error) {
+		pods, err := ts.client.CoreV1().Pods("work").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		nodeList, err := ts.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		return len(pods.Items) == 2 && len(nodeList.Items) == 2, fmt.Errorf("%d pods, %d nodes", len(pods.Items), len(nodeList.Items))
+	}
+	eventually(t, 30*time.Second, "both nodes' Node and pod in the shared store", func() (bool, error) { return whole(edges["edge-a"]) })
+	// Nothing of either node is deleted, across a restart of each
+	// gateway: watched through a third kubestore of the same store, which
+	// mirrors nothing.
+	obsCfg := testConfig(t)
+	ext.configure(&obsCfg)
+	obs := startServer(t, obsCfg)
+	w, err := obs.client.CoreV1().Pods("work").Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	nw, err := obs.client.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nw.Stop()
+	for _, n := range nodes {
+		edges[n].stop()
+		edges[n] = startServer(t, cfgs[n])
+		time.Sleep(5 * time.Second)
+		if ok, err := whole(edges[n]); !ok {
+			t.Errorf("after %s restarted: %v", n, err)
+		}
+	}
+	for _, ch := range []<-chan watch.Event{w.ResultChan(), nw.ResultChan()} {
+	drain:
+		for {
+			select {
+			case ev := <-ch:
+				if ev.Type == watch.Deleted {
+					a, _ := meta.Accessor(ev.Object)
+					t.Errorf("a gateway deleted %T %s of the shared store", ev.Object, a.GetName())
+				}
+			default:
+				break drain
+			}
+		}
+	}
 }

@@ -203,8 +203,8 @@ func TestMirror(t *testing.T) {
 		t.Helper()
 		converge(t, cms, "cms", wantCMs)
 		converge(t, secrets, "secrets-b", wantSecrets)
-		converge(t, pods, "pods", wantPods)
-		converge(t, nodes, "node", wantNodes)
+		converge(t, pods, "pods@"+edgeNode, wantPods)
+		converge(t, nodes, "node@"+edgeNode, wantNodes)
 		converge(t, widgets, "widgets", wantWidgets)
 		converge(t, services, "labelled", wantServices)
 	}
@@ -694,8 +694,8 @@ func TestMirror(t *testing.T) {
 			edgeCMs.Delete(t.Context(), "wt-bare", metav1.DeleteOptions{})
 		}
 		converge(t, cms, "cms", wantCMs)
-		converge(t, pods, "pods", wantPods)
-		converge(t, nodes, "node", wantNodes)
+		converge(t, pods, "pods@"+edgeNode, wantPods)
+		converge(t, nodes, "node@"+edgeNode, wantNodes)
 		mid := edgeA.metrics(t)
 		var forwarded float64
 		for _, code := range []string{"200", "201"} {
@@ -924,8 +924,8 @@ func TestMirror(t *testing.T) {
 		must(t, err)
 		_, err = up.Nodes().Patch(t.Context(), "edge-2", types.MergePatchType, []byte(`{"metadata":{"labels":{"zone":"other"}}}`), metav1.PatchOptions{})
 		must(t, err)
-		converge(t, pods, "pods", wantPods)
-		converge(t, nodes, "node", wantNodes)
+		converge(t, pods, "pods@"+edgeNode, wantPods)
+		converge(t, nodes, "node@"+edgeNode, wantNodes)
 		got := pods.keys()
 		if !reflect.DeepEqual(got, []string{"mirror-p/late-edge-1", "mirror-p/p-edge-1"}) {
 			t.Errorf("edge pods %v, want exactly those with spec.nodeName=%s", got, edgeNode)
@@ -1233,7 +1233,7 @@ func testMirrorDefaultRules(t *testing.T, env *mirrorEnv) {
 	}
 	check := func(t *testing.T) {
 		t.Helper()
-		convergeMirrored(t, pods, "pods", func(t *testing.T) map[string]*unstructured.Unstructured {
+		convergeMirrored(t, pods, "pods@"+edgeNode, func(t *testing.T) map[string]*unstructured.Unstructured {
 			return env.upstream(t, gvrPods, "", onNode)
 		})
 		convergeMirrored(t, cms, "configmaps", func(t *testing.T) map[string]*unstructured.Unstructured { return referenced(t, gvrConfigMaps) })
@@ -1244,7 +1244,7 @@ func testMirrorDefaultRules(t *testing.T, env *mirrorEnv) {
 		convergeMirrored(t, slices, "", func(t *testing.T) map[string]*unstructured.Unstructured {
 			return env.upstream(t, gvrEndpointSlices, "", metav1.ListOptions{})
 		})
-		convergeMirrored(t, nodes, "node", func(t *testing.T) map[string]*unstructured.Unstructured {
+		convergeMirrored(t, nodes, "node@"+edgeNode, func(t *testing.T) map[string]*unstructured.Unstructured {
 			return env.upstream(t, gvrNodes, "", metav1.ListOptions{FieldSelector: "metadata.name=" + edgeNode})
 		})
 	}
