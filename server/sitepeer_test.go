@@ -12,23 +12,26 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/keyutil"
 
+	"github.com/kubestore/kubestore/access"
 	"github.com/kubestore/kubestore/config"
+	"github.com/kubestore/kubestore/datadir"
 	"github.com/kubestore/kubestore/site"
 )
 
-// The etcd peer port of a site's member admits the members alone: a
-// kubelet's client certificate and a user's, both issued by the site's CA
-// through CSRs, are refused at the TLS handshake; the member's own peer
-// certificate is answered. A CSR for the members' subject is failed.
-func TestSitePeerPortAdmitsMembersOnly(t *testing.T) {
+// startSiteMember starts the founding member gw-a of a site, its peer
+// port on loopback.
+func startSiteMember(t *testing.T) (*testServer, config.Config) {
+	t.Helper()
 	cfg := testConfig(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -41,7 +44,53 @@ func TestSitePeerPortAdmitsMembersOnly(t *testing.T) {
 	if err := site.Prepare(t.Context(), cfg); err != nil {
 		t.Fatal(err)
 	}
-	ts := startServer(t, cfg)
+	return startServer(t, cfg), cfg
+}
+
+// A join that names the peer URL of a live member is refused before any
+// change: the member is not evicted, and the site still lists it.
+func TestSiteJoinEvictsNothingAlive(t *testing.T) {
+	ts, cfg := startSiteMember(t)
+	secrets, err := access.ReadSiteSecrets(datadir.Dir(cfg.DataDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc, err := rest.HTTPClientFor(rest.AnonymousClientConfig(ts.rest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := fmt.Sprintf(`{"name":"gw-x","peerURL":%q}`, cfg.Site.PeerURL())
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.rest.Host+site.JoinPath, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+secrets.JoinSecret)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(string(answer), "gw-a") {
+		t.Errorf("a join with the live member gw-a's peer URL: %d %s, want 409 naming gw-a", resp.StatusCode, answer)
+	}
+	list, err := ts.backend.Client().MemberList(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Members) != 1 || list.Members[0].Name != "gw-a" || list.Members[0].IsLearner {
+		t.Errorf("the site after the refused join: %+v, want gw-a alone, a voter", list.Members)
+	}
+}
+
+// The etcd peer port of a site's member admits the members alone: a
+// kubelet's client certificate and a user's, both issued by the site's CA
+// through CSRs, are refused at the TLS handshake; the member's own peer
+// certificate is answered. A CSR for the members' subject is failed.
+func TestSitePeerPortAdmitsMembersOnly(t *testing.T) {
+	ts, cfg := startSiteMember(t)
+	port := cfg.Site.PeerPort
 	ctx := t.Context()
 	csrs := ts.client.CertificatesV1().CertificateSigningRequests()
 

@@ -124,21 +124,40 @@ func (h *handler) join(w http.ResponseWriter, r *http.Request) {
 		// membership, and keeps asking rather than start on it.
 		w.Header().Set(removedHeader, "true")
 	}
-	for _, m := range list.Members {
+	// Every check before any change: an entry with the joiner's peer URL
+	// is replaced only if it is the joiner's own past one (its peer port
+	// does not answer: the joiner's etcd is not running yet), or a learner
+	// that never started; a live member at that address (a recycled
+	// address, a mistyped flag) is never evicted.
+	members, err := Members(ctx, h.dir, h.client)
+	if err != nil {
+		fail(w, http.StatusServiceUnavailable, "the site cannot list its members (has it lost quorum?): %v", err)
+		return
+	}
+	var stale []Member
+	for _, m := range members {
 		switch {
-		case contains(m.PeerURLs, req.PeerURL):
-			// The joiner's own past entry: it was wiped, or removed and
-			// re-added, or its last join never finished.
-			if _, err := h.client.MemberRemove(ctx, m.ID); err != nil {
-				fail(w, http.StatusServiceUnavailable, "removing the stale member %s (%x) at %s first: %v", m.Name, m.ID, req.PeerURL, err)
+		case contains(strings.Split(m.PeerURL, ","), req.PeerURL):
+			if m.Name != "" && (m.Self || m.Unreachable == "") {
+				fail(w, http.StatusConflict, "peer URL %s is the live member %s's: it answers there; give the joiner its own --peer-advertise-address, or remove %s first if it is gone (kubestore member remove %s)",
+					req.PeerURL, m.Name, m.Name, m.Name)
 				return
 			}
-			klog.InfoS("Removed the joiner's stale member", "name", m.Name, "id", fmt.Sprintf("%x", m.ID), "peerURL", req.PeerURL)
+			stale = append(stale, m)
 		case m.Name == req.Name:
 			fail(w, http.StatusConflict, "member name %s is taken by the member at %s; if that gateway is gone, remove it first (kubestore member remove %s), else choose another --member-name",
-				req.Name, strings.Join(m.PeerURLs, ","), req.Name)
+				req.Name, m.PeerURL, req.Name)
 			return
 		}
+	}
+	for _, m := range stale {
+		// The joiner's own past entry: it was wiped, or removed and
+		// re-added, or its last join never finished.
+		if _, err := h.client.MemberRemove(ctx, m.ID); err != nil {
+			fail(w, http.StatusServiceUnavailable, "removing the stale member %s (%x) at %s first: %v", m.Name, m.ID, req.PeerURL, err)
+			return
+		}
+		klog.InfoS("Removed the joiner's stale member", "name", m.Name, "id", fmt.Sprintf("%x", m.ID), "peerURL", req.PeerURL)
 	}
 	added, err := h.client.MemberAddAsLearner(ctx, []string{req.PeerURL})
 	switch {
