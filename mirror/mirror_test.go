@@ -305,3 +305,61 @@ func TestApplySkipsAnObjectTheStoreCannotTake(t *testing.T) {
 		t.Errorf("applying a pod whose spec does not convert: %v, want a skippedError", err)
 	}
 }
+
+// What reconciliation sends of the node's offline status: the fields the
+// node changed, each condition it changed whole (a newer heartbeat alone
+// merged onto the cluster's Unknown would say neither's), nothing of what
+// it did not change, and the object read as preconditions.
+func TestNodePatch(t *testing.T) {
+	store := testStore(t, schema.GroupResource{Resource: "nodes"})
+	rec := pendingRecord{Resource: "nodes", Name: "edge-1", Writes: []ownWrite{ownStatus}}
+	base := json.RawMessage(`{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady","lastHeartbeatTime":"2026-01-01T00:00:00Z"},{"type":"MemoryPressure","status":"False"}],"volumesAttached":[{"name":"vol-A","devicePath":""}]}`)
+	var owned map[string]any
+	if err := json.Unmarshal([]byte(`{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady","lastHeartbeatTime":"2026-01-01T00:01:00Z"},{"type":"MemoryPressure","status":"False"}],"volumesAttached":[{"name":"vol-A","devicePath":""}]}`), &owned); err != nil {
+		t.Fatal(err)
+	}
+	cur := obj(t, `{"kind":"Node","metadata":{"name":"edge-1","uid":"u1","resourceVersion":"7"}}`)
+	data, err := nodePatch(store, rec, base, owned, cur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var patch struct {
+		Metadata map[string]string `json:"metadata"`
+		Status   map[string]any    `json:"status"`
+	}
+	if err := json.Unmarshal(data, &patch); err != nil {
+		t.Fatal(err)
+	}
+	if patch.Metadata["uid"] != "u1" || patch.Metadata["resourceVersion"] != "7" {
+		t.Errorf("preconditions %v, want uid u1 and resourceVersion 7", patch.Metadata)
+	}
+	if _, ok := patch.Status["volumesAttached"]; ok {
+		t.Errorf("the patch sends volumesAttached, which the node did not change: %s", data)
+	}
+	conds, _ := patch.Status["conditions"].([]any)
+	var ready map[string]any
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == "Ready" {
+			ready = m
+		}
+		if m, ok := c.(map[string]any); ok && m["type"] == "MemoryPressure" {
+			t.Errorf("the patch sends MemoryPressure, which the node did not change: %s", data)
+		}
+	}
+	if ready["status"] != "True" || ready["reason"] != "KubeletReady" || ready["lastHeartbeatTime"] != "2026-01-01T00:01:00Z" {
+		t.Errorf("the Ready condition sent: %v, want the node's whole condition; patch %s", ready, data)
+	}
+	// Nothing changed: nothing to send.
+	if data, err := nodePatch(store, rec, base, mustMap(t, base), cur); err != nil || data != nil {
+		t.Errorf("patch of an unchanged status: %s %v, want none", data, err)
+	}
+}
+
+func mustMap(t *testing.T, data []byte) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}

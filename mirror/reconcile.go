@@ -351,6 +351,30 @@ func basePart(gr schema.GroupResource, obj runtime.Object) (json.RawMessage, err
 	return data, err
 }
 
+// wholeConditions makes each condition the patch changes the node's whole
+// condition of that type, as the edge holds it: a condition is the
+// node's report (the kubelet's Ready, a pod's Ready), and a field of it
+// alone (a newer heartbeat) merged onto the cluster's (Unknown, written by
+// the node-lifecycle controller while the node was away) would say
+// neither's.
+func wholeConditions(patch map[string]any, owned any) {
+	part, _ := patch["status"].(map[string]any)
+	local, _ := owned.(map[string]any)
+	changed, _ := part["conditions"].([]any)
+	all, _ := local["conditions"].([]any)
+	for i, c := range changed {
+		cm, ok := c.(map[string]any)
+		if !ok || cm["type"] == nil || cm["$patch"] != nil {
+			continue
+		}
+		for _, l := range all {
+			if lm, ok := l.(map[string]any); ok && lm["type"] == cm["type"] {
+				changed[i] = lm
+			}
+		}
+	}
+}
+
 // nodePatch is the strategic merge patch of what the node changed in the
 // owned part, from base (nil: nothing, for an object it created) to
 // owned, onto cur: with cur's uid and resourceVersion as preconditions, so
@@ -376,6 +400,7 @@ func nodePatch(store *Store, rec pendingRecord, base json.RawMessage, owned any,
 	if err := json.Unmarshal(diff, &patch); err != nil {
 		return nil, err
 	}
+	wholeConditions(patch, owned)
 	if rec.gr() == leasesResource && !rec.has(ownCreate) {
 		unstructured.RemoveNestedField(patch, "spec", "renewTime")
 		if spec, ok := patch["spec"].(map[string]any); ok && len(spec) == 0 {
