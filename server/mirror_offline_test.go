@@ -155,7 +155,9 @@ func upPod(t *testing.T, ts *testServer, ns, name, node string, finalizers ...st
 // reads it on each side.
 func seen[T any](t *testing.T, what string, get func(ts *testServer) (T, error), p *mirrorPair, same func(up, edge T) bool) {
 	t.Helper()
-	eventually(t, 20*time.Second, what, func() (bool, error) {
+	began := time.Now()
+	defer func() { t.Logf("%s: after %s", what, time.Since(began).Round(100*time.Millisecond)) }()
+	eventually(t, 10*time.Second, what, func() (bool, error) {
 		u, err := get(p.up)
 		if err != nil {
 			return false, err
