@@ -8,7 +8,10 @@ import (
 	"k8s.io/apiserver/pkg/server/mux"
 	"k8s.io/apiserver/pkg/server/routes"
 	"k8s.io/klog/v2"
+	builder2 "k8s.io/kube-openapi/pkg/builder"
 	"k8s.io/kube-openapi/pkg/common"
+	"k8s.io/kube-openapi/pkg/common/restfuladapter"
+	"k8s.io/kube-openapi/pkg/handler"
 	"k8s.io/kube-openapi/pkg/handler3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 )
@@ -76,4 +79,37 @@ func openAPIV3Ref(cfg *common.OpenAPIV3Config) common.ReferenceCallback {
 		defName, _ := cfg.GetDefinitionName(name)
 		return spec.MustCreateRef("#/components/schemas/" + common.EscapeJsonPointer(defName))
 	}
+}
+
+// openAPIV2Path is where kube-apiserver serves its OpenAPI v2 document.
+const openAPIV2Path = "/openapi/v2"
+
+// serveOpenAPIV2Lazily serves /openapi/v2 as kube-apiserver does, for the
+// built-in kinds, built on its first request as /openapi/v3 is. kubectl
+// validates an object by it when it cannot find the kind's server-side
+// field validation in /openapi/v3 (it looks for it on the kind's PATCH:
+// a kind without one, a TokenReview or a SelfSubjectAccessReview, is
+// validated on the client, from v2), so without it `kubectl create -f` of
+// such a kind fails ("failed to download openapi").
+func serveOpenAPIV2Lazily(gs *genericapiserver.GenericAPIServer, cfg *common.Config) {
+	var once sync.Once
+	var served http.Handler
+	gs.Handler.NonGoRestfulMux.Handle(openAPIV2Path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		once.Do(func() {
+			klog.V(2).InfoS("Building the OpenAPI v2 document on its first request")
+			doc, err := builder2.BuildOpenAPISpecFromRoutes(restfuladapter.AdaptWebServices(gs.Handler.GoRestfulContainer.RegisteredWebServices()), cfg)
+			if err != nil {
+				klog.ErrorS(err, "Building the OpenAPI v2 document")
+				served = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+					http.Error(w, "building the OpenAPI v2 document failed: "+err.Error(), http.StatusInternalServerError)
+				})
+				return
+			}
+			doc.Definitions = handler.PruneDefaults(doc.Definitions)
+			m := mux.NewPathRecorderMux("openapi-v2")
+			handler.NewOpenAPIService(doc).RegisterOpenAPIVersionedService(openAPIV2Path, m)
+			served = m
+		})
+		served.ServeHTTP(w, r)
+	}))
 }

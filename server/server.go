@@ -437,6 +437,9 @@ func (b *builder) workers() error {
 		}
 	}
 	serveOpenAPIV3Lazily(gs, b.c.OpenAPIV3Config, openAPIBuilt)
+	v2 := genericapiserver.DefaultOpenAPIConfig(openapi.GetOpenAPIDefinitions, openapinamer.NewDefinitionNamer(b.kinds.Scheme()))
+	v2.Info.Title, v2.Info.Version = b.c.OpenAPIV3Config.Info.Title, b.c.OpenAPIV3Config.Info.Version
+	serveOpenAPIV2Lazily(gs, v2)
 	keys := b.saKeys
 	gs.Handler.NonGoRestfulMux.Handle(serviceaccount.DiscoveryPath, keys.DiscoveryHandler(url+serviceaccount.JWKSPath))
 	gs.Handler.NonGoRestfulMux.Handle(serviceaccount.JWKSPath, keys.JWKSHandler())

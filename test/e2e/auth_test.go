@@ -45,6 +45,22 @@ func TestKubectlAuth(t *testing.T) {
 		}
 	}
 
+	// The reviews as files, as kubectl validates them (by /openapi/v2:
+	// they have no PATCH in /openapi/v3 to validate on the server).
+	reviews := map[string]string{
+		"TokenReview":             "apiVersion: authentication.k8s.io/v1\nkind: TokenReview\nspec:\n  token: agent-token-0123456789\n",
+		"SelfSubjectAccessReview": "apiVersion: authorization.k8s.io/v1\nkind: SelfSubjectAccessReview\nspec:\n  resourceAttributes:\n    verb: list\n    resource: secrets\n",
+	}
+	for kind, manifest := range reviews {
+		file := filepath.Join(dir, kind+".yaml")
+		if err := os.WriteFile(file, []byte(manifest), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := p.kubectl("create", "-f", file, "-o", "jsonpath={.status}"); err != nil || !strings.Contains(out, "true") {
+			t.Errorf("kubectl create -f of a %s: %q %v, want it validated, answered and true", kind, out, err)
+		}
+	}
+
 	out := p.mustKubectl("auth", "whoami", "-o", "jsonpath={.status.userInfo.username} {.status.userInfo.groups}")
 	if out != "kubestore-admin [\"system:masters\",\"system:authenticated\"]" {
 		t.Errorf("admin whoami: %q", out)
