@@ -71,11 +71,12 @@ const (
 // with data as it is: it may be the one the others need for quorum.
 func Prepare(ctx context.Context, cfg config.Config) error {
 	dir := datadir.Dir(cfg.DataDir)
-	if err := setLostLogAside(cfg, dir); err != nil {
+	lost, err := lostLog(cfg, dir)
+	if err != nil {
 		return err
 	}
 	if cfg.Site.Join != "" {
-		if err := joinIfNeeded(ctx, cfg, dir); err != nil {
+		if err := joinIfNeeded(ctx, cfg, dir, lost); err != nil {
 			return err
 		}
 	}
@@ -90,42 +91,37 @@ func Prepare(ctx context.Context, cfg config.Config) error {
 	return err
 }
 
-// setLostLogAside moves the etcd data of a member whose raft log lost
-// what it had acknowledged (etcdembed recorded raft's panic) to
-// a new <data-dir>/etcd.log-lost.<time>, so that it joins the site again wiped: raft
-// cannot take the member back (etcd refuses it for good), and its data
-// cannot be trusted. Only with --join: a member without it has no site to
-// rejoin, and is refused in one line.
-func setLostLogAside(cfg config.Config, dir datadir.Dir) error {
+// lostLog is why etcd's raft log lost entries this member had
+// acknowledged (etcdembed recorded raft's panic), "" when it did not. Such
+// a member joins its site again wiped: raft cannot take it back (etcd
+// refuses it for good), and its data cannot be trusted. Only with --join:
+// a member without it has no site to rejoin, and is refused in one line.
+func lostLog(cfg config.Config, dir datadir.Dir) (string, error) {
 	lost, err := os.ReadFile(dir.RaftLogLost())
 	if errors.Is(err, os.ErrNotExist) {
-		return nil
+		return "", nil
 	}
 	if err != nil {
-		return err
+		return "", err
 	}
 	why := strings.TrimSpace(string(lost))
 	if cfg.Site.Join == "" {
-		return fmt.Errorf("etcd's raft log in %s lost entries this member had acknowledged (%s): start it with --%s naming another member, and it rejoins the site wiped; or restore a snapshot",
+		return "", fmt.Errorf("etcd's raft log in %s lost entries this member had acknowledged (%s): start it with --%s naming another member, and it rejoins the site wiped; or restore a snapshot",
 			dir.Etcd(), why, config.FlagJoin)
 	}
-	if dir.HasEtcdData() {
-		aside, err := dir.MoveEtcdAside("etcd.log-lost")
-		if err != nil {
-			return err
-		}
-		klog.InfoS("etcd's raft log lost entries this member had acknowledged: joining the site again wiped; the old data is in "+aside, "raft", why)
-	}
-	if err := os.Remove(dir.RaftLogLost()); err != nil {
-		return err
-	}
-	return datadir.SyncDir(string(dir))
+	return why, nil
 }
 
-func joinIfNeeded(ctx context.Context, cfg config.Config, dir datadir.Dir) error {
+// joinIfNeeded joins the site at --join when this member has no data, or
+// the site removed it, or its raft log lost what it had acknowledged
+// (lost, the reason): its data is moved aside (never deleted) only once
+// the site has answered that it takes the member back, so members that
+// lost their tails in one power cut, with nobody left to take them back,
+// keep their data for a reset.
+func joinIfNeeded(ctx context.Context, cfg config.Config, dir datadir.Dir, lost string) error {
 	req := joinRequest{Name: cfg.Site.Name(), PeerURL: cfg.Site.PeerURL()}
 	hasData := dir.HasEtcdData()
-	if hasData {
+	if hasData && lost == "" {
 		j, err := etcdembed.ReadJoin(dir)
 		if errors.Is(err, os.ErrNotExist) || (err == nil && (j.MemberID == 0 || j.InitialCluster == "")) {
 			// It never served as a site's member, or founded its site
@@ -153,6 +149,10 @@ func joinIfNeeded(ctx context.Context, cfg config.Config, dir datadir.Dir) error
 	ctx, cancel := context.WithTimeout(ctx, joinTimeout)
 	defer cancel()
 	resp, err := join(ctx, cfg.Site.Join, token, trusted, req)
+	if err != nil && lost != "" {
+		return fmt.Errorf("etcd's raft log lost entries this member had acknowledged (%s): its data in %s stays until the site at --%s %s takes the member back: %w",
+			lost, dir.Etcd(), config.FlagJoin, cfg.Site.Join, err)
+	}
 	if err != nil {
 		if hasData && errors.Is(err, errUnreachable) {
 			klog.InfoS("The site is not reachable to confirm this member is still in it; starting with the data it has", "join", cfg.Site.Join, "err", err)
@@ -163,7 +163,14 @@ func joinIfNeeded(ctx context.Context, cfg config.Config, dir datadir.Dir) error
 	if resp.Member {
 		return nil
 	}
-	if hasData {
+	switch {
+	case hasData && lost != "":
+		aside, err := dir.MoveEtcdAside("etcd.log-lost")
+		if err != nil {
+			return err
+		}
+		klog.InfoS("etcd's raft log lost entries this member had acknowledged: the site takes it back wiped; the old data is in "+aside, "raft", lost)
+	case hasData:
 		// The site removed this member: its data is of a past
 		// membership. It is kept aside, never deleted.
 		removed, err := dir.MoveEtcdAside("etcd.removed")
@@ -171,6 +178,11 @@ func joinIfNeeded(ctx context.Context, cfg config.Config, dir datadir.Dir) error
 			return err
 		}
 		klog.InfoS("The site had removed this member: joining it again; the old data is in "+removed, "join", cfg.Site.Join)
+	}
+	if lost != "" {
+		if err := os.Remove(dir.RaftLogLost()); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
 	}
 	if resp.Secrets == nil {
 		return fmt.Errorf("joining the site at --%s %s: the member sent no secrets", config.FlagJoin, cfg.Site.Join)

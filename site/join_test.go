@@ -10,8 +10,11 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,6 +22,7 @@ import (
 
 	"github.com/kubestore/kubestore/access"
 	"github.com/kubestore/kubestore/config"
+	"github.com/kubestore/kubestore/datadir"
 )
 
 // issue is a certificate for subject with usage, signed by parent's key
@@ -83,5 +87,38 @@ func TestJoinRefusesAServerThatIsNotAMember(t *testing.T) {
 				t.Errorf("join to a server with a certificate for %q: %v (secret sent %t), want ok %t", tc.subject, err, secretSeen.Load(), tc.ok)
 			}
 		})
+	}
+}
+
+// A member whose raft log lost what it had acknowledged keeps its data
+// until the site answers that it takes it back: with no site to answer
+// (every member lost its tail in one power cut), nothing is moved aside.
+func TestLostLogDataStaysUntilTheSiteAnswers(t *testing.T) {
+	dir := datadir.Dir(t.TempDir())
+	if err := os.MkdirAll(filepath.Join(dir.Etcd(), "member"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir.RaftLogLost(), []byte("tocommit(12) is out of range [lastIndex(9)]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	cfg := config.Default()
+	cfg.DataDir = string(dir)
+	cfg.Site = config.Site{MemberName: "gw-b", PeerAdvertiseAddress: "127.0.0.1", PeerBindAddress: "127.0.0.1", PeerPort: 2380,
+		Join: "https://" + closed, JoinToken: config.FormatJoinToken([]byte("a CA"), "a-secret-of-sixteen-or-more")}
+	err = Prepare(t.Context(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "stays") {
+		t.Errorf("Prepare with no site to answer: %v, want a refusal saying the data stays", err)
+	}
+	if !dir.HasEtcdData() {
+		t.Error("the data was moved aside before the site answered")
+	}
+	if _, err := os.Stat(dir.RaftLogLost()); err != nil {
+		t.Errorf("the record of the lost log is gone: %v", err)
 	}
 }
