@@ -598,10 +598,12 @@ func TestValidateAccepts(t *testing.T) {
 	}{
 		{"default", func(*config.Config) {}},
 		// A site's member runs the embedded etcd: every field but the
-		// external etcd's, and every field but the site's.
+		// external etcd's (and the way back of a gateway alone), and
+		// every field but the site's.
 		{"every field set, a site's member", func(c *config.Config) {
 			*c = allSet()
 			c.Etcd.Servers, c.Etcd.CAFile, c.Etcd.CertFile, c.Etcd.KeyFile = nil, "", "", ""
+			c.Update.RestoreOnNewerData = false
 		}},
 		{"every field set, an external etcd", func(c *config.Config) {
 			*c = allSet()
