@@ -534,3 +534,78 @@ func TestMirrorNodesShareOneStore(t *testing.T) {
 		}
 	}
 }
+
+// The node's Lease and CSINode, written by the node during an outage while
+// the cluster changed what is not the node's (their labels): after the
+// return both are there, upstream and at the edge.
+func TestMirrorOfflineLeaseAndCSINodeKeepTheClustersFields(t *testing.T) {
+	for _, kind := range outages {
+		t.Run(kind, func(t *testing.T) {
+			p := startMirrorPair(t, "edge-a", false)
+			ctx := t.Context()
+			node := upNode(t, p.up, p.node)
+			owner := []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}}
+			if _, err := p.up.client.CoordinationV1().Leases("kube-node-lease").Create(ctx, &coordinationv1.Lease{
+				ObjectMeta: metav1.ObjectMeta{Name: p.node, OwnerReferences: owner},
+				Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To(p.node), LeaseDurationSeconds: ptr.To[int32](40)},
+			}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.up.client.StorageV1().CSINodes().Create(ctx, &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: p.node, OwnerReferences: owner}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			getLease := func(ts *testServer) (*coordinationv1.Lease, error) {
+				return ts.client.CoordinationV1().Leases("kube-node-lease").Get(ctx, p.node, metav1.GetOptions{})
+			}
+			getCSINode := func(ts *testServer) (*storagev1.CSINode, error) {
+				return ts.client.StorageV1().CSINodes().Get(ctx, p.node, metav1.GetOptions{})
+			}
+			seen(t, "the edge has the Lease", getLease, p, func(u, e *coordinationv1.Lease) bool { return u.UID == e.UID })
+			seen(t, "the edge has the CSINode", getCSINode, p, func(u, e *storagev1.CSINode) bool { return u.UID == e.UID })
+
+			p.outage(t, kind)
+			// The node: a new lease duration, a CSI driver registered.
+			if _, err := p.edge.client.CoordinationV1().Leases("kube-node-lease").Patch(ctx, p.node, types.MergePatchType,
+				[]byte(`{"spec":{"leaseDurationSeconds":60}}`), metav1.PatchOptions{}); err != nil {
+				t.Fatalf("the node's Lease during the outage: %v", err)
+			}
+			if _, err := p.edge.client.StorageV1().CSINodes().Patch(ctx, p.node, types.MergePatchType,
+				[]byte(`{"spec":{"drivers":[{"name":"csi.example.com","nodeID":"edge-a"}]}}`), metav1.PatchOptions{}); err != nil {
+				t.Fatalf("the node's CSINode during the outage: %v", err)
+			}
+			// The cluster: labels of its own.
+			for _, c := range []func() error{
+				func() error {
+					_, err := p.up.client.CoordinationV1().Leases("kube-node-lease").Patch(ctx, p.node, types.MergePatchType, []byte(`{"metadata":{"labels":{"cluster":"yes"}}}`), metav1.PatchOptions{})
+					return err
+				},
+				func() error {
+					_, err := p.up.client.StorageV1().CSINodes().Patch(ctx, p.node, types.MergePatchType, []byte(`{"metadata":{"labels":{"cluster":"yes"}}}`), metav1.PatchOptions{})
+					return err
+				},
+			} {
+				if err := c(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p.link.Restore()
+
+			seen(t, "the node's lease duration and the cluster's label, upstream and at the edge", getLease, p, func(u, e *coordinationv1.Lease) bool {
+				for _, l := range []*coordinationv1.Lease{u, e} {
+					if ptr.Deref(l.Spec.LeaseDurationSeconds, 0) != 60 || l.Labels["cluster"] != "yes" {
+						return false
+					}
+				}
+				return true
+			})
+			seen(t, "the node's CSI driver and the cluster's label, upstream and at the edge", getCSINode, p, func(u, e *storagev1.CSINode) bool {
+				for _, c := range []*storagev1.CSINode{u, e} {
+					if len(c.Spec.Drivers) != 1 || c.Spec.Drivers[0].Name != "csi.example.com" || c.Labels["cluster"] != "yes" {
+						return false
+					}
+				}
+				return true
+			})
+		})
+	}
+}
