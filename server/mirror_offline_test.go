@@ -29,7 +29,9 @@ import (
 // The in-process tests of the mirror's uplink: a real upstream (a second
 // kubestore, in this process), an edge mirroring it for one node through a
 // link the test hangs or cuts, and the writes of that node, so each rule
-// of the offline writes' reconciliation is checked in seconds.
+// of the offline writes' reconciliation is checked in seconds. They mostly
+// wait (a hung link, a forwarded write's deadline): they run beside each
+// other.
 
 // mirrorPair is an upstream and an edge that mirrors it for node, through
 // link.
@@ -201,6 +203,7 @@ func volumes(n *corev1.Node) []string {
 // upstream meanwhile; after the return both are there, upstream and at the
 // edge.
 func TestMirrorOfflineNodeStatusKeepsVolumesAttached(t *testing.T) {
+	t.Parallel()
 	for _, kind := range outages {
 		t.Run(kind, func(t *testing.T) {
 			p := startMirrorPair(t, "edge-a", false)
@@ -245,6 +248,7 @@ func TestMirrorOfflineNodeStatusKeepsVolumesAttached(t *testing.T) {
 // node during an outage, a condition added upstream meanwhile; after the
 // return both are there.
 func TestMirrorOfflinePodStatusKeepsDisruptionTarget(t *testing.T) {
+	t.Parallel()
 	for _, kind := range outages {
 		t.Run(kind, func(t *testing.T) {
 			p := startMirrorPair(t, "edge-a", false)
@@ -282,6 +286,7 @@ func TestMirrorOfflinePodStatusKeepsDisruptionTarget(t *testing.T) {
 // terminating upstream; the kubelet's final delete after a terminal status
 // leaves the cluster with both, in that order.
 func TestMirrorOfflinePodDeletes(t *testing.T) {
+	t.Parallel()
 	p := startMirrorPair(t, "edge-a", false)
 	const hold = "example.com/hold"
 	terminating := func(name string) *corev1.Pod {
@@ -344,6 +349,7 @@ func TestMirrorOfflinePodDeletes(t *testing.T) {
 // Lease and CSINode, these two owned by the Node): once the link is back
 // the upstream Lease and CSINode name the upstream Node's uid as owner.
 func TestMirrorOfflineRegistrationKeepsOwners(t *testing.T) {
+	t.Parallel()
 	p := startMirrorPair(t, "edge-r", true)
 	ctx := t.Context()
 	node, err := p.edge.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: p.node}}, metav1.CreateOptions{})
@@ -391,6 +397,7 @@ func TestMirrorOfflineRegistrationKeepsOwners(t *testing.T) {
 // status write to it is pending: the write is dropped, and the edge holds
 // the new pod as the cluster has it.
 func TestMirrorOfflineWriteToRecreatedPod(t *testing.T) {
+	t.Parallel()
 	p := startMirrorPair(t, "edge-a", false)
 	old := upPod(t, p.up, "work", "p", p.node)
 	getPod := func(ts *testServer) (*corev1.Pod, error) {
@@ -421,6 +428,7 @@ func TestMirrorOfflineWriteToRecreatedPod(t *testing.T) {
 // replaces it (the cluster's pod means the cluster's Secret), and the
 // rule's stream goes on delivering.
 func TestMirrorUpstreamWinsANameClash(t *testing.T) {
+	t.Parallel()
 	p := startMirrorPair(t, "edge-a", false)
 	ctx := t.Context()
 	for _, ts := range []*testServer{p.up, p.edge} {
@@ -467,6 +475,7 @@ func TestMirrorUpstreamWinsANameClash(t *testing.T) {
 // name, mirror one cluster: each keeps its own node's Node and pods, and
 // neither deletes the other's, at their starts, relists and restarts.
 func TestMirrorNodesShareOneStore(t *testing.T) {
+	t.Parallel()
 	up := startServer(t, testConfig(t))
 	ext := startExternalEtcd(t)
 	nodes := []string{"edge-a", "edge-b"}
@@ -539,6 +548,7 @@ func TestMirrorNodesShareOneStore(t *testing.T) {
 // the cluster changed what is not the node's (their labels): after the
 // return both are there, upstream and at the edge.
 func TestMirrorOfflineLeaseAndCSINodeKeepTheClustersFields(t *testing.T) {
+	t.Parallel()
 	for _, kind := range outages {
 		t.Run(kind, func(t *testing.T) {
 			p := startMirrorPair(t, "edge-a", false)

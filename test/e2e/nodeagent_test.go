@@ -583,8 +583,15 @@ func TestNodeAgentsVolumesAttachedThroughOutages(t *testing.T) {
 	if !eventually(90*time.Second, func() bool { return nodeReady(ctx, c.cs, e.node) }) {
 		t.Fatalf("%s not Ready on the cluster in 90 s", e.node)
 	}
+	// A real kubelet asks the attach-detach controller to manage its
+	// volumes with this annotation (--enable-controller-attach-detach,
+	// on by default); kubemark's hollow kubelet turns that off, so the
+	// test says it for the node.
+	_, err := c.cs.CoreV1().Nodes().Patch(ctx, e.node, types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"volumes.kubernetes.io/controller-managed-attach-detach":"true"}}}`), metav1.PatchOptions{})
+	must(t, err)
 	const driver = "attach.kubestore.test"
-	_, err := c.cs.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: driver},
+	_, err = c.cs.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: driver},
 		Spec: storagev1.CSIDriverSpec{AttachRequired: ptr(true)}}, metav1.CreateOptions{})
 	must(t, err)
 	offlineStatus := func() float64 {
@@ -638,22 +645,24 @@ func TestNodeAgentsVolumesAttachedThroughOutages(t *testing.T) {
 func attachVolume(t *testing.T, c *cluster, ns, node, driver, vol string) {
 	t.Helper()
 	ctx := t.Context()
+	pvc, err := c.cs.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: vol},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeName: ns + "-" + vol,
+			StorageClassName: ptr(""), Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+	}, metav1.CreateOptions{})
+	must(t, err)
+	// Bound to the claim by its uid, which the attach-detach controller
+	// checks (a volume's claimRef names the claim it is bound to).
 	pv, err := c.cs.CoreV1().PersistentVolumes().Create(ctx, &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + vol},
 		Spec: corev1.PersistentVolumeSpec{
 			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
 			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			PersistentVolumeSource:        corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: driver, VolumeHandle: vol}},
-			ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: ns, Name: vol},
+			ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: ns, Name: vol, UID: pvc.UID},
 			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
 			StorageClassName:              "",
 		},
-	}, metav1.CreateOptions{})
-	must(t, err)
-	pvc, err := c.cs.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: vol},
-		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeName: pv.Name,
-			StorageClassName: ptr(""), Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
 	}, metav1.CreateOptions{})
 	must(t, err)
 	// Bound, as the persistent-volume controller would say (it does not
@@ -684,7 +693,8 @@ func attachVolume(t *testing.T, c *cluster, ns, node, driver, vol string) {
 		}
 		return false
 	}) {
-		t.Fatalf("no VolumeAttachment of %s to %s in 60 s", pv.Name, node)
+		n, _ := c.cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		t.Fatalf("no VolumeAttachment of %s to %s in 60 s (the node's annotations on the cluster: %v)", pv.Name, node, n.GetAnnotations())
 	}
 	va.Status.Attached = true
 	_, err = c.cs.StorageV1().VolumeAttachments().UpdateStatus(ctx, va, metav1.UpdateOptions{})
