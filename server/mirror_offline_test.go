@@ -117,6 +117,15 @@ func (p *mirrorPair) outage(t *testing.T, kind string) {
 
 var outages = []string{"refused", "hung"}
 
+// throughOutages runs test once per kind of outage, each with an upstream
+// and an edge of its own for node edge-a.
+func throughOutages(t *testing.T, test func(t *testing.T, p *mirrorPair, kind string)) {
+	t.Helper()
+	for _, kind := range outages {
+		t.Run(kind, func(t *testing.T) { test(t, startMirrorPair(t, "edge-a", false), kind) })
+	}
+}
+
 // upNode is the node's Node as a cluster has it: Ready, one volume
 // attached by the attach-detach controller.
 func upNode(t *testing.T, ts *testServer, name string) *corev1.Node {
@@ -204,44 +213,41 @@ func volumes(n *corev1.Node) []string {
 // edge.
 func TestMirrorOfflineNodeStatusKeepsVolumesAttached(t *testing.T) {
 	t.Parallel()
-	for _, kind := range outages {
-		t.Run(kind, func(t *testing.T) {
-			p := startMirrorPair(t, "edge-a", false)
-			upNode(t, p.up, p.node)
-			getNode := func(ts *testServer) (*corev1.Node, error) {
-				return ts.client.CoreV1().Nodes().Get(t.Context(), p.node, metav1.GetOptions{})
-			}
-			seen(t, "the edge has the Node with vol-A", getNode, p, func(u, e *corev1.Node) bool {
-				return slices.Equal(volumes(e), []string{"kubernetes.io/csi/vol-A"})
-			})
-
-			p.outage(t, kind)
-			beat := metav1.NewTime(time.Now().Truncate(time.Second))
-			patch := fmt.Sprintf(`{"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady","lastHeartbeatTime":%q}]}}`, beat.UTC().Format(time.RFC3339))
-			if _, err := p.edge.client.CoreV1().Nodes().Patch(t.Context(), p.node, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
-				t.Fatalf("the node's heartbeat during the outage: %v", err)
-			}
-			n, err := getNode(p.up)
-			if err != nil {
-				t.Fatal(err)
-			}
-			n.Status.VolumesAttached = []corev1.AttachedVolume{{Name: "kubernetes.io/csi/vol-B"}}
-			if _, err := p.up.client.CoreV1().Nodes().UpdateStatus(t.Context(), n, metav1.UpdateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			p.link.Restore()
-
-			seen(t, "vol-B and the offline heartbeat, upstream and at the edge", getNode, p, func(u, e *corev1.Node) bool {
-				for _, n := range []*corev1.Node{u, e} {
-					c := nodeCondition(n, corev1.NodeReady)
-					if !slices.Equal(volumes(n), []string{"kubernetes.io/csi/vol-B"}) || c == nil || !c.LastHeartbeatTime.Equal(&beat) {
-						return false
-					}
-				}
-				return true
-			})
+	throughOutages(t, func(t *testing.T, p *mirrorPair, kind string) {
+		upNode(t, p.up, p.node)
+		getNode := func(ts *testServer) (*corev1.Node, error) {
+			return ts.client.CoreV1().Nodes().Get(t.Context(), p.node, metav1.GetOptions{})
+		}
+		seen(t, "the edge has the Node with vol-A", getNode, p, func(u, e *corev1.Node) bool {
+			return slices.Equal(volumes(e), []string{"kubernetes.io/csi/vol-A"})
 		})
-	}
+
+		p.outage(t, kind)
+		beat := metav1.NewTime(time.Now().Truncate(time.Second))
+		patch := fmt.Sprintf(`{"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady","lastHeartbeatTime":%q}]}}`, beat.UTC().Format(time.RFC3339))
+		if _, err := p.edge.client.CoreV1().Nodes().Patch(t.Context(), p.node, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
+			t.Fatalf("the node's heartbeat during the outage: %v", err)
+		}
+		n, err := getNode(p.up)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Status.VolumesAttached = []corev1.AttachedVolume{{Name: "kubernetes.io/csi/vol-B"}}
+		if _, err := p.up.client.CoreV1().Nodes().UpdateStatus(t.Context(), n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		p.link.Restore()
+
+		seen(t, "vol-B and the offline heartbeat, upstream and at the edge", getNode, p, func(u, e *corev1.Node) bool {
+			for _, n := range []*corev1.Node{u, e} {
+				c := nodeCondition(n, corev1.NodeReady)
+				if !slices.Equal(volumes(n), []string{"kubernetes.io/csi/vol-B"}) || c == nil || !c.LastHeartbeatTime.Equal(&beat) {
+					return false
+				}
+			}
+			return true
+		})
+	})
 }
 
 // The DisruptionTarget case of issue 35: the pod's status written by the
@@ -249,36 +255,33 @@ func TestMirrorOfflineNodeStatusKeepsVolumesAttached(t *testing.T) {
 // return both are there.
 func TestMirrorOfflinePodStatusKeepsDisruptionTarget(t *testing.T) {
 	t.Parallel()
-	for _, kind := range outages {
-		t.Run(kind, func(t *testing.T) {
-			p := startMirrorPair(t, "edge-a", false)
-			upPod(t, p.up, "work", "p", p.node)
-			getPod := func(ts *testServer) (*corev1.Pod, error) {
-				return ts.client.CoreV1().Pods("work").Get(t.Context(), "p", metav1.GetOptions{})
-			}
-			seen(t, "the edge has the pod", getPod, p, func(u, e *corev1.Pod) bool { return u.UID == e.UID })
+	throughOutages(t, func(t *testing.T, p *mirrorPair, kind string) {
+		upPod(t, p.up, "work", "p", p.node)
+		getPod := func(ts *testServer) (*corev1.Pod, error) {
+			return ts.client.CoreV1().Pods("work").Get(t.Context(), "p", metav1.GetOptions{})
+		}
+		seen(t, "the edge has the pod", getPod, p, func(u, e *corev1.Pod) bool { return u.UID == e.UID })
 
-			p.outage(t, kind)
-			patch := `{"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}`
-			if _, err := p.edge.client.CoreV1().Pods("work").Patch(t.Context(), "p", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
-				t.Fatalf("the node's pod status during the outage: %v", err)
-			}
-			disruption := `{"status":{"conditions":[{"type":"DisruptionTarget","status":"True","reason":"EvictionByEvictionAPI"}]}}`
-			if _, err := p.up.client.CoreV1().Pods("work").Patch(t.Context(), "p", types.StrategicMergePatchType, []byte(disruption), metav1.PatchOptions{}, "status"); err != nil {
-				t.Fatal(err)
-			}
-			p.link.Restore()
+		p.outage(t, kind)
+		patch := `{"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}`
+		if _, err := p.edge.client.CoreV1().Pods("work").Patch(t.Context(), "p", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
+			t.Fatalf("the node's pod status during the outage: %v", err)
+		}
+		disruption := `{"status":{"conditions":[{"type":"DisruptionTarget","status":"True","reason":"EvictionByEvictionAPI"}]}}`
+		if _, err := p.up.client.CoreV1().Pods("work").Patch(t.Context(), "p", types.StrategicMergePatchType, []byte(disruption), metav1.PatchOptions{}, "status"); err != nil {
+			t.Fatal(err)
+		}
+		p.link.Restore()
 
-			seen(t, "Running, Ready and DisruptionTarget, upstream and at the edge", getPod, p, func(u, e *corev1.Pod) bool {
-				for _, pod := range []*corev1.Pod{u, e} {
-					if pod.Status.Phase != corev1.PodRunning || podCondition(pod, corev1.PodReady) == nil || podCondition(pod, corev1.DisruptionTarget) == nil {
-						return false
-					}
+		seen(t, "Running, Ready and DisruptionTarget, upstream and at the edge", getPod, p, func(u, e *corev1.Pod) bool {
+			for _, pod := range []*corev1.Pod{u, e} {
+				if pod.Status.Phase != corev1.PodRunning || podCondition(pod, corev1.PodReady) == nil || podCondition(pod, corev1.DisruptionTarget) == nil {
+					return false
 				}
-				return true
-			})
+			}
+			return true
 		})
-	}
+	})
 }
 
 // A delete of a terminating pod offline that is not the kubelet's final
@@ -549,73 +552,70 @@ func TestMirrorNodesShareOneStore(t *testing.T) {
 // return both are there, upstream and at the edge.
 func TestMirrorOfflineLeaseAndCSINodeKeepTheClustersFields(t *testing.T) {
 	t.Parallel()
-	for _, kind := range outages {
-		t.Run(kind, func(t *testing.T) {
-			p := startMirrorPair(t, "edge-a", false)
-			ctx := t.Context()
-			node := upNode(t, p.up, p.node)
-			owner := []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}}
-			if _, err := p.up.client.CoordinationV1().Leases("kube-node-lease").Create(ctx, &coordinationv1.Lease{
-				ObjectMeta: metav1.ObjectMeta{Name: p.node, OwnerReferences: owner},
-				Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To(p.node), LeaseDurationSeconds: ptr.To[int32](40)},
-			}, metav1.CreateOptions{}); err != nil {
+	throughOutages(t, func(t *testing.T, p *mirrorPair, kind string) {
+		ctx := t.Context()
+		node := upNode(t, p.up, p.node)
+		owner := []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}}
+		if _, err := p.up.client.CoordinationV1().Leases("kube-node-lease").Create(ctx, &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: p.node, OwnerReferences: owner},
+			Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To(p.node), LeaseDurationSeconds: ptr.To[int32](40)},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.up.client.StorageV1().CSINodes().Create(ctx, &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: p.node, OwnerReferences: owner}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		getLease := func(ts *testServer) (*coordinationv1.Lease, error) {
+			return ts.client.CoordinationV1().Leases("kube-node-lease").Get(ctx, p.node, metav1.GetOptions{})
+		}
+		getCSINode := func(ts *testServer) (*storagev1.CSINode, error) {
+			return ts.client.StorageV1().CSINodes().Get(ctx, p.node, metav1.GetOptions{})
+		}
+		seen(t, "the edge has the Lease", getLease, p, func(u, e *coordinationv1.Lease) bool { return u.UID == e.UID })
+		seen(t, "the edge has the CSINode", getCSINode, p, func(u, e *storagev1.CSINode) bool { return u.UID == e.UID })
+
+		p.outage(t, kind)
+		// The node: a new lease duration, a CSI driver registered.
+		if _, err := p.edge.client.CoordinationV1().Leases("kube-node-lease").Patch(ctx, p.node, types.MergePatchType,
+			[]byte(`{"spec":{"leaseDurationSeconds":60}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatalf("the node's Lease during the outage: %v", err)
+		}
+		if _, err := p.edge.client.StorageV1().CSINodes().Patch(ctx, p.node, types.MergePatchType,
+			[]byte(`{"spec":{"drivers":[{"name":"csi.example.com","nodeID":"edge-a"}]}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatalf("the node's CSINode during the outage: %v", err)
+		}
+		// The cluster: labels of its own.
+		for _, c := range []func() error{
+			func() error {
+				_, err := p.up.client.CoordinationV1().Leases("kube-node-lease").Patch(ctx, p.node, types.MergePatchType, []byte(`{"metadata":{"labels":{"cluster":"yes"}}}`), metav1.PatchOptions{})
+				return err
+			},
+			func() error {
+				_, err := p.up.client.StorageV1().CSINodes().Patch(ctx, p.node, types.MergePatchType, []byte(`{"metadata":{"labels":{"cluster":"yes"}}}`), metav1.PatchOptions{})
+				return err
+			},
+		} {
+			if err := c(); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := p.up.client.StorageV1().CSINodes().Create(ctx, &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: p.node, OwnerReferences: owner}}, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			getLease := func(ts *testServer) (*coordinationv1.Lease, error) {
-				return ts.client.CoordinationV1().Leases("kube-node-lease").Get(ctx, p.node, metav1.GetOptions{})
-			}
-			getCSINode := func(ts *testServer) (*storagev1.CSINode, error) {
-				return ts.client.StorageV1().CSINodes().Get(ctx, p.node, metav1.GetOptions{})
-			}
-			seen(t, "the edge has the Lease", getLease, p, func(u, e *coordinationv1.Lease) bool { return u.UID == e.UID })
-			seen(t, "the edge has the CSINode", getCSINode, p, func(u, e *storagev1.CSINode) bool { return u.UID == e.UID })
+		}
+		p.link.Restore()
 
-			p.outage(t, kind)
-			// The node: a new lease duration, a CSI driver registered.
-			if _, err := p.edge.client.CoordinationV1().Leases("kube-node-lease").Patch(ctx, p.node, types.MergePatchType,
-				[]byte(`{"spec":{"leaseDurationSeconds":60}}`), metav1.PatchOptions{}); err != nil {
-				t.Fatalf("the node's Lease during the outage: %v", err)
-			}
-			if _, err := p.edge.client.StorageV1().CSINodes().Patch(ctx, p.node, types.MergePatchType,
-				[]byte(`{"spec":{"drivers":[{"name":"csi.example.com","nodeID":"edge-a"}]}}`), metav1.PatchOptions{}); err != nil {
-				t.Fatalf("the node's CSINode during the outage: %v", err)
-			}
-			// The cluster: labels of its own.
-			for _, c := range []func() error{
-				func() error {
-					_, err := p.up.client.CoordinationV1().Leases("kube-node-lease").Patch(ctx, p.node, types.MergePatchType, []byte(`{"metadata":{"labels":{"cluster":"yes"}}}`), metav1.PatchOptions{})
-					return err
-				},
-				func() error {
-					_, err := p.up.client.StorageV1().CSINodes().Patch(ctx, p.node, types.MergePatchType, []byte(`{"metadata":{"labels":{"cluster":"yes"}}}`), metav1.PatchOptions{})
-					return err
-				},
-			} {
-				if err := c(); err != nil {
-					t.Fatal(err)
+		seen(t, "the node's lease duration and the cluster's label, upstream and at the edge", getLease, p, func(u, e *coordinationv1.Lease) bool {
+			for _, l := range []*coordinationv1.Lease{u, e} {
+				if ptr.Deref(l.Spec.LeaseDurationSeconds, 0) != 60 || l.Labels["cluster"] != "yes" {
+					return false
 				}
 			}
-			p.link.Restore()
-
-			seen(t, "the node's lease duration and the cluster's label, upstream and at the edge", getLease, p, func(u, e *coordinationv1.Lease) bool {
-				for _, l := range []*coordinationv1.Lease{u, e} {
-					if ptr.Deref(l.Spec.LeaseDurationSeconds, 0) != 60 || l.Labels["cluster"] != "yes" {
-						return false
-					}
-				}
-				return true
-			})
-			seen(t, "the node's CSI driver and the cluster's label, upstream and at the edge", getCSINode, p, func(u, e *storagev1.CSINode) bool {
-				for _, c := range []*storagev1.CSINode{u, e} {
-					if len(c.Spec.Drivers) != 1 || c.Spec.Drivers[0].Name != "csi.example.com" || c.Labels["cluster"] != "yes" {
-						return false
-					}
-				}
-				return true
-			})
+			return true
 		})
-	}
+		seen(t, "the node's CSI driver and the cluster's label, upstream and at the edge", getCSINode, p, func(u, e *storagev1.CSINode) bool {
+			for _, c := range []*storagev1.CSINode{u, e} {
+				if len(c.Spec.Drivers) != 1 || c.Spec.Drivers[0].Name != "csi.example.com" || c.Labels["cluster"] != "yes" {
+					return false
+				}
+			}
+			return true
+		})
+	})
 }
