@@ -318,7 +318,8 @@ func TestNodePatch(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady","lastHeartbeatTime":"2026-01-01T00:01:00Z"},{"type":"MemoryPressure","status":"False"}],"volumesAttached":[{"name":"vol-A","devicePath":""}]}`), &owned); err != nil {
 		t.Fatal(err)
 	}
-	cur := obj(t, `{"kind":"Node","metadata":{"name":"edge-1","uid":"u1","resourceVersion":"7"}}`)
+	// The cluster's Node as the node left it, but for volumesAttached.
+	cur := obj(t, `{"kind":"Node","metadata":{"name":"edge-1","uid":"u1","resourceVersion":"7"},"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady","lastHeartbeatTime":"2026-01-01T00:00:00Z"},{"type":"MemoryPressure","status":"False"}],"volumesAttached":[{"name":"vol-B","devicePath":""}]}}`)
 	data, err := nodePatch(store, rec, base, owned, cur)
 	if err != nil {
 		t.Fatal(err)
@@ -362,4 +363,30 @@ func mustMap(t *testing.T, data []byte) map[string]any {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// A condition the kubelet reports that the cluster changed while the node
+// was away (the node-lifecycle controller's not Ready) is sent as the node
+// holds it, though the node did not change it; another writer's condition
+// is not.
+func TestNodePatchReassertsTheKubeletsConditions(t *testing.T) {
+	store := testStore(t, schema.GroupResource{Resource: "pods"})
+	rec := pendingRecord{Resource: "pods", Namespace: "ns", Name: "p", Writes: []ownWrite{ownStatus}}
+	status := `{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}`
+	cur := obj(t, `{"kind":"Pod","metadata":{"name":"p","namespace":"ns","uid":"u1","resourceVersion":"9"},"status":{"phase":"Running","conditions":[{"type":"Ready","status":"False","reason":"NodeUnreachable"},{"type":"DisruptionTarget","status":"True"}]}}`)
+	data, err := nodePatch(store, rec, json.RawMessage(status), mustMap(t, []byte(status)), cur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var patch struct {
+		Status struct {
+			Conditions []map[string]any `json:"conditions"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal(data, &patch); err != nil {
+		t.Fatalf("%v: %s", err, data)
+	}
+	if len(patch.Status.Conditions) != 1 || patch.Status.Conditions[0]["type"] != "Ready" || patch.Status.Conditions[0]["status"] != "True" {
+		t.Errorf("patch %s, want the node's Ready=True alone", data)
+	}
 }

@@ -375,6 +375,57 @@ func wholeConditions(patch map[string]any, owned any) {
 	}
 }
 
+// kubeletConditions are the condition types the kubelet reports, of its
+// Node and of its pods (k8s.io/kubernetes pkg/kubelet/nodestatus and
+// pkg/kubelet/status): the node's own, whoever else wrote them meanwhile.
+var kubeletConditions = map[schema.GroupResource][]string{
+	nodesResource: {"Ready", "MemoryPressure", "DiskPressure", "PIDPressure"},
+	podsResource:  {"Ready", "ContainersReady", "Initialized", "PodReadyToStartContainers"},
+}
+
+// reassertConditions adds to the patch each condition the kubelet reports
+// that the cluster holds otherwise than the node does: the node-lifecycle
+// controller marks a node Unknown and its pods not Ready while it is away,
+// and the node's view when it is back is the truth (the kubelet would
+// write it again at its next status sync, seconds later). A condition of
+// another writer (DisruptionTarget) stays the cluster's.
+func reassertConditions(gr schema.GroupResource, patch map[string]any, owned any, cur *unstructured.Unstructured) {
+	types := kubeletConditions[gr]
+	local, _ := owned.(map[string]any)
+	mine, _ := local["conditions"].([]any)
+	theirs, _, _ := unstructured.NestedSlice(cur.Object, "status", "conditions")
+	byType := func(list []any, t string) map[string]any {
+		for _, c := range list {
+			if m, ok := c.(map[string]any); ok && m["type"] == t {
+				return m
+			}
+		}
+		return nil
+	}
+	for _, t := range types {
+		m := byType(mine, t)
+		if m == nil {
+			continue
+		}
+		if c := byType(theirs, t); c != nil && c["status"] == m["status"] && c["reason"] == m["reason"] {
+			continue
+		}
+		part, _ := patch["status"].(map[string]any)
+		if part == nil {
+			part = map[string]any{}
+			patch["status"] = part
+		}
+		list, _ := part["conditions"].([]any)
+		if byType(list, t) != nil {
+			continue
+		}
+		part["conditions"] = append(list, m)
+		if order, ok := part["$setElementOrder/conditions"].([]any); ok && byType(order, t) == nil {
+			part["$setElementOrder/conditions"] = append(order, map[string]any{"type": t})
+		}
+	}
+}
+
 // nodePatch is the strategic merge patch of what the node changed in the
 // owned part, from base (nil: nothing, for an object it created) to
 // owned, onto cur: with cur's uid and resourceVersion as preconditions, so
@@ -401,6 +452,7 @@ func nodePatch(store *Store, rec pendingRecord, base json.RawMessage, owned any,
 		return nil, err
 	}
 	wholeConditions(patch, owned)
+	reassertConditions(rec.gr(), patch, owned, cur)
 	if rec.gr() == leasesResource && !rec.has(ownCreate) {
 		unstructured.RemoveNestedField(patch, "spec", "renewTime")
 		if spec, ok := patch["spec"].(map[string]any); ok && len(spec) == 0 {
