@@ -39,13 +39,7 @@ func startExternalEtcd(t *testing.T) externalEtcd {
 	dir := t.TempDir()
 	pki := newTestPKI(t, dir)
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	u := url.URL{Scheme: "https", Host: "127.0.0.1:" + strconv.Itoa(port)}
+	u := url.URL{Scheme: "https", Host: "127.0.0.1:" + strconv.Itoa(freePort(t))}
 
 	ec := embed.NewConfig()
 	ec.Name = "external"
@@ -140,12 +134,7 @@ func TestExternalEtcd(t *testing.T) {
 // an error naming the endpoint.
 func TestExternalEtcdUnreachable(t *testing.T) {
 	cfg := testConfig(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	cfg.Etcd.Servers = []string{"http://" + addr}
 	cfg.Etcd.StartTimeout = config.Duration{Duration: 2 * time.Second}
 	start := time.Now()

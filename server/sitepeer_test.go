@@ -7,7 +7,6 @@ import (
 	"crypto/x509/pkix"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -33,13 +32,7 @@ import (
 func startSiteMember(t *testing.T) (*testServer, config.Config) {
 	t.Helper()
 	cfg := testConfig(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	cfg.Site = config.Site{MemberName: "gw-a", PeerAdvertiseAddress: "127.0.0.1", PeerBindAddress: "127.0.0.1", PeerPort: port}
+	cfg.Site = config.Site{MemberName: "gw-a", PeerAdvertiseAddress: "127.0.0.1", PeerBindAddress: "127.0.0.1", PeerPort: freePort(t)}
 	// As kubestore serve readies a member before its etcd starts.
 	if err := site.Prepare(t.Context(), cfg); err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"path/filepath"
 	"testing"
@@ -166,4 +167,16 @@ func newServer(cc config.Completed, backend *cacher.Backend) (*server.Server, er
 		return nil, err
 	}
 	return server.New(cc, backend, ln)
+}
+
+// freePort is a loopback TCP port nothing listens on now, for a listener a
+// test hands its number to (an etcd's, a site's peer port).
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }
