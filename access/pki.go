@@ -425,6 +425,21 @@ func (c *caProvider) observe(leaf *x509.Certificate, user string) {
 	}
 }
 
+// remember merges clients a record kept (a restart during the rotation)
+// into those seen since.
+func (c *caProvider) remember(clients map[string]time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for user, at := range clients {
+		if c.clients == nil {
+			c.clients = map[string]time.Time{}
+		}
+		if at.After(c.clients[user]) {
+			c.clients[user] = at
+		}
+	}
+}
+
 func (c *caProvider) previousClients() map[string]time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -15,19 +15,21 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/datadir"
 )
 
-// The rotation of a CA (kubestore ca rotate, docs/RELIABILITY.md). A new
-// CA is certified by the current one (the cross certificate) and takes
+// The rotation of a CA (kubestore ca rotate, docs/RELIABILITY.md). It is
+// prepared first: each member creates a seal key for it alone (seal.go).
+// Then a new CA is certified by the current one (the cross certificate) and takes
 // over the signing: every leaf is issued anew by it and carries the cross
 // certificate, so that a peer or client that trusts only the previous CA
 // still verifies it (etcd reads its trusted CAs only when it starts), and
 // everything trusts both CAs until the rotation is finished. Finishing
 // drops the previous CA: client certificates it signed are refused from
 // then on. A site's members take each step from the record of the
-// rotation in etcd, which holds the new CA's key sealed with the site's
-// join secret, as a joiner receives it.
+// rotation in etcd, which holds the new CA's key and the site's new join
+// secret sealed for each member.
 
 // crossFile holds the cross certificate: the signing CA certified by the
 // previous one.
@@ -37,6 +39,8 @@ const crossFile = "ca-cross.crt"
 type RotationPhase string
 
 const (
+	// PhasePrepare: each member publishes its seal key; nothing changes yet.
+	PhasePrepare RotationPhase = "prepare"
 	// PhaseBoth: the new CA signs; both CAs are trusted.
 	PhaseBoth RotationPhase = "both"
 	// PhaseFinished: only the new CA is trusted.
@@ -48,11 +52,18 @@ const (
 type Rotation struct {
 	Phase   RotationPhase `json:"phase"`
 	Started time.Time     `json:"started"`
-	// CACert is the new CA (PEM), CAKey its key sealed with the site's
-	// join secret (seal), Cross the new CA certified by the previous one.
-	CACert []byte `json:"caCert"`
-	CAKey  []byte `json:"caKey"`
-	Cross  []byte `json:"cross"`
+	// CACert is the new CA (PEM), Cross the new CA certified by the
+	// previous one; Sealed holds each member's RotationSecrets, sealed
+	// for the seal key it published (by name), Ephemeral the sealing
+	// side's public key. Empty while prepared.
+	CACert    []byte            `json:"caCert,omitempty"`
+	Cross     []byte            `json:"cross,omitempty"`
+	Sealed    map[string][]byte `json:"sealed,omitempty"`
+	Ephemeral []byte            `json:"ephemeral,omitempty"`
+	// CAKey is the new CA's key sealed with the site's join secret, as
+	// releases before the seal keys wrote it: a rotation they began
+	// still completes.
+	CAKey []byte `json:"caKey,omitempty"`
 }
 
 // Certificate is the rotation's new CA.
@@ -70,9 +81,16 @@ type RotationProgress struct {
 	Phase RotationPhase `json:"phase"`
 	At    time.Time     `json:"at"`
 	// PreviousCAClients are the users who authenticated here with a client
-	// certificate of the previous CA since this process started, with the
-	// last time: they are refused once the rotation is finished.
+	// certificate of the previous CA since the rotation began, with the
+	// last time: they are refused once the rotation is finished. A
+	// restart keeps them (the member reads its record back).
 	PreviousCAClients map[string]time.Time `json:"previousCAClients,omitempty"`
+	// SealKey is the member's public seal key for the rotation, while it
+	// is prepared.
+	SealKey []byte `json:"sealKey,omitempty"`
+	// PeerTrustsPrevious: this member's etcd peer port, which reads its
+	// trusted CAs at its start, still trusts the previous CA.
+	PeerTrustsPrevious bool `json:"peerTrustsPrevious,omitempty"`
 }
 
 // RotationName names the record of the rotation that replaces the CA of
@@ -109,26 +127,42 @@ func (p *PKI) previous() []byte {
 	return nil
 }
 
-// NewRotation creates the rotation of the CA of dir: a new CA, its key
-// sealed with the join secret, and its cross certificate. Nothing is
-// written to dir: each member takes the steps of the record in etcd
-// (PKI.ApplyRotation), this one too.
-func NewRotation(dir datadir.Dir, now time.Time) (string, Rotation, error) {
-	pki := dir.PKI()
-	bundle, caCert, caKey, err := readPair(filepath.Join(pki, "ca.crt"), filepath.Join(pki, "ca.key"))
+// PrepareRotation is the record that begins the rotation of dir's CA:
+// each member publishes a seal key for it (SealKey), then NewRotation
+// seals the new CA for them.
+func PrepareRotation(dir datadir.Dir, now time.Time) (string, Rotation, error) {
+	bundle, caCert, _, err := readPair(filepath.Join(dir.PKI(), "ca.crt"), filepath.Join(dir.PKI(), "ca.key"))
 	if err != nil {
 		return "", Rotation{}, fmt.Errorf("reading the CA: %w", err)
 	}
 	if len(pemCerts(bundle)) > 1 {
 		return "", Rotation{}, errors.New("a rotation of the CA is under way: finish it first (kubestore ca finish)")
 	}
-	der, key, err := newCA(fmt.Sprintf("kubestore-ca@%d", now.Unix()))
+	return RotationName(caCert.Raw), Rotation{Phase: PhasePrepare, Started: now}, nil
+}
+
+// NewRotation makes the prepared rotation prep of the CA of dir: a new
+// CA, its cross certificate, and a new join secret, sealed with the new
+// CA's key for each member's seal key (by name). Nothing is written to
+// dir: each member takes the steps of the record in etcd
+// (PKI.ApplyRotation), this one too. The join token it returns is the
+// site's from then on.
+func NewRotation(dir datadir.Dir, prep Rotation, sealKeys map[string][]byte) (Rotation, string, error) {
+	pki := dir.PKI()
+	bundle, caCert, caKey, err := readPair(filepath.Join(pki, "ca.crt"), filepath.Join(pki, "ca.key"))
 	if err != nil {
-		return "", Rotation{}, err
+		return Rotation{}, "", fmt.Errorf("reading the CA: %w", err)
+	}
+	if len(pemCerts(bundle)) > 1 {
+		return Rotation{}, "", errors.New("a rotation of the CA is under way: finish it first (kubestore ca finish)")
+	}
+	der, key, err := newCA(fmt.Sprintf("kubestore-ca@%d", prep.Started.Unix()))
+	if err != nil {
+		return Rotation{}, "", err
 	}
 	next, err := x509.ParseCertificate(der)
 	if err != nil {
-		return "", Rotation{}, err
+		return Rotation{}, "", err
 	}
 	notAfter := next.NotAfter
 	if caCert.NotAfter.Before(notAfter) {
@@ -146,32 +180,37 @@ func NewRotation(dir datadir.Dir, now time.Time) (string, Rotation, error) {
 	}
 	crossDER, err := x509.CreateCertificate(rand.Reader, cross, caCert, next.PublicKey, caKey)
 	if err != nil {
-		return "", Rotation{}, fmt.Errorf("certifying the new CA: %w", err)
+		return Rotation{}, "", fmt.Errorf("certifying the new CA: %w", err)
 	}
 	keyPEM, err := encodeKey(key)
 	if err != nil {
-		return "", Rotation{}, err
+		return Rotation{}, "", err
 	}
-	sealed, err := sealWithJoinSecret(dir, keyPEM)
+	secret, err := newJoinSecret()
 	if err != nil {
-		return "", Rotation{}, err
+		return Rotation{}, "", err
 	}
-	return RotationName(caCert.Raw), Rotation{
-		Phase: PhaseBoth, Started: now,
-		CACert: certPEM(der), CAKey: sealed, Cross: certPEM(crossDER),
-	}, nil
+	r := Rotation{Phase: PhaseBoth, Started: prep.Started, CACert: certPEM(der), Cross: certPEM(crossDER)}
+	if r.Ephemeral, r.Sealed, err = sealFor(sealKeys, r.CACert, RotationSecrets{CAKey: keyPEM, JoinSecret: secret}); err != nil {
+		return Rotation{}, "", err
+	}
+	return r, config.FormatJoinToken(der, secret), nil
 }
 
-// ApplyRotation takes r's phase on dir's PKI, if it has not yet: the new
-// CA signs, and is trusted with the previous one (PhaseBoth); then it
-// alone is trusted (PhaseFinished). It reports whether it changed
-// anything; Renew and WriteKubeconfig then issue the leaves anew.
+// ApplyRotation takes r's phase on dir's PKI for member, if it has not
+// yet: the new CA signs, and is trusted with the previous one, and the
+// join secret is the new one (PhaseBoth); then the new CA alone is
+// trusted (PhaseFinished). It reports whether it changed anything; Renew
+// and WriteKubeconfig then issue the leaves anew.
 //
 // Each file is written atomically, in an order that leaves a PKI that
 // loads at every step (loadCA signs with the certificate of ca.crt that
 // matches ca.key): the cross certificate, then ca.crt trusting both, then
-// the new key, then ca.crt with the new CA first.
-func (p *PKI) ApplyRotation(dir datadir.Dir, r Rotation) (bool, error) {
+// the new key, then ca.crt with the new CA first, then the join secret.
+func (p *PKI) ApplyRotation(dir datadir.Dir, r Rotation, member string) (bool, error) {
+	if r.Phase == PhasePrepare {
+		return false, nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	next, err := r.Certificate()
@@ -185,7 +224,7 @@ func (p *PKI) ApplyRotation(dir datadir.Dir, r Rotation) (bool, error) {
 	var writes []write
 	switch {
 	case !p.caCert.Equal(next):
-		keyPEM, err := openWithJoinSecret(dir, r.CAKey)
+		secrets, err := openRotation(dir, r, member, next)
 		if err != nil {
 			return false, err
 		}
@@ -193,8 +232,11 @@ func (p *PKI) ApplyRotation(dir datadir.Dir, r Rotation) (bool, error) {
 		writes = append(writes,
 			write{crossFile, r.Cross},
 			write{"ca.crt", slices.Concat(previous, r.CACert)},
-			write{"ca.key", keyPEM},
+			write{"ca.key", secrets.CAKey},
 			write{"ca.crt", slices.Concat(r.CACert, previous)})
+		if secrets.JoinSecret != "" {
+			writes = append(writes, write{joinSecretFile, []byte(secrets.JoinSecret + "\n")})
+		}
 		if r.Phase == PhaseFinished {
 			writes = append(writes, write{"ca.crt", r.CACert})
 		}
@@ -208,13 +250,35 @@ func (p *PKI) ApplyRotation(dir datadir.Dir, r Rotation) (bool, error) {
 			return false, err
 		}
 	}
+	if err := dropSealKey(dir); err != nil {
+		return false, err
+	}
 	return true, p.loadCA()
+}
+
+// openRotation is what r sealed for member: with its seal key, or, for a
+// record of an earlier release, with the join secret.
+func openRotation(dir datadir.Dir, r Rotation, member string, next *x509.Certificate) (RotationSecrets, error) {
+	if r.Sealed != nil {
+		return openSealed(dir, r, member, next)
+	}
+	keyPEM, err := openWithJoinSecret(dir, r.CAKey)
+	if err != nil {
+		return RotationSecrets{}, err
+	}
+	return RotationSecrets{CAKey: keyPEM}, keyMatches(keyPEM, next)
 }
 
 // PreviousCAClients are the users who authenticated with a client
 // certificate of a CA other than the signing one since the start, and
 // when last.
 func (p *PKI) PreviousCAClients() map[string]time.Time { return p.clientCA.previousClients() }
+
+// RememberPreviousCAClients adds the clients of the previous CA this
+// member recorded before a restart, so that the finish still names them.
+func (p *PKI) RememberPreviousCAClients(clients map[string]time.Time) {
+	p.clientCA.remember(clients)
+}
 
 // PreviousCAClientsSeen receives once PreviousCAClients changed since the
 // last receive: a member records them at once, so that a finish right
@@ -239,20 +303,8 @@ func pemCerts(data []byte) [][]byte {
 	}
 }
 
-// sealWithJoinSecret encrypts data (AES-256-GCM) with a key derived from
-// dir's join secret, which every member of the site holds.
-func sealWithJoinSecret(dir datadir.Dir, data []byte) ([]byte, error) {
-	aead, err := joinSecretAEAD(dir)
-	if err != nil {
-		return nil, err
-	}
-	nonce := make([]byte, aead.NonceSize())
-	if _, err := rand.Read(nonce); err != nil {
-		return nil, err
-	}
-	return aead.Seal(nonce, nonce, data, nil), nil
-}
-
+// openWithJoinSecret opens the new CA's key of a rotation an earlier
+// release began: AES-256-GCM with a key derived from the join secret.
 func openWithJoinSecret(dir datadir.Dir, sealed []byte) ([]byte, error) {
 	aead, err := joinSecretAEAD(dir)
 	if err != nil {

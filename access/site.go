@@ -107,12 +107,20 @@ func joinSecret(dir datadir.Dir) (string, error) {
 	if !errors.Is(err, os.ErrNotExist) {
 		return "", err
 	}
+	secret, err := newJoinSecret()
+	if err != nil {
+		return "", err
+	}
+	return secret, datadir.WriteFileAtomic(path, []byte(secret+"\n"))
+}
+
+// newJoinSecret is 24 random bytes, as text.
+func newJoinSecret() (string, error) {
 	b := make([]byte, 24)
 	if _, err := rand.Read(b); err != nil {
 		return "", err
 	}
-	secret := base64.RawURLEncoding.EncodeToString(b)
-	return secret, datadir.WriteFileAtomic(path, []byte(secret+"\n"))
+	return base64.RawURLEncoding.EncodeToString(b), nil
 }
 
 // Peer issues, or keeps, this member's certificate for its site's peer

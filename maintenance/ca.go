@@ -23,15 +23,17 @@ import (
 // the step it asked for (the server reads the record every 3 s).
 const caStepWait = time.Minute
 
-// CARotate begins the rotation of the CA of cc's data directory: a new CA,
-// certified by the current one, signs from now on, and both are trusted
-// until CAFinish (access.Rotation). Every member of the site takes the
-// step from the record; with a server running here, the command waits
-// for it.
+// CARotate rotates the CA of cc's data directory: a new CA, certified by
+// the current one, signs from now on, and both are trusted until
+// CAFinish (access.Rotation). The rotation is prepared first: every member
+// of the site publishes a seal key for it, and the new CA's key and the
+// site's new join secret are sealed for those keys alone. With a server
+// running here, the command waits for it to take the step; without one,
+// it prepares this gateway itself.
 func CARotate(ctx context.Context, cc config.Completed, version string, w io.Writer) error {
 	cfg := cc.Config()
 	dir := datadir.Dir(cfg.DataDir)
-	name, rot, err := access.NewRotation(dir, time.Now().UTC())
+	name, prep, err := access.PrepareRotation(dir, time.Now().UTC())
 	if err != nil {
 		return err
 	}
@@ -40,20 +42,100 @@ func CARotate(ctx context.Context, cc config.Completed, version string, w io.Wri
 		return err
 	}
 	defer c.close()
-	data, err := json.Marshal(rot)
+	key := cacher.StateKey(cfg.Etcd.Prefix, name)
+	data, err := json.Marshal(prep)
 	if err != nil {
 		return err
 	}
-	key := cacher.StateKey(cfg.Etcd.Prefix, name)
-	txn, err := c.client.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).Then(clientv3.OpPut(key, string(data))).Commit()
+	txn, err := c.client.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, string(data))).Else(clientv3.OpGet(key)).Commit()
+	if err != nil {
+		return err
+	}
+	prepared := txn.Header.Revision
+	if !txn.Succeeded {
+		// Prepared before (a command that gave up waiting): go on.
+		kv := txn.Responses[0].GetResponseRange().Kvs[0]
+		if err := json.Unmarshal(kv.Value, &prep); err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+		if prep.Phase != access.PhasePrepare {
+			return errors.New("a rotation of this CA was begun already and the servers are taking it: kubestore ca status")
+		}
+		prepared = kv.ModRevision
+	}
+	keys, err := sealKeys(ctx, c, cfg, name)
+	if err != nil {
+		return err
+	}
+	rot, token, err := access.NewRotation(dir, prep, keys)
+	if err != nil {
+		return err
+	}
+	if data, err = json.Marshal(rot); err != nil {
+		return err
+	}
+	txn, err = c.client.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", prepared)).Then(clientv3.OpPut(key, string(data))).Commit()
 	if err != nil {
 		return err
 	}
 	if !txn.Succeeded {
-		return errors.New("a rotation of this CA was begun already and the servers are taking it: kubestore ca status")
+		return errors.New("another kubestore ca rotate took the rotation meanwhile: kubestore ca status")
 	}
 	fmt.Fprintf(w, "a new CA signs from now on, and the previous one stays trusted until kubestore ca finish\n")
+	if cfg.Site.Enabled() {
+		fmt.Fprintf(w, "the site's join token changed; new gateways join with:\n%s\n", token)
+	}
 	return waitStep(ctx, c, cfg, rot, w)
+}
+
+// sealKeys waits until every member published its seal key for the
+// rotation name, preparing this gateway itself when no server runs here.
+func sealKeys(ctx context.Context, c *conn, cfg config.Config, name string) (map[string][]byte, error) {
+	self := cfg.Site.Name()
+	if !c.online {
+		key, err := access.SealKey(datadir.Dir(cfg.DataDir))
+		if err != nil {
+			return nil, err
+		}
+		p, err := json.Marshal(access.RotationProgress{Phase: access.PhasePrepare, SealKey: key})
+		if err != nil {
+			return nil, err
+		}
+		if _, err := c.client.Put(ctx, cacher.StateKey(cfg.Etcd.Prefix, access.ProgressName(name, self)), string(p)); err != nil {
+			return nil, err
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, caStepWait)
+	defer cancel()
+	for {
+		_, progress, err := readRotation(ctx, c, cfg, name)
+		if err != nil {
+			return nil, err
+		}
+		members := []string{self}
+		if cfg.Site.Enabled() {
+			if members, err = rotationMembers(ctx, c, cfg, progress); err != nil {
+				return nil, err
+			}
+		}
+		keys, missing := map[string][]byte{}, []string(nil)
+		for _, m := range members {
+			if k := progress[m].SealKey; k != nil {
+				keys[m] = k
+			} else {
+				missing = append(missing, m)
+			}
+		}
+		if len(missing) == 0 {
+			return keys, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("members %s did not prepare the rotation within %s: start them (or kubestore member remove them), then run kubestore ca rotate again", strings.Join(missing, ", "), caStepWait)
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // CAFinish ends the rotation under way: only the new CA is trusted from
@@ -84,15 +166,18 @@ func CAFinish(ctx context.Context, cc config.Completed, force bool, version stri
 	if err != nil {
 		return err
 	}
-	var behind, clients []string
+	var behind, clients, peerTrust []string
 	for _, m := range members {
 		p, ok := progress[m]
-		if !ok {
+		if !ok || p.Phase == access.PhasePrepare {
 			behind = append(behind, m)
 			continue
 		}
 		for user, at := range p.PreviousCAClients {
 			clients = append(clients, fmt.Sprintf("%s (on %s, last %s)", user, m, at.Format(time.RFC3339)))
+		}
+		if p.PeerTrustsPrevious {
+			peerTrust = append(peerTrust, m)
 		}
 	}
 	slices.Sort(clients)
@@ -112,7 +197,10 @@ func CAFinish(ctx context.Context, cc config.Completed, force bool, version stri
 			return err
 		}
 	}
-	fmt.Fprintf(w, "the previous CA is no longer trusted; etcd's peer links drop it at each member's next start\n")
+	fmt.Fprintf(w, "the previous CA is no longer trusted by the API\n")
+	if len(peerTrust) > 0 {
+		fmt.Fprintf(w, "the etcd peer ports of %s trust it until their next start: restart them one after the other\n", strings.Join(peerTrust, ", "))
+	}
 	return waitStep(ctx, c, cfg, rot, w)
 }
 
@@ -148,7 +236,11 @@ func CAStatus(ctx context.Context, cc config.Completed, version string, w io.Wri
 			fmt.Fprintf(w, "member %s: has not taken the new CA\n", m)
 			continue
 		}
-		fmt.Fprintf(w, "member %s: %s, %d clients of the previous CA\n", m, p.Phase, len(p.PreviousCAClients))
+		peer := ""
+		if p.PeerTrustsPrevious {
+			peer = ", its etcd peer port trusts the previous CA until its next start"
+		}
+		fmt.Fprintf(w, "member %s: %s, %d clients of the previous CA%s\n", m, p.Phase, len(p.PreviousCAClients), peer)
 	}
 	return nil
 }

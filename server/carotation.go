@@ -3,8 +3,10 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -29,8 +31,13 @@ type caRotation struct {
 	keys       *serviceaccount.Keys
 	member     string
 	kubeconfig func() error
-	// reported is the progress last recorded.
+	// peerTrust are the CAs this member's etcd peer port trusts: those of
+	// ca.crt at its start (nil without a site).
+	peerTrust []*x509.Certificate
+	// reported is the progress last recorded; recalled, whether the
+	// clients of the previous CA recorded before a restart were read back.
 	reported []byte
+	recalled bool
 }
 
 // caRecords are the state records a rotation reads and writes.
@@ -72,7 +79,22 @@ func (r *caRotation) reconcile(ctx context.Context) error {
 	if err := json.Unmarshal(data, &rot); err != nil {
 		return fmt.Errorf("the record %s: %w", name, err)
 	}
-	changed, err := r.pki.ApplyRotation(r.dir, rot)
+	progressKey := access.ProgressName(name, r.member)
+	if rot.Phase == access.PhasePrepare {
+		// A seal key for this rotation alone, created now: the rotating
+		// command seals the new CA's key and join secret for it.
+		key, err := access.SealKey(r.dir)
+		if err != nil {
+			return err
+		}
+		return r.report(ctx, progressKey, access.RotationProgress{Phase: rot.Phase, SealKey: key})
+	}
+	if !r.recalled {
+		if err := r.recall(ctx, progressKey); err != nil {
+			return err
+		}
+	}
+	changed, err := r.pki.ApplyRotation(r.dir, rot, r.member)
 	if err != nil {
 		return err
 	}
@@ -88,13 +110,41 @@ func (r *caRotation) reconcile(ctx context.Context) error {
 			return err
 		}
 	}
-	progress, err := json.Marshal(access.RotationProgress{Phase: rot.Phase, PreviousCAClients: r.pki.PreviousCAClients()})
+	next, err := rot.Certificate()
+	if err != nil {
+		return err
+	}
+	return r.report(ctx, progressKey, access.RotationProgress{Phase: rot.Phase, PreviousCAClients: r.pki.PreviousCAClients(),
+		PeerTrustsPrevious: slices.ContainsFunc(r.peerTrust, func(c *x509.Certificate) bool { return !c.Equal(next) })})
+}
+
+// report records p under key, unless it is what was recorded last.
+func (r *caRotation) report(ctx context.Context, key string, p access.RotationProgress) error {
+	progress, err := json.Marshal(p)
 	if err != nil || bytes.Equal(progress, r.reported) {
 		return err
 	}
-	if err := r.st.PutState(ctx, access.ProgressName(name, r.member), progress); err != nil {
+	if err := r.st.PutState(ctx, key, progress); err != nil {
 		return err
 	}
 	r.reported = progress
+	return nil
+}
+
+// recall reads back the clients of the previous CA this member recorded
+// before a restart: the finish names them until they renewed.
+func (r *caRotation) recall(ctx context.Context, key string) error {
+	data, err := r.st.GetState(ctx, key)
+	if err != nil {
+		return err
+	}
+	var p access.RotationProgress
+	if data != nil {
+		if err := json.Unmarshal(data, &p); err != nil {
+			return fmt.Errorf("the record %s: %w", key, err)
+		}
+		r.pki.RememberPreviousCAClients(p.PreviousCAClients)
+	}
+	r.recalled = true
 	return nil
 }

@@ -8,6 +8,7 @@ package server
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -459,6 +460,18 @@ func (b *builder) workers() error {
 	})
 	rotation := &caRotation{dir: dir, pki: pki, st: b.storage, keys: keys, member: cfg.Site.Name(),
 		kubeconfig: func() error { return pki.WriteKubeconfig(dir.Kubeconfig(), url) }}
+	if cfg.Site.Enabled() {
+		// etcd read ca.crt at its start, and nothing changed it since: the
+		// rotation's worker starts below.
+		signing, previous, err := access.CAOf(dir)
+		if err != nil {
+			return err
+		}
+		rotation.peerTrust = []*x509.Certificate{signing}
+		if previous != nil {
+			rotation.peerTrust = append(rotation.peerTrust, previous)
+		}
+	}
 	s.addWorker("kubestore-ca-rotation", rotation.run)
 	if sock := b.ln.unix; sock != nil {
 		grace := cfg.Server.ShutdownTimeout.Duration / 4

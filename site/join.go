@@ -142,9 +142,13 @@ func joinIfNeeded(ctx context.Context, cfg config.Config, dir datadir.Dir, lost 
 	// A member with data trusts the site by its own CA bundle, not by the
 	// token's pin: the token may pin a CA the site has since rotated
 	// (kubestore ca rotate), and the bundle follows the rotation.
+	// Its own join secret too: a rotation replaced the token's.
 	var trusted *x509.CertPool
 	if hasData {
 		trusted, _ = trustedCAs(dir) // without a bundle, the token's pin
+		if own, err := access.ReadSiteSecrets(dir); err == nil && own.JoinSecret != "" {
+			token.Secret = own.JoinSecret
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, joinTimeout)
 	defer cancel()
@@ -244,7 +248,14 @@ func join(ctx context.Context, base string, token config.JoinToken, trusted *x50
 			case <-ctx.Done():
 				return nil, fmt.Errorf("%w (the site's last answer: %s)", ctx.Err(), bytes.TrimSpace(data))
 			}
-		default: // refused, for good: 401, 409, 412
+		case http.StatusUnauthorized:
+			if req.MemberID != 0 {
+				// A member with data whose secret the site rotated while
+				// it was down: it takes the rotation from its peers.
+				return nil, fmt.Errorf("%w: %s", errUnreachable, bytes.TrimSpace(data))
+			}
+			return nil, fmt.Errorf("%s (HTTP %d)", bytes.TrimSpace(data), resp.StatusCode)
+		default: // refused, for good: 409, 412
 			return nil, fmt.Errorf("%s (HTTP %d)", bytes.TrimSpace(data), resp.StatusCode)
 		}
 	}

@@ -17,7 +17,8 @@ import (
 // previous CA keep working during the rotation and across a member's
 // restart; the finish names the clients of the previous CA and is refused
 // until forced; then the previous CA's client certificate is refused on
-// every member, kube-root-ca.crt holds the new CA alone, and a member
+// every member, kube-root-ca.crt holds the new CA alone, the join token
+// printed by the rotation is the only one that joins, and a member
 // restarted on the new trust alone rejoins the site (k3s#8952).
 func TestSiteCARotation(t *testing.T) {
 	// Parallel: it waits more than it computes (leases, elections, polls),
@@ -39,8 +40,12 @@ func TestSiteCARotation(t *testing.T) {
 		return g.kubestore(t, append([]string{"ca"}, args...)...)
 	}
 
-	if out, err := ca(a, "rotate"); err != nil {
+	out, err := ca(a, "rotate")
+	if err != nil {
 		t.Fatalf("ca rotate: %v\n%s", err, out)
+	}
+	if newToken := a.token(t); newToken == token || !strings.Contains(out, newToken) {
+		t.Fatalf("ca rotate did not print the site's new join token %q:\n%s", newToken, out)
 	}
 	if !eventually(60*time.Second, func() bool {
 		out, _ := ca(a, "status")
@@ -65,12 +70,18 @@ func TestSiteCARotation(t *testing.T) {
 		t.Fatalf("the site is not three reachable voters during the rotation:\n%s", a.memberList(t))
 	}
 
-	out, err := ca(a, "finish")
-	if err == nil || !strings.Contains(out, "kubestore-admin") {
-		t.Fatalf("ca finish with a client of the previous CA: %v, want a refusal naming kubestore-admin\n%s", err, out)
+	// b recorded the previous CA's client before its restart: it still
+	// names it.
+	out, err = ca(a, "finish")
+	if err == nil || !strings.Contains(out, "kubestore-admin (on gw-b") {
+		t.Fatalf("ca finish with a client of the previous CA: %v, want a refusal naming kubestore-admin on gw-b\n%s", err, out)
 	}
-	if out, err := ca(a, "finish", "--force"); err != nil {
+	out, err = ca(a, "finish", "--force")
+	if err != nil {
 		t.Fatalf("ca finish --force: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "gw-a, gw-b, gw-c trust it until their next start") {
+		t.Errorf("ca finish does not name the members whose etcd peer port still trusts the previous CA:\n%s", out)
 	}
 	for _, g := range []*siteGateway{a, b, c} {
 		if !eventually(30*time.Second, func() bool {
@@ -94,12 +105,20 @@ func TestSiteCARotation(t *testing.T) {
 		out, _ := c.p.kubectl("get", "configmap", "kube-root-ca.crt", "-o", `jsonpath={.data.ca\.crt}`)
 		t.Errorf("kube-root-ca.crt is not the new CA alone:\n%s", out)
 	}
-	if newToken := a.token(t); newToken == token {
-		t.Error("the join token still pins the previous CA")
+	// The previous join secret admits no one, even with the new CA's hash.
+	newToken := a.token(t)
+	forged := newToken[:strings.Index(newToken, "::")+2] + token[strings.Index(token, "::")+2:]
+	d := newGateway(t, "gw-d")
+	d.launch(t, a.url(), forged)
+	if err := d.p.wait(90 * time.Second); err == nil {
+		t.Errorf("a gateway joined with the join secret of before the rotation\n%s", d.p.logs())
+	}
+	if r := row(a.memberList(t), "gw-d"); r != "" {
+		t.Errorf("the site lists the refused joiner: %s", r)
 	}
 	// c's etcd starts again trusting the new CA alone.
 	must(t, c.p.stop(30*time.Second))
-	c.start(t, a.url(), a.token(t))
+	c.start(t, a.url(), newToken)
 	c.p.mustKubectl("create", "configmap", "after-finish")
 	a.p.mustKubectl("get", "configmap", "after-finish")
 	if !eventually(30*time.Second, func() bool { return voters(a.memberList(t), "gw-a", "gw-b", "gw-c") }) {
