@@ -41,10 +41,33 @@ type Access struct {
 	tokens                atomic.Pointer[[]tokenEntry]
 	policy                atomic.Pointer[policy]
 
+	// nodes is the Node authorizer, once the server built it
+	// (SetNodeAuthorizer).
+	nodes atomic.Pointer[nodeAuthorizer]
+
 	mu sync.Mutex
 	// caches are the token caches of the authenticators built; a reload
 	// empties them.
 	caches []*tokenCache
+}
+
+// nodeAuthorizer is upstream's Node authorizer (access/node): what each
+// kubelet may do on its own node's objects.
+type nodeAuthorizer interface {
+	authorizer.Authorizer
+	authorizer.RuleResolver
+}
+
+// SetNodeAuthorizer puts nodes in the chain (Authorizer), before the
+// policy file, as kube-apiserver's --authorization-mode=Node,RBAC.
+func (a *Access) SetNodeAuthorizer(nodes nodeAuthorizer) { a.nodes.Store(&nodes) }
+
+// authorizeNode asks the Node authorizer, when there is one.
+func (a *Access) authorizeNode(ctx context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
+	if nodes := a.nodes.Load(); nodes != nil {
+		return (*nodes).Authorize(ctx, attrs)
+	}
+	return authorizer.DecisionNoOpinion, "", nil
 }
 
 // Load loads both files; a file that does not load fails the start.

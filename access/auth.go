@@ -111,10 +111,11 @@ func (c *tokenCache) AuthenticateToken(ctx context.Context, token string) (*auth
 
 // Authorizer allows the admin identity and the health endpoints
 // (authorizeAdmin), every authenticated user discovery and the self
-// reviews (authorizeBasicUser), then what the policy of
+// reviews (authorizeBasicUser), a kubelet what upstream's Node authorizer
+// allows it (SetNodeAuthorizer), then what the policy of
 // --authorization-policy-file grants. RulesFor lists the same rules.
 func (a *Access) Authorizer() authorizer.Authorizer {
-	return firstOpinion(authorizeAdmin, authorizeBasicUser, a.authorize)
+	return firstOpinion(authorizeAdmin, authorizeBasicUser, a.authorizeNode, a.authorize)
 }
 
 var _ authorizer.RuleResolver = (*Access)(nil)

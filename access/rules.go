@@ -65,9 +65,9 @@ func matchURL(patterns []string, path string) bool {
 // RulesFor lists what u may do in namespace, for SelfSubjectRulesReview
 // (kubectl auth can-i --list): everything for the admin, the basic user's
 // rules, and the policy file's rules that name u or one of its groups and
-// the namespace. The list is complete: kubestore's authorizers have no
-// rules they cannot list.
-func (a *Access) RulesFor(_ context.Context, u user.Info, namespace string) ([]authorizer.ResourceRuleInfo, []authorizer.NonResourceRuleInfo, bool, error) {
+// the namespace. The list is complete but for a kubelet's (the Node
+// authorizer's rules depend on its pods).
+func (a *Access) RulesFor(ctx context.Context, u user.Info, namespace string) ([]authorizer.ResourceRuleInfo, []authorizer.NonResourceRuleInfo, bool, error) {
 	if slices.Contains(u.GetGroups(), user.SystemPrivilegedGroup) {
 		return []authorizer.ResourceRuleInfo{&authorizer.DefaultResourceRuleInfo{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}},
 			[]authorizer.NonResourceRuleInfo{&authorizer.DefaultNonResourceRuleInfo{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}}, false, nil
@@ -83,6 +83,16 @@ func (a *Access) RulesFor(_ context.Context, u user.Info, namespace string) ([]a
 		if slices.Contains(u.GetGroups(), serviceAccountsGroup) {
 			nonRes = append(nonRes, &authorizer.DefaultNonResourceRuleInfo{Verbs: []string{"get"}, NonResourceURLs: issuerDiscoveryURLs})
 		}
+	}
+	// A kubelet's rules depend on its pods (the Node authorizer's graph):
+	// not listed, and the list says it is incomplete, as upstream's.
+	var incomplete bool
+	var err error
+	if nodes := a.nodes.Load(); nodes != nil {
+		var nodeRes []authorizer.ResourceRuleInfo
+		var nodeNonRes []authorizer.NonResourceRuleInfo
+		nodeRes, nodeNonRes, incomplete, err = (*nodes).RulesFor(ctx, u, namespace)
+		res, nonRes = append(res, nodeRes...), append(nonRes, nodeNonRes...)
 	}
 	for _, r := range a.policy.Load().Rules {
 		if !r.names(u) {
@@ -110,7 +120,7 @@ func (a *Access) RulesFor(_ context.Context, u user.Info, namespace string) ([]a
 			}
 		}
 	}
-	return res, nonRes, false, nil
+	return res, nonRes, incomplete, err
 }
 
 // splitResource splits a policy file's resource[.group][/subresource] into

@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/storage"
@@ -200,8 +202,13 @@ func (wt *writeThrough) namespace() string {
 }
 
 // ownWrite says whether the write is one of the node's own (see ownWrite)
-// and which.
+// and which. Only the node's kubelet (system:node:<node>) or the admin
+// (system:masters, whose kubeconfig a kubelet may be given) writes as the
+// node: another user's write of the node's objects is no node's own.
 func (wt *writeThrough) ownWrite() ownWrite {
+	if !wt.byNode() {
+		return ownNotOwned
+	}
 	node, info := wt.m.node, wt.info
 	name := info.Name
 	if wt.created != nil {
@@ -237,6 +244,25 @@ func (wt *writeThrough) ownWrite() ownWrite {
 	}
 	return ownNotOwned
 }
+
+// byNode reports whether the request's user is this node's kubelet or the
+// admin.
+func (wt *writeThrough) byNode() bool {
+	u, ok := request.UserFrom(wt.r.Context())
+	if !ok {
+		return false
+	}
+	groups := u.GetGroups()
+	return slices.Contains(groups, user.SystemPrivilegedGroup) ||
+		u.GetName() == nodeUserPrefix+wt.m.node && slices.Contains(groups, nodesGroup)
+}
+
+// The identity of a node's kubelet, as upstream's node identifier reads it
+// (k8s.io/kubernetes pkg/auth/nodeidentifier).
+const (
+	nodeUserPrefix = "system:node:"
+	nodesGroup     = "system:nodes"
+)
 
 // finalDelete reports whether a delete of the pod of uid is the kubelet's
 // final delete: grace 0 with the pod's uid as precondition, not a dry run

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
@@ -618,4 +620,44 @@ func TestMirrorOfflineLeaseAndCSINodeKeepTheClustersFields(t *testing.T) {
 			return true
 		})
 	})
+}
+
+// Offline, a write of the node's objects is the node's own only when its
+// kubelet (system:node:<node>) or the admin makes it: a user the policy
+// lets write pods/status is refused while the link is down, as any write
+// the edge cannot answer for, and the kubelet's identity is applied.
+func TestMirrorOfflineOwnWritesAreTheKubelets(t *testing.T) {
+	t.Parallel()
+	up := startServer(t, testConfig(t))
+	l := link.New(t, strings.TrimPrefix(up.rest.Host, "https://"))
+	cfg := edgeConfig(t, up, "https://"+l.Addr, "edge-a")
+	cfg.Server.AuthorizationPolicyFile = filepath.Join(t.TempDir(), "policy.yaml")
+	policy := "rules:\n- users: [alice]\n  verbs: [get, patch]\n  resources: [pods, pods/status]\n  namespaces: [work]\n"
+	if err := os.WriteFile(cfg.Server.AuthorizationPolicyFile, []byte(policy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := &mirrorPair{up: up, edge: startServer(t, cfg), link: l, node: "edge-a"}
+	p.waitMirrorz(t, http.StatusOK)
+	upPod(t, p.up, "work", "p", p.node)
+	getPod := func(ts *testServer) (*corev1.Pod, error) {
+		return ts.client.CoreV1().Pods("work").Get(t.Context(), "p", metav1.GetOptions{})
+	}
+	seen(t, "the edge has the pod", getPod, p, func(u, e *corev1.Pod) bool { return u.UID == e.UID })
+
+	p.outage(t, "refused")
+	as := func(name string, groups ...string) kubernetes.Interface {
+		c := rest.CopyConfig(p.edge.rest)
+		c.Impersonate = rest.ImpersonationConfig{UserName: name, Groups: append(groups, "system:authenticated")}
+		return kubernetes.NewForConfigOrDie(c)
+	}
+	patch := []byte(`{"status":{"phase":"Running"}}`)
+	_, err := as("alice").CoreV1().Pods("work").Patch(t.Context(), "p", types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	if !apierrors.IsServiceUnavailable(err) {
+		t.Errorf("alice's write of edge-a's pod status offline: %v, want 503 (not the node's own)", err)
+	}
+	if _, err := as("system:node:edge-a", "system:nodes").CoreV1().Pods("work").Patch(t.Context(), "p", types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+		t.Fatalf("edge-a's kubelet's write of its pod status offline: %v", err)
+	}
+	p.link.Restore()
+	seen(t, "the kubelet's Running upstream", getPod, p, func(u, _ *corev1.Pod) bool { return u.Status.Phase == corev1.PodRunning })
 }

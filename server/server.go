@@ -198,6 +198,7 @@ type builder struct {
 	saLookup     func() (serviceaccount.Lookup, error)
 	crds         *customResources
 	mirrorStores *mirrorStores
+	nodeAccess   *nodeAccess
 	mirrorer     *mirror.Mirror
 	siteHealth   *site.Health
 	gs           *genericapiserver.GenericAPIServer
@@ -338,7 +339,12 @@ func (b *builder) stores() error {
 	b.nsLifecycle = b.api.NamespaceLifecycle()
 	// Who may approve and sign for a certificate signer: the authorizer's
 	// answer, as kube-apiserver's certificates admission plugins ask it.
-	handlers := append([]admission.Interface{b.nsLifecycle, registry.NewCertificatesAdmission(b.c.Authorization.Authorizer)}, b.admission...)
+	// Each kubelet alone on its own node's objects.
+	if b.nodeAccess, err = newNodeAccess(b); err != nil {
+		return err
+	}
+	b.access.SetNodeAuthorizer(b.nodeAccess.authorizer)
+	handlers := append([]admission.Interface{b.nsLifecycle, registry.NewCertificatesAdmission(b.c.Authorization.Authorizer), b.nodeAccess.admission}, b.admission...)
 	b.c.AdmissionControl = admission.NewChainHandler(handlers...)
 	b.api.AddCoreSubresource("serviceaccounts/token", serviceaccount.NewTokenREST(b.saKeys, b.saLookup))
 	return nil
@@ -444,6 +450,7 @@ func (b *builder) workers() error {
 	keys := b.saKeys
 	gs.Handler.NonGoRestfulMux.Handle(serviceaccount.DiscoveryPath, keys.DiscoveryHandler(url+serviceaccount.JWKSPath))
 	gs.Handler.NonGoRestfulMux.Handle(serviceaccount.JWKSPath, keys.JWKSHandler())
+	s.addWorker("kubestore-node-authorizer", b.nodeAccess.run)
 	if err := b.startControllers(s); err != nil {
 		return err
 	}
