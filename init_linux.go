@@ -6,6 +6,8 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"k8s.io/klog/v2"
 )
 
 // initRestartDelay is how long kubestore, as PID 1, waits after a failure
@@ -34,6 +36,16 @@ func restartAsInit(ctx context.Context) {
 	}
 	// Every descriptor kubestore opens is close-on-exec (Go's default), so
 	// the data dir's lock and etcd's files are released by the exec.
+	err := syscall.Exec("/proc/self/exe", os.Args, os.Environ())
+	fmt.Fprintln(os.Stderr, "kubestore: starting again:", err)
+}
+
+// startAgain starts kubestore again in place of this process, which
+// stopped to read again what its embedded etcd reads only at its start
+// (server.ErrRestart): same PID, arguments and environment, so a
+// supervisor, PID 1 mode or a test sees one process go on.
+func startAgain() {
+	klog.Flush()
 	err := syscall.Exec("/proc/self/exe", os.Args, os.Environ())
 	fmt.Fprintln(os.Stderr, "kubestore: starting again:", err)
 }

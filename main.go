@@ -14,13 +14,18 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubestore/kubestore/config"
+	"github.com/kubestore/kubestore/server"
 )
 
 func main() {
 	reapOrphans()
 	ctx, stop := signalContext()
 	defer stop()
-	if err := newApp().RunContext(ctx, os.Args); err != nil && !errors.Is(err, context.Canceled) {
+	err := newApp().RunContext(ctx, os.Args)
+	if errors.Is(err, server.ErrRestart) && ctx.Err() == nil {
+		startAgain()
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(os.Stderr, "kubestore:", err)
 		restartAsInit(ctx)
 		os.Exit(1)

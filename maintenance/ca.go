@@ -199,7 +199,7 @@ func CAFinish(ctx context.Context, cc config.Completed, force bool, version stri
 	}
 	fmt.Fprintf(w, "the previous CA is no longer trusted by the API\n")
 	if len(peerTrust) > 0 {
-		fmt.Fprintf(w, "the etcd peer ports of %s trust it until their next start: restart them one after the other\n", strings.Join(peerTrust, ", "))
+		fmt.Fprintf(w, "the etcd peer ports of %s trust it until they start again: each does by itself, one at a time, while every member is a reachable voter\n", strings.Join(peerTrust, ", "))
 	}
 	return waitStep(ctx, c, cfg, rot, w)
 }
@@ -238,7 +238,7 @@ func CAStatus(ctx context.Context, cc config.Completed, version string, w io.Wri
 		}
 		peer := ""
 		if p.PeerTrustsPrevious {
-			peer = ", its etcd peer port trusts the previous CA until its next start"
+			peer = ", its etcd peer port trusts the previous CA until it starts again"
 		}
 		fmt.Fprintf(w, "member %s: %s, %d clients of the previous CA%s\n", m, p.Phase, len(p.PreviousCAClients), peer)
 	}

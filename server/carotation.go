@@ -31,9 +31,9 @@ type caRotation struct {
 	keys       *serviceaccount.Keys
 	member     string
 	kubeconfig func() error
-	// peerTrust are the CAs this member's etcd peer port trusts: those of
-	// ca.crt at its start (nil without a site).
-	peerTrust []*x509.Certificate
+	// peer restarts a site's member whose etcd peer port trusts a CA it
+	// dropped (nil without a site).
+	peer *peerRestart
 	// reported is the progress last recorded; recalled, whether the
 	// clients of the previous CA recorded before a restart were read back.
 	reported []byte
@@ -65,6 +65,11 @@ func (r *caRotation) run(ctx context.Context) {
 }
 
 func (r *caRotation) reconcile(ctx context.Context) error {
+	if r.peer != nil {
+		if err := r.peer.reconcile(ctx, r.pki.CAPEM()); err != nil {
+			return err
+		}
+	}
 	// The rotation that replaces the signing CA, or, once it signs, the
 	// one that replaced the previous CA, until it is finished.
 	name := access.RotationName(r.pki.Signing())
@@ -114,8 +119,11 @@ func (r *caRotation) reconcile(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return r.report(ctx, progressKey, access.RotationProgress{Phase: rot.Phase, PreviousCAClients: r.pki.PreviousCAClients(),
-		PeerTrustsPrevious: slices.ContainsFunc(r.peerTrust, func(c *x509.Certificate) bool { return !c.Equal(next) })})
+	progress := access.RotationProgress{Phase: rot.Phase, PreviousCAClients: r.pki.PreviousCAClients()}
+	if r.peer != nil {
+		progress.PeerTrustsPrevious = slices.ContainsFunc(r.peer.trust, func(c *x509.Certificate) bool { return !c.Equal(next) })
+	}
+	return r.report(ctx, progressKey, progress)
 }
 
 // report records p under key, unless it is what was recorded last.

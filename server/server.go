@@ -90,6 +90,16 @@ type Server struct {
 	systemNamespaces chan struct{}
 	// afterStop runs once the server has stopped serving.
 	afterStop []func()
+	// restart receives why the server asks to be started again.
+	restart chan string
+}
+
+// requestRestart stops the server, which then returns ErrRestart.
+func (s *Server) requestRestart(reason string) {
+	select {
+	case s.restart <- reason:
+	default:
+	}
 }
 
 // Listeners are the server's sockets: HTTPS on --bind-address and
@@ -420,7 +430,7 @@ func (b *builder) install() error {
 // from the start of serving until the stop.
 func (b *builder) workers() error {
 	gs, api, cfg, dir, url := b.gs, b.api, b.cfg, b.dir, b.url
-	s := &Server{generic: gs, storage: b.storage, url: url, kubeconfig: dir.Kubeconfig(), access: b.access, workers: newWorkers(),
+	s := &Server{generic: gs, storage: b.storage, url: url, kubeconfig: dir.Kubeconfig(), access: b.access, workers: newWorkers(), restart: make(chan string, 1),
 		systemNamespaces: make(chan struct{})}
 	gs.AddPostStartHookOrDie("storage-readiness", gs.StorageReadinessHook.Hook)
 	gs.AddPostStartHookOrDie("kubestore-system-namespaces", func(ctx genericapiserver.PostStartHookContext) error {
@@ -474,9 +484,10 @@ func (b *builder) workers() error {
 		if err != nil {
 			return err
 		}
-		rotation.peerTrust = []*x509.Certificate{signing}
+		rotation.peer = &peerRestart{dir: dir, client: b.storage.Client(), prefix: cfg.Etcd.Prefix, member: cfg.Site.Name(),
+			trust: []*x509.Certificate{signing}, restart: s.requestRestart}
 		if previous != nil {
-			rotation.peerTrust = append(rotation.peerTrust, previous)
+			rotation.peer.trust = append(rotation.peer.trust, previous)
 		}
 	}
 	s.addWorker("kubestore-ca-rotation", rotation.run)
@@ -621,6 +632,9 @@ func (s *Server) Run(ctx context.Context) error {
 			klog.ErrorS(s.storage.Failure(), "Stopping: the storage failed")
 			s.waitStarted(runCtx, hooks)
 			stop(s.storage.Failure())
+		case reason := <-s.restart:
+			klog.InfoS("Stopping to start again", "reason", reason)
+			stop(ErrRestart)
 		}
 	}()
 	err := prepared.RunWithContext(runCtx)

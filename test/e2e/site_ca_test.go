@@ -1,13 +1,23 @@
 package e2e
 
 import (
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"fmt"
+	"math/big"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubestore/kubestore/config"
 )
 
 // TestSiteCARotation rotates the CA of a site of three (kubestore ca
@@ -18,8 +28,11 @@ import (
 // restart; the finish names the clients of the previous CA and is refused
 // until forced; then the previous CA's client certificate is refused on
 // every member, kube-root-ca.crt holds the new CA alone, the join token
-// printed by the rotation is the only one that joins, and a member
-// restarted on the new trust alone rejoins the site (k3s#8952).
+// printed by the rotation is the only one that joins, and each member
+// starts again by itself, one at a time, so that no etcd peer port still
+// accepts a member certificate made with a copy of the previous CA's key;
+// the members restarted on the new trust alone make the site again
+// (k3s#8952).
 func TestSiteCARotation(t *testing.T) {
 	// Parallel: it waits more than it computes (leases, elections, polls),
 	// with windows of tens of seconds (make test runs the waiting suites
@@ -38,6 +51,14 @@ func TestSiteCARotation(t *testing.T) {
 	}
 	ca := func(g *siteGateway, args ...string) (string, error) {
 		return g.kubestore(t, append([]string{"ca"}, args...)...)
+	}
+	// A copy of the CA's key, as a leaked pki/ holds it, makes a member's
+	// peer certificate; every peer port accepts it before the rotation.
+	forged := forgePeerClient(t, filepath.Join(a.dir, "pki"))
+	for _, g := range []*siteGateway{a, b, c} {
+		if err := peerGet(forged, g.peerPort); err != nil {
+			t.Fatalf("a member certificate of the site's CA is refused on %s's peer port before the rotation: %v", g.name, err)
+		}
 	}
 
 	out, err := ca(a, "rotate")
@@ -80,7 +101,7 @@ func TestSiteCARotation(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ca finish --force: %v\n%s", err, out)
 	}
-	if !strings.Contains(out, "gw-a, gw-b, gw-c trust it until their next start") {
+	if !strings.Contains(out, "gw-a, gw-b, gw-c trust it until they start again") {
 		t.Errorf("ca finish does not name the members whose etcd peer port still trusts the previous CA:\n%s", out)
 	}
 	for _, g := range []*siteGateway{a, b, c} {
@@ -107,21 +128,65 @@ func TestSiteCARotation(t *testing.T) {
 	}
 	// The previous join secret admits no one, even with the new CA's hash.
 	newToken := a.token(t)
-	forged := newToken[:strings.Index(newToken, "::")+2] + token[strings.Index(token, "::")+2:]
+	oldSecret := newToken[:strings.Index(newToken, "::")+2] + token[strings.Index(token, "::")+2:]
 	d := newGateway(t, "gw-d")
-	d.launch(t, a.url(), forged)
+	d.launch(t, a.url(), oldSecret)
 	if err := d.p.wait(90 * time.Second); err == nil {
 		t.Errorf("a gateway joined with the join secret of before the rotation\n%s", d.p.logs())
 	}
 	if r := row(a.memberList(t), "gw-d"); r != "" {
 		t.Errorf("the site lists the refused joiner: %s", r)
 	}
-	// c's etcd starts again trusting the new CA alone.
-	must(t, c.p.stop(30*time.Second))
-	c.start(t, a.url(), newToken)
+	// Each member starts again by itself, one at a time: then no peer
+	// port takes the forged certificate.
+	for _, g := range []*siteGateway{a, b, c} {
+		if !eventually(3*time.Minute, func() bool { return peerGet(forged, g.peerPort) != nil }) {
+			t.Fatalf("%s's etcd peer port still takes a member certificate of the previous CA after the finish\n%s", g.name, g.p.logs())
+		}
+		if !strings.Contains(g.p.logs(), "Stopping to start again") {
+			t.Errorf("%s did not start again by itself", g.name)
+		}
+	}
+	for _, g := range []*siteGateway{a, b, c} {
+		g.waitServing(t)
+	}
 	c.p.mustKubectl("create", "configmap", "after-finish")
 	a.p.mustKubectl("get", "configmap", "after-finish")
 	if !eventually(30*time.Second, func() bool { return voters(a.memberList(t), "gw-a", "gw-b", "gw-c") }) {
 		t.Fatalf("the site is not three reachable voters after the rotation:\n%s", a.memberList(t))
 	}
+}
+
+// forgePeerClient is a client presenting a member's peer certificate
+// (the members' subject) made with the CA key in pkiDir, as one who copied
+// it could.
+func forgePeerClient(t *testing.T, pkiDir string) *http.Client {
+	t.Helper()
+	ca, err := tls.LoadX509KeyPair(filepath.Join(pkiDir, "ca.crt"), filepath.Join(pkiDir, "ca.key"))
+	must(t, err)
+	caCert, err := x509.ParseCertificate(ca.Certificate[0])
+	must(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: config.SiteMemberCommonName},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth, x509.ExtKeyUsageServerAuth}, IPAddresses: []net.IP{net.IPv6loopback, net.ParseIP("127.0.0.1")}} // etcd checks a client's SANs against its address
+	// The leaf's key is the CA's own: whatever it is, only a holder of the
+	// CA's key could sign it.
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, caCert.PublicKey, ca.PrivateKey)
+	must(t, err)
+	cert := tls.Certificate{Certificate: [][]byte{der}, PrivateKey: ca.PrivateKey}
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true,
+		TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{cert}, InsecureSkipVerify: true}}} //nolint:gosec // the server is not the question
+}
+
+// peerGet asks the etcd peer port for its members, as a member would.
+func peerGet(c *http.Client, port int) error {
+	res, err := c.Get("https://127.0.0.1:" + strconv.Itoa(port) + "/members")
+	if err != nil {
+		return err
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("HTTP %d", res.StatusCode)
+	}
+	return nil
 }

@@ -1,0 +1,106 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"slices"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/klog/v2"
+
+	"github.com/kubestore/kubestore/cacher"
+	"github.com/kubestore/kubestore/datadir"
+	"github.com/kubestore/kubestore/site"
+)
+
+// ErrRestart ends Server.Run when the server asks to be started again
+// (kubestore's main starts it in place of the process): the embedded etcd
+// reads some of its configuration only at its start.
+var ErrRestart = errors.New("starting again")
+
+// peerRestartLease bounds how long one member's restart holds the site's
+// turn (peerRestartKey) if it never comes back to release it.
+const peerRestartLease = 120
+
+// peerRestartKey is the state record of the member whose turn it is to
+// restart: one at a time, so the site keeps its quorum.
+const peerRestartKey = "site-peer-restart"
+
+// peerRestart starts a site's member again once its etcd peer port trusts
+// a CA the member no longer trusts (a finished rotation): etcd reads its
+// trusted CAs only at its start, and until then a peer certificate the
+// previous CA's key can still make reaches it. The members take turns,
+// each only while every member is a reachable voter.
+type peerRestart struct {
+	dir    datadir.Dir
+	client *clientv3.Client
+	prefix string
+	member string
+	// trust is what etcd trusts since its start.
+	trust []*x509.Certificate
+	// restart asks the server to stop and start again.
+	restart func(reason string)
+	// released: this member's turn of before its restart is given back.
+	released bool
+}
+
+// reconcile takes this member's turn when it needs one and it is free;
+// trusted is the CA bundle (PEM) the member trusts now.
+func (p *peerRestart) reconcile(ctx context.Context, trusted []byte) error {
+	key := cacher.StateKey(p.prefix, peerRestartKey)
+	if !p.released {
+		// The turn this member took before it started again.
+		if _, err := p.client.Txn(ctx).If(clientv3.Compare(clientv3.Value(key), "=", p.member)).Then(clientv3.OpDelete(key)).Commit(); err != nil {
+			return err
+		}
+		p.released = true
+	}
+	stale := p.stale(trusted)
+	if stale == "" {
+		return nil
+	}
+	members, err := site.Members(ctx, p.dir, p.client)
+	if err != nil {
+		return err
+	}
+	for _, m := range members {
+		if m.Learner || m.Unreachable != "" {
+			klog.V(2).InfoS("Waiting for every member to be a reachable voter before restarting to drop a CA from etcd's peer trust", "member", m.Name)
+			return nil
+		}
+	}
+	lease, err := p.client.Grant(ctx, peerRestartLease)
+	if err != nil {
+		return err
+	}
+	txn, err := p.client.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, p.member, clientv3.WithLease(lease.ID))).Commit()
+	if err != nil || !txn.Succeeded {
+		_, _ = p.client.Revoke(context.WithoutCancel(ctx), lease.ID)
+		return err // another member's turn
+	}
+	p.restart(fmt.Sprintf("etcd's peer port trusts the CA %s, which this member no longer trusts", stale))
+	return nil
+}
+
+// stale names a CA etcd trusts that trusted does not hold, "" if none.
+func (p *peerRestart) stale(trusted []byte) string {
+	var now [][]byte
+	for rest := trusted; ; {
+		var b *pem.Block
+		if b, rest = pem.Decode(rest); b == nil {
+			break
+		}
+		now = append(now, b.Bytes)
+	}
+	for _, c := range p.trust {
+		if !slices.ContainsFunc(now, func(der []byte) bool { return bytes.Equal(der, c.Raw) }) {
+			return c.Subject.CommonName
+		}
+	}
+	return ""
+}
