@@ -181,11 +181,34 @@ func (wt *writeThrough) serve() bool {
 		wt.local, wt.localObj = a, obj
 	}
 	wt.own = wt.ownWrite()
+	if wt.byAKubelet() && !wt.admittedLocally() {
+		return true
+	}
 	if !wt.m.Connected() {
 		wt.offline(nil)
 		return true
 	}
 	wt.forward()
+	return true
+}
+
+// admittedLocally runs a kubelet's write as a dry run through the local
+// server, whose admission (NodeRestriction) knows the kubelet: the
+// upstream sees the edge's credentials only. A refusal (403) is the
+// answer; anything else lets the write go on.
+func (wt *writeThrough) admittedLocally() bool {
+	r := wt.r.Clone(wt.r.Context())
+	q := r.URL.Query()
+	q.Set("dryRun", metav1.DryRunAll)
+	r.URL.RawQuery = q.Encode()
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(wt.body)), int64(len(wt.body))
+	answer := newBufferedResponse()
+	wt.next.ServeHTTP(answer, r)
+	if answer.code == http.StatusForbidden {
+		answer.writeTo(wt.w)
+		return false
+	}
+	wt.r.Body = io.NopCloser(bytes.NewReader(wt.body))
 	return true
 }
 
@@ -243,6 +266,13 @@ func (wt *writeThrough) ownWrite() ownWrite {
 		}
 	}
 	return ownNotOwned
+}
+
+// byAKubelet reports whether the request's user is a kubelet (any node's,
+// not the admin).
+func (wt *writeThrough) byAKubelet() bool {
+	u, ok := request.UserFrom(wt.r.Context())
+	return ok && slices.Contains(u.GetGroups(), nodesGroup) && !slices.Contains(u.GetGroups(), user.SystemPrivilegedGroup)
 }
 
 // byNode reports whether the request's user is this node's kubelet or the

@@ -661,3 +661,34 @@ func TestMirrorOfflineOwnWritesAreTheKubelets(t *testing.T) {
 	p.link.Restore()
 	seen(t, "the kubelet's Running upstream", getPod, p, func(u, _ *corev1.Pod) bool { return u.Status.Phase == corev1.PodRunning })
 }
+
+// A kubelet's write of a mirrored object is forwarded with the edge's
+// credentials: the edge admits it first as the cluster would admit the
+// kubelet (NodeRestriction), so a label only the cluster's admin may set
+// is refused there and never reaches the upstream.
+func TestMirrorKubeletWritesPassNodeRestriction(t *testing.T) {
+	t.Parallel()
+	p := startMirrorPair(t, "edge-a", false)
+	upNode(t, p.up, p.node)
+	getNode := func(ts *testServer) (*corev1.Node, error) {
+		return ts.client.CoreV1().Nodes().Get(t.Context(), p.node, metav1.GetOptions{})
+	}
+	seen(t, "the edge has its Node", getNode, p, func(u, e *corev1.Node) bool { return u.UID == e.UID })
+	c := rest.CopyConfig(p.edge.rest)
+	c.Impersonate = rest.ImpersonationConfig{UserName: "system:node:" + p.node, Groups: []string{"system:nodes", "system:authenticated"}}
+	kubelet := kubernetes.NewForConfigOrDie(c)
+	label := func(key string) error {
+		_, err := kubelet.CoreV1().Nodes().Patch(t.Context(), p.node, types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"labels":{%q:"x"}}}`, key), metav1.PatchOptions{})
+		return err
+	}
+	if err := label("node-restriction.kubernetes.io/pool"); !apierrors.IsForbidden(err) {
+		t.Errorf("the kubelet sets a node-restriction.kubernetes.io/ label through the edge: %v, want 403", err)
+	}
+	if err := label("example.com/zone"); err != nil {
+		t.Fatalf("the kubelet's own label: %v", err)
+	}
+	n, err := getNode(p.up)
+	if err != nil || n.Labels["example.com/zone"] != "x" || n.Labels["node-restriction.kubernetes.io/pool"] != "" {
+		t.Errorf("the cluster's Node labels %v (%v): want the kubelet's own label only", n.Labels, err)
+	}
+}
