@@ -127,16 +127,18 @@ func checkServed(t *testing.T, agent, out string) {
 }
 
 // The kubelet and kube-proxy (kubemark's hollow node: their real code,
-// a fake container runtime) on kubestore alone: the node is Ready within
-// seconds, pods with ConfigMap and Secret volumes run, their deletes
-// complete, every request of the agents is served, and the kubelet is
-// still alive five minutes on.
+// a fake container runtime) on kubestore alone, the kubelet with its own
+// node identity (a CSR issued through kubectl), under the Node authorizer
+// and NodeRestriction: the node is Ready within seconds, pods with
+// ConfigMap and Secret volumes run, their deletes complete, every request
+// of the agents is served, and the kubelet is still alive five minutes on.
 func TestNodeAgentsOnKubestore(t *testing.T) {
 	t.Parallel()
 	p := start(t, shortTempDir(t))
 	cs := p.clientset()
 	const node, ns = "hollow-alone", "agents"
-	h := newHollowNode(t, node, p.kubeconfig)
+	h := newHollowNode(t, node, p.nodeKubeconfig(node))
+	h.proxyKubeconfig = p.kubeconfig
 	began := time.Now()
 	h.startKubelet()
 	h.startProxy()
@@ -190,6 +192,7 @@ func TestNodeAgentsOnKubestore(t *testing.T) {
 	}
 	checkServed(t, "kubelet", h.kubelet.out.String())
 	checkServed(t, "kube-proxy", h.proxy.out.String())
+	t.Logf("the kubelet logged %d refusals of the Node authorizer or NodeRestriction", strings.Count(h.kubelet.out.String(), "is forbidden"))
 	if errs := dns.errors(); len(errs) > 0 {
 		t.Errorf("CoreDNS logged errors against kubestore:\n%s", strings.Join(errs, "\n"))
 	}

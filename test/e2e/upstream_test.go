@@ -217,9 +217,12 @@ type hollowNode struct {
 	bin        string
 	name       string
 	kubeconfig string
-	ports      []int
-	kubelet    *process
-	proxy      *process
+	// proxyKubeconfig is kube-proxy's, when not the kubelet's (a kubelet's
+	// node identity is not kube-proxy's).
+	proxyKubeconfig string
+	ports           []int
+	kubelet         *process
+	proxy           *process
 }
 
 func newHollowNode(t *testing.T, name, kubeconfig string) *hollowNode {
@@ -241,7 +244,11 @@ func (h *hollowNode) startKubelet() {
 // startProxy starts the hollow kube-proxy.
 func (h *hollowNode) startProxy() {
 	h.t.Helper()
-	h.proxy = run(h.t, "hollow kube-proxy "+h.name, h.bin, "--morph", "proxy", "--name", h.name, "--kubeconfig", h.kubeconfig, "--v", "2")
+	kubeconfig := h.kubeconfig
+	if h.proxyKubeconfig != "" {
+		kubeconfig = h.proxyKubeconfig
+	}
+	h.proxy = run(h.t, "hollow kube-proxy "+h.name, h.bin, "--morph", "proxy", "--name", h.name, "--kubeconfig", kubeconfig, "--v", "2")
 }
 
 // notFound are the requests an agent's log says the API did not serve:
