@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"math"
@@ -85,6 +86,9 @@ func serve(c *cli.Context) error {
 		if err == nil {
 			err = recordStart(ctx, cc, dir, data.record, version)
 		}
+		if err == nil && cfg.Site.Enabled() {
+			err = maintenance.RecordRelease(ctx, backend.Client(), cfg.Etcd.Prefix, cfg.Site.Name(), version)
+		}
 		if err != nil {
 			listeners.Close()
 			return err
@@ -103,8 +107,12 @@ func serve(c *cli.Context) error {
 	wg.Go(func() { reloadOnHangup(srv, done) })
 	trial, endTrial := context.WithCancel(ctx)
 	defer endTrial()
+	// A member that meets data of a newer format than it reads stops.
+	ctx, stopServing := context.WithCancelCause(ctx)
+	defer stopServing(nil)
 	if embedded {
 		wg.Go(func() { maintenance.CommitUpdates(trial, cfg, backend.Client(), backend.Check, dir, version) })
+		wg.Go(func() { maintenance.StopOnNewerFormat(trial, backend.Client(), cfg.Etcd.Prefix, version, stopServing) })
 	}
 	wg.Go(func() {
 		select {
@@ -124,6 +132,9 @@ func serve(c *cli.Context) error {
 	})
 	if err := srv.Run(ctx); err != nil {
 		return err
+	}
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
 	}
 	endTrial()
 	backend.Close()

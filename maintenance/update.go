@@ -2,9 +2,11 @@ package maintenance
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,7 +34,110 @@ const (
 	commitRequestRecord = "update-commit"
 	commitRequested     = "requested"
 	commitFailed        = "error: "
+	// releasesRecord + a member's name is the release the member runs
+	// and the newest data format it reads (Release), written at each
+	// start: a site's commit raises the format only once every member
+	// reads it.
+	releasesRecord = "site-releases/"
 )
+
+// Release is a member's record of what it runs.
+type Release struct {
+	Version string `json:"version"`
+	// Reads is the newest data format the release reads.
+	Reads int `json:"reads"`
+}
+
+// RecordRelease records that member runs version, which reads up to
+// datadir.Format.
+func RecordRelease(ctx context.Context, c *clientv3.Client, prefix, member, version string) error {
+	data, err := json.Marshal(Release{Version: version, Reads: datadir.Format})
+	if err != nil {
+		return err
+	}
+	if _, err := c.Put(ctx, cacher.StateKey(prefix, releasesRecord+member), string(data)); err != nil {
+		return fmt.Errorf("recording this member's release: %w", err)
+	}
+	return nil
+}
+
+// membersNotReading names the members of the site of c whose release
+// does not read format, with what they run; nil on a gateway of its own.
+func membersNotReading(ctx context.Context, c *clientv3.Client, prefix string, format int) ([]string, error) {
+	list, err := c.MemberList(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing the site's members: %w", err)
+	}
+	if len(list.Members) < 2 {
+		return nil, nil
+	}
+	var behind []string
+	for _, m := range list.Members {
+		name := m.Name
+		if name == "" {
+			name = fmt.Sprintf("%x (not started yet)", m.ID)
+		}
+		resp, err := c.Get(ctx, cacher.StateKey(prefix, releasesRecord+m.Name))
+		if err != nil {
+			return nil, err
+		}
+		var r Release
+		switch {
+		case m.Name == "" || len(resp.Kvs) == 0:
+			behind = append(behind, name+" (no release recorded)")
+		case json.Unmarshal(resp.Kvs[0].Value, &r) != nil:
+			behind = append(behind, name+" (an unreadable release record)")
+		case r.Reads < format:
+			behind = append(behind, fmt.Sprintf("%s (kubestore %s, reads format %d)", name, r.Version, r.Reads))
+		}
+	}
+	slices.Sort(behind)
+	return behind, nil
+}
+
+// StopOnNewerFormat calls stop once the data is of a newer format than
+// this release reads (another member of the site committed an update this
+// one does not run): it stops serving rather than misread the data. It
+// returns when ctx is done.
+func StopOnNewerFormat(ctx context.Context, c *clientv3.Client, prefix, version string, stop func(error)) {
+	watchDataFormat(ctx, c, prefix, func(f int) bool {
+		if f <= datadir.Format {
+			return true
+		}
+		stop(fmt.Errorf("the data is now of format %d, which kubestore %s does not read (it reads up to %d): another member committed an update; start this gateway on that release", f, version, datadir.Format))
+		return false
+	})
+}
+
+// watchDataFormat calls fn with each format the data's record is given,
+// until fn returns false or ctx is done.
+func watchDataFormat(ctx context.Context, c *clientv3.Client, prefix string, fn func(format int) bool) {
+	key := cacher.StateKey(prefix, dataFormatRecord)
+	for ctx.Err() == nil {
+		for resp := range c.Watch(clientv3.WithRequireLeader(ctx), key) {
+			for _, ev := range resp.Events {
+				if f, err := strconv.Atoi(string(ev.Kv.Value)); ev.Type == clientv3.EventTypePut && err == nil && !fn(f) {
+					return
+				}
+			}
+		}
+		sleep(ctx, time.Second)
+	}
+}
+
+// localMember is the id of the etcd member c's first endpoint is: the
+// local one, for a client of a data directory's etcd.
+func localMember(ctx context.Context, c *clientv3.Client) (string, error) {
+	st, err := c.Status(ctx, c.Endpoints()[0])
+	if err != nil {
+		return "", fmt.Errorf("asking the local etcd who it is: %w", err)
+	}
+	return strconv.FormatUint(st.Header.MemberId, 16), nil
+}
+
+// ErrMembersBehind refuses a commit that would raise the site's data
+// format while a member's release does not read it.
+var ErrMembersBehind = errors.New("members run a release that does not read the data format the commit writes")
 
 // A migration converts the data from the format before its own to its
 // own, with etcd serving it, and returns how many keys it wrote. It is run
@@ -114,10 +219,31 @@ func Commit(ctx context.Context, c *clientv3.Client, dir datadir.Dir, prefix, ve
 		return Committed{}, err
 	}
 	done := Committed{Update: r.Update}
+	current, err := DataFormat(ctx, c, prefix)
+	if err != nil {
+		return done, err
+	}
+	if r.Migration == nil && current < datadir.Format {
+		// The commit point raises the site's format: every member must
+		// read it, or it would misread the data (it stops instead).
+		behind, err := membersNotReading(ctx, c, prefix, datadir.Format)
+		if err != nil {
+			return done, err
+		}
+		if len(behind) > 0 {
+			return done, fmt.Errorf("%w (format %d): %s; update them first, then commit", ErrMembersBehind, datadir.Format, strings.Join(behind, ", "))
+		}
+	}
 	if done.Migration, err = dir.BeginCommit(version); err != nil {
 		return done, err
 	}
-	if m := done.Migration; m != nil {
+	m := done.Migration
+	if m != nil && current >= m.To && r.Migration == nil {
+		// Another member of the site converted the data already: this
+		// member's commit is its own record's.
+		m = nil
+	}
+	if m != nil {
 		if err := SetDataFormat(ctx, c, prefix, m.To); err != nil {
 			return done, err
 		}
@@ -214,12 +340,18 @@ func rewriteEveryKey(ctx context.Context, c *clientv3.Client, prefix string) (in
 const commitWait = 30 * time.Minute
 
 // RequestCommit asks the server that runs on the data, whose etcd c
-// serves, to commit its update, and waits until it has.
+// serves, to commit its update, and waits until it has. On a site the
+// request names the member (its etcd's id): the other members on trial end
+// theirs once it has converted the data.
 func RequestCommit(ctx context.Context, c *clientv3.Client, prefix string) error {
 	ctx, cancel := context.WithTimeout(ctx, commitWait)
 	defer cancel()
+	member, err := localMember(ctx, c)
+	if err != nil {
+		return err
+	}
 	key := cacher.StateKey(prefix, commitRequestRecord)
-	put, err := c.Put(ctx, key, commitRequested)
+	put, err := c.Put(ctx, key, commitRequested+" by "+member)
 	if err != nil {
 		return fmt.Errorf("asking the server to commit: %w", err)
 	}
@@ -240,18 +372,24 @@ func RequestCommit(ctx context.Context, c *clientv3.Client, prefix string) error
 }
 
 // CommitRequests are the server's side of RequestCommit: it calls commit
-// for each request and answers it. A request from before the server
+// for each request naming the member of its etcd (or of a release before
+// the site's commit, which names none) and answers it. A request from before the server
 // started is dropped: its command gave up when that server stopped, and
 // the update it meant may have been left since (a fallback). It returns
 // when ctx is done.
 func CommitRequests(ctx context.Context, c *clientv3.Client, prefix string, commit func() error) {
 	key := cacher.StateKey(prefix, commitRequestRecord)
 	var from int64
+	var member string
 	for from == 0 {
-		resp, err := c.Delete(ctx, key)
-		if err == nil {
-			from = resp.Header.Revision + 1
-		} else if !sleep(ctx, time.Second) {
+		var err error
+		if member, err = localMember(ctx, c); err == nil {
+			var resp *clientv3.DeleteResponse
+			if resp, err = c.Delete(ctx, key); err == nil {
+				from = resp.Header.Revision + 1
+			}
+		}
+		if err != nil && !sleep(ctx, time.Second) {
 			return
 		}
 	}
@@ -262,7 +400,7 @@ func CommitRequests(ctx context.Context, c *clientv3.Client, prefix string, comm
 			}
 			for _, ev := range w.Events {
 				from = ev.Kv.ModRevision + 1
-				if ev.Type != clientv3.EventTypePut || string(ev.Kv.Value) != commitRequested {
+				if v := string(ev.Kv.Value); ev.Type != clientv3.EventTypePut || v != commitRequested && v != commitRequested+" by "+member {
 					continue
 				}
 				// The answer is written only if the request is still
@@ -319,6 +457,14 @@ func CommitUpdates(ctx context.Context, cfg config.Config, c *clientv3.Client, c
 		if period > 0 {
 			wg.Go(func() { commitAfterTrial(ctx, check, period, commit) })
 		}
+	}
+	if r.OnTrial(version) {
+		// Another member of the site committed: this one's trial ends.
+		wg.Go(func() {
+			watchDataFormat(ctx, c, cfg.Etcd.Prefix, func(f int) bool {
+				return f < datadir.Format || commit("another member of the site committed the update") != nil
+			})
+		})
 	}
 	CommitRequests(ctx, c, cfg.Etcd.Prefix, func() error { return commit("kubestore update commit") })
 }

@@ -1,8 +1,11 @@
 package maintenance
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -55,8 +58,12 @@ func TestCommitRewritesEveryKey(t *testing.T) {
 	for run := range 2 {
 		// Run 0 is a commit a power cut interrupted at its commit point
 		// (the record names the migration; the next start runs it); run 1
-		// the same data's commit again from its trial.
+		// the same data's commit again from its trial, restored as the
+		// pre-update snapshot holds it (no format record: format 1).
 		if err := dir.RecordRestore("0.1.0", 1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Delete(ctx, cacher.StateKey(prefix, dataFormatRecord)); err != nil {
 			t.Fatal(err)
 		}
 		if err := dir.RecordStart("0.2.0", &datadir.Update{From: "0.1.0", To: "0.2.0"}); err != nil {
@@ -105,5 +112,51 @@ func TestCommitRewritesEveryKey(t *testing.T) {
 	}
 	if done, err := Commit(ctx, c, dir, prefix, "0.2.0"); err != nil || done.Update != nil || done.Migration != nil {
 		t.Errorf("a commit of committed data = %+v, %v; want nothing to commit", done, err)
+	}
+	// Another member of a site converted the data already: this member's
+	// commit ends its own trial and writes nothing.
+	if err := dir.RecordRestore("0.1.0", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := dir.RecordStart("0.2.0", &datadir.Update{From: "0.1.0", To: "0.2.0"}); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := Commit(ctx, c, dir, prefix, "0.2.0"); err != nil || done.Rewritten != 0 {
+		t.Errorf("a member's commit of data another converted = %+v, %v; want no key rewritten", done, err)
+	}
+	if r, _, err := dir.Record(); err != nil || r.Format != 2 || r.Update == nil || r.Update.Committed == nil {
+		t.Errorf("record after a member's commit of data another converted: %+v (%v)", r, err)
+	}
+}
+
+// A running member that meets data of a newer format than it reads (a
+// member of its site committed an update it does not run) stops; the
+// format it reads does not stop it.
+func TestStopOnNewerFormat(t *testing.T) {
+	c, _ := embeddedEtcd(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	const prefix = "/registry"
+	stopped := make(chan error, 1)
+	go StopOnNewerFormat(ctx, c, prefix, "0.1.0", func(err error) { stopped <- err })
+	time.Sleep(200 * time.Millisecond) // the watch is set
+	if err := SetDataFormat(ctx, c, prefix, datadir.Format); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-stopped:
+		t.Fatalf("stopped on the format it reads: %v", err)
+	case <-time.After(time.Second):
+	}
+	if err := SetDataFormat(ctx, c, prefix, datadir.Format+1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-stopped:
+		if !strings.Contains(err.Error(), fmt.Sprintf("format %d", datadir.Format+1)) {
+			t.Errorf("the stop says %q, want the format it met", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("did not stop on a newer format")
 	}
 }

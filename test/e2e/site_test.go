@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -29,7 +30,9 @@ type siteGateway struct {
 	peerPort int
 	// extra are flags of every start.
 	extra []string
-	p     *proc
+	// bin is the release it runs, binary(t) when empty.
+	bin string
+	p   *proc
 }
 
 // newGateway picks the gateway's ports once: a gateway keeps its address
@@ -59,7 +62,7 @@ func (g *siteGateway) args(join, token string) []string {
 // launch starts the gateway's kubestore without waiting.
 func (g *siteGateway) launch(t *testing.T, join, token string) {
 	t.Helper()
-	g.p = launch(t, binary(t), nil, g.dir, g.args(join, token)...)
+	g.p = launch(t, g.release(t), nil, g.dir, g.args(join, token)...)
 }
 
 // start starts it and waits until it serves.
@@ -79,10 +82,20 @@ func (g *siteGateway) waitServing(t *testing.T) {
 	}
 }
 
-// kubestore runs a kubestore command on the gateway's data dir.
+// release is the binary the gateway runs.
+func (g *siteGateway) release(t *testing.T) string {
+	if g.bin != "" {
+		return g.bin
+	}
+	return binary(t)
+}
+
+// kubestore runs a kubestore command of the gateway's release on its data
+// dir.
 func (g *siteGateway) kubestore(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	return runKubestore(t, append(args, "--data-dir", g.dir, "--peer-advertise-address", "127.0.0.1")...)
+	out, err := exec.Command(g.release(t), append(args, "--data-dir", g.dir, "--peer-advertise-address", "127.0.0.1")...).CombinedOutput()
+	return string(out), err
 }
 
 // token is the join token kubestore member token prints on the gateway.
