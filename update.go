@@ -82,6 +82,16 @@ type dataBefore struct {
 func checkDataFormat(ctx context.Context, cc config.Completed, dir datadir.Dir, version string) (dataBefore, error) {
 	r, ok, err := dir.RefuseNewerFormat(version)
 	var refused *datadir.FormatError
+	if err == nil && r.Restoring {
+		// A restore of the pre-update snapshot a power cut interrupted:
+		// etcd/ holds part of it. Whichever release starts finishes it,
+		// as it was asked for.
+		refused = &datadir.FormatError{Dir: dir, Record: r, Reader: version}
+		if err := maintenance.RestorePreUpdate(ctx, cc, refused, version); err != nil {
+			return dataBefore{}, err
+		}
+		r, ok, err = dir.RefuseNewerFormat(version)
+	}
 	if errors.As(err, &refused) && cc.Config().Update.RestoreOnNewerData {
 		if err := maintenance.RestorePreUpdate(ctx, cc, refused, version); err != nil {
 			return dataBefore{}, err

@@ -183,6 +183,7 @@ func ResetSite(ctx context.Context, c config.Config) (string, error) {
 		os.RemoveAll(keep) // this copy, partial; the data is still in etcd/
 		return "", fmt.Errorf("copying the data before the reset to %s: %w", keep, err)
 	}
+	datadir.SetAside("etcd.before-reset", keep, "kubestore cluster reset makes this member the only one of its site: the data as it was before, with the other members' membership, is in the copy")
 	// The reset member founds a new site: it no longer asks whether the
 	// old one still has it.
 	if err := os.Remove(dir.SiteJoin()); err != nil && !os.IsNotExist(err) {

@@ -379,7 +379,15 @@ func RestorePreUpdate(ctx context.Context, cc config.Completed, refused *datadir
 	if err != nil {
 		return fmt.Errorf("--%s: restoring %s: %w", config.FlagRestoreOnNewerData, snap, err)
 	}
-	klog.InfoS("Restored the pre-update snapshot: the data was of a newer format than this release reads",
-		"snapshot", snap, "refused", refused.Record.Format, "format", format, "newerDataMovedTo", aside)
+	since := "the update"
+	if u := refused.Record.Update; u != nil {
+		since = fmt.Sprintf("the update to kubestore %s at %s", u.To, u.At.Format(time.RFC3339))
+	}
+	why := fmt.Sprintf("restored the pre-update snapshot %s (data format %d) because the data was of format %d, which kubestore %s does not read: every write since %s is only in the copy", snap, format, refused.Record.Format, version, since)
+	if aside == "" {
+		klog.InfoS("Restored the pre-update snapshot", "why", why)
+		return nil
+	}
+	datadir.SetAside("etcd.newer", aside, why)
 	return nil
 }

@@ -173,7 +173,7 @@ func joinIfNeeded(ctx context.Context, cfg config.Config, dir datadir.Dir, lost 
 		if err != nil {
 			return err
 		}
-		klog.InfoS("etcd's raft log lost entries this member had acknowledged: the site takes it back wiped; the old data is in "+aside, "raft", lost)
+		datadir.SetAside("etcd.log-lost", aside, "etcd's raft log lost entries this member had acknowledged ("+lost+"): the site takes it back wiped, and what this member alone held is only in the copy")
 	case hasData:
 		// The site removed this member: its data is of a past
 		// membership. It is kept aside, never deleted.
@@ -181,7 +181,7 @@ func joinIfNeeded(ctx context.Context, cfg config.Config, dir datadir.Dir, lost 
 		if err != nil {
 			return err
 		}
-		klog.InfoS("The site had removed this member: joining it again; the old data is in "+removed, "join", cfg.Site.Join)
+		datadir.SetAside("etcd.removed", removed, "the site at --"+config.FlagJoin+" "+cfg.Site.Join+" had removed this member: it joins again, and what it wrote after its removal is only in the copy")
 	}
 	if lost != "" {
 		if err := os.Remove(dir.RaftLogLost()); err != nil && !errors.Is(err, os.ErrNotExist) {

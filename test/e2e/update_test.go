@@ -159,6 +159,28 @@ func TestUpdateTrialCommitAndWayBack(t *testing.T) {
 	if out := mustRun(t, newer, "update", "commit", "--data-dir", dir); !strings.Contains(out, "nothing to commit") {
 		t.Errorf("a second commit: %s", out)
 	}
+
+	// A restore of the pre-update snapshot that a power cut interrupted
+	// (the record says restoring, etcd/ holds part of it, here nothing):
+	// the newer release finishes it too, rather than serve what is there.
+	if readFormatRecord(t, dir).Snapshot == "" {
+		t.Fatal("no pre-update snapshot recorded to restore")
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "format"))
+	must(t, err)
+	var fields map[string]any
+	must(t, json.Unmarshal(raw, &fields))
+	fields["restoring"] = true
+	raw, err = json.Marshal(fields)
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(dir, "format"), raw, 0o600))
+	must(t, os.RemoveAll(filepath.Join(dir, "etcd")))
+	n = startBinary(t, newer, nil, dir)
+	want(n, "the newer release after finishing an interrupted restore", "a-before", "b-trial", "c-fallback")
+	stopGracefully(t, n)
+	if r := readFormatRecord(t, dir); r.Restoring || r.Format != 1 {
+		t.Errorf("record after the newer release finished the restore: %+v; want format 1, not restoring", r)
+	}
 }
 
 // wantRefusal wants kubestore bin to refuse dir, of data format 2, with
