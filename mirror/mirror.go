@@ -590,11 +590,24 @@ type ruleRecord struct {
 
 const rulesState = "mirror-rules/"
 
+// configuredState + a node's name records the shared rules (those that do
+// not select by the node) that node's gateway is configured with: a
+// gateway whose configuration lacks one that another gateway of its site
+// has never deletes its copies. A record stays when its gateway goes for
+// good (the rule's copies then stay until one gateway is configured with
+// the rule and removes it again, or are deleted by hand).
+const configuredState = "mirror-configured@"
+
 // forgetRemovedRules deletes the copies of rules that are no longer
 // configured (or now name another resource), with their records, and
-// records the configured ones. The rules of another gateway's node are
-// never this gateway's to forget.
+// records the configured ones. The rules of another gateway's node, and
+// the shared rules another gateway has, are never this gateway's to
+// forget.
 func (m *Mirror) forgetRemovedRules(ctx context.Context) error {
+	others, err := m.othersShared(ctx)
+	if err != nil {
+		return err
+	}
 	records, err := m.state.ListState(ctx, rulesState)
 	if err != nil {
 		return err
@@ -609,6 +622,11 @@ func (m *Mirror) forgetRemovedRules(ctx context.Context) error {
 		gr := recordResource(records[name])
 		if _, node, ok := strings.Cut(ruleName, "@"); ok && node != m.node {
 			// Another gateway's node: its rule, its copies.
+			continue
+		}
+		if others[ruleName] && m.rule(ruleName) == nil {
+			// A shared rule another gateway of the site still has.
+			klog.InfoS("Mirror: keeping the copies of a rule this gateway is no longer configured with: another gateway has it", "rule", ruleName)
 			continue
 		}
 		if r := m.rule(ruleName); r != nil && r.gr == gr {
@@ -656,7 +674,11 @@ func (m *Mirror) forgetRemovedRules(ctx context.Context) error {
 			return err
 		}
 	}
+	var shared []string
 	for _, r := range m.rules {
+		if !r.nodeScoped() {
+			shared = append(shared, r.name)
+		}
 		data, _ := json.Marshal(ruleRecord{Resource: r.gr.String()})
 		if string(records[rulesState+r.name]) == string(data) {
 			continue
@@ -665,7 +687,29 @@ func (m *Mirror) forgetRemovedRules(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	data, _ := json.Marshal(shared)
+	return m.state.PutState(ctx, configuredState+m.node, data)
+}
+
+// othersShared are the shared rules the other gateways recorded they are
+// configured with.
+func (m *Mirror) othersShared(ctx context.Context) (map[string]bool, error) {
+	records, err := m.state.ListState(ctx, configuredState)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for name, data := range records {
+		if !strings.HasPrefix(name, configuredState) || name == configuredState+m.node {
+			continue // ListState's prefix is not a directory; this gateway's own
+		}
+		var rules []string
+		json.Unmarshal(data, &rules) //nolint:errcheck // an unreadable record keeps nothing
+		for _, r := range rules {
+			out[r] = true
+		}
+	}
+	return out, nil
 }
 
 func recordResource(data []byte) schema.GroupResource {

@@ -488,11 +488,22 @@ func TestMirrorNodesShareOneStore(t *testing.T) {
 		upNode(t, up, n)
 		upPod(t, up, "work", "p-"+n, n)
 	}
+	// A shared rule only edge-a is configured with: edge-b, restarted,
+	// does not take its copies for a rule removed from its configuration.
+	if _, err := up.client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shared"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := up.client.CoreV1().ConfigMaps("shared").Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	cfgs := map[string]config.Config{}
 	edges := map[string]*testServer{}
 	for _, n := range nodes {
 		cfg := edgeConfig(t, up, up.rest.Host, n)
 		ext.configure(&cfg)
+		if n == "edge-a" {
+			cfg.Mirror.Rules = append(cfg.Mirror.Rules, config.MirrorRule{Name: "shared-settings", Resource: "configmaps", Namespaces: []string{"shared"}})
+		}
 		cfgs[n] = cfg
 		edges[n] = startServer(t, cfg)
 	}
@@ -506,7 +517,11 @@ func TestMirrorNodesShareOneStore(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		return len(pods.Items) == 2 && len(nodeList.Items) == 2, fmt.Errorf("%d pods, %d nodes", len(pods.Items), len(nodeList.Items))
+		cms, err := ts.client.CoreV1().ConfigMaps("shared").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		return len(pods.Items) == 2 && len(nodeList.Items) == 2 && len(cms.Items) == 1, fmt.Errorf("%d pods, %d nodes, %d shared ConfigMaps", len(pods.Items), len(nodeList.Items), len(cms.Items))
 	}
 	eventually(t, 30*time.Second, "both nodes' Node and pod in the shared store", func() (bool, error) { return whole(edges["edge-a"]) })
 	// Nothing of either node is deleted, across a restart of each
@@ -525,6 +540,11 @@ func TestMirrorNodesShareOneStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nw.Stop()
+	cw, err := obs.client.CoreV1().ConfigMaps("shared").Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cw.Stop()
 	for _, n := range nodes {
 		edges[n].stop()
 		edges[n] = startServer(t, cfgs[n])
@@ -533,7 +553,7 @@ func TestMirrorNodesShareOneStore(t *testing.T) {
 			t.Errorf("after %s restarted: %v", n, err)
 		}
 	}
-	for _, ch := range []<-chan watch.Event{w.ResultChan(), nw.ResultChan()} {
+	for _, ch := range []<-chan watch.Event{w.ResultChan(), nw.ResultChan(), cw.ResultChan()} {
 	drain:
 		for {
 			select {
