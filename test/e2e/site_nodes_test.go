@@ -115,13 +115,40 @@ func TestNodeAgentsOnASite(t *testing.T) {
 		}
 	}
 
-	// Each gateway's restart in turn, then a kill -9, delete no other
-	// gateway's pods.
+	// A rolling update to the newer data format, each gateway restarted
+	// on it in turn (a commit is refused while one is left on the older
+	// release, and --restore-on-newer-data on a member in one line), then
+	// one commit; then a kill -9. None deletes another gateway's pods.
+	newer := newerBinary(t)
 	for i, g := range gws {
 		must(t, g.p.stop(30*time.Second))
+		g.bin = newer
+		if i == 1 {
+			r := launch(t, g.release(t), nil, g.dir, append(g.args(gws[0].url(), token), "--restore-on-newer-data")...)
+			if err := r.wait(30 * time.Second); err == nil || strings.Count(strings.TrimSpace(r.logs()), "\n") > 0 || !strings.Contains(r.logs(), "restore-on-newer-data") {
+				t.Errorf("--restore-on-newer-data on a site's member: %v, want a refusal in one line naming it\n%s", err, r.logs())
+			}
+		}
 		g.start(t, gws[(i+1)%len(gws)].url(), token)
-		unchanged("after "+g.name+"'s restart", 15*time.Second)
+		unchanged("after "+g.name+"'s update", 15*time.Second)
+		if i == 1 {
+			if out, err := g.kubestore(t, "update", "commit"); err == nil || !strings.Contains(out, "gw-c (kubestore") {
+				t.Errorf("update commit with gw-c on the older release: %v, want a refusal naming gw-c\n%s", err, out)
+			}
+		}
 	}
+	if out, err := gws[0].kubestore(t, "update", "commit"); err != nil {
+		t.Fatalf("update commit of the site: %v\n%s", err, out)
+	}
+	for _, g := range gws {
+		if !eventually(30*time.Second, func() bool {
+			out, err := g.kubestore(t, "update", "status")
+			return err == nil && strings.Contains(out, "committed at")
+		}) {
+			t.Errorf("%s's trial did not end with the site's commit", g.name)
+		}
+	}
+	unchanged("after the site's commit", 15*time.Second)
 	gws[2].p.kill()
 	gws[2].start(t, gws[0].url(), token)
 	unchanged("after gw-c's kill -9", 15*time.Second)
