@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/klog/v2"
+
+	"github.com/kubestore/kubestore/access/node"
 )
 
 // references runs a stream per object that the mirrored pods reference
@@ -241,93 +243,25 @@ var (
 
 // podReferences are the objects pod uses, each under the dependent rule of
 // its resource, as the kubelet reads them: the Secrets and ConfigMaps of
-// upstream's VisitPodSecretNames and VisitPodConfigmapNames
-// (k8s.io/kubernetes pkg/api/v1/pod/util.go: image pull secrets, env and
-// envFrom of every container, and volumes, projected and those of volume
-// plugins that take a secret), and the ServiceAccount its tokens are for.
+// upstream's VisitPodSecretNames and VisitPodConfigmapNames (access/node's
+// port: image pull secrets, env and envFrom of every container, and
+// volumes, projected and those of volume plugins that take a secret), and
+// the ServiceAccount its tokens are for.
 func podReferences(pod *corev1.Pod, deps []*rule) sets.Set[refKey] {
 	out := sets.New[refKey]()
-	add := func(gr schema.GroupResource, name string) {
-		if name == "" {
-			return
-		}
-		for _, d := range deps {
-			if d.gr == gr {
-				out.Insert(refKey{d, pod.Namespace, name})
-			}
-		}
-	}
-	secret := func(ref *corev1.LocalObjectReference) {
-		if ref != nil {
-			add(secrets, ref.Name)
-		}
-	}
-	add(serviceAccounts, pod.Spec.ServiceAccountName)
-	for _, v := range pod.Spec.Volumes {
-		switch src := v.VolumeSource; {
-		case src.ConfigMap != nil:
-			add(configMaps, src.ConfigMap.Name)
-		case src.Secret != nil:
-			add(secrets, src.Secret.SecretName)
-		case src.Projected != nil:
-			for _, p := range src.Projected.Sources {
-				if p.ConfigMap != nil {
-					add(configMaps, p.ConfigMap.Name)
-				}
-				if p.Secret != nil {
-					add(secrets, p.Secret.Name)
+	add := func(gr schema.GroupResource) func(name string) bool {
+		return func(name string) bool {
+			for _, d := range deps {
+				if d.gr == gr && name != "" {
+					out.Insert(refKey{d, pod.Namespace, name})
 				}
 			}
-		case src.AzureFile != nil:
-			add(secrets, src.AzureFile.SecretName)
-		case src.CephFS != nil:
-			secret(src.CephFS.SecretRef)
-		case src.Cinder != nil:
-			secret(src.Cinder.SecretRef)
-		case src.FlexVolume != nil:
-			secret(src.FlexVolume.SecretRef)
-		case src.RBD != nil:
-			secret(src.RBD.SecretRef)
-		case src.ScaleIO != nil:
-			secret(src.ScaleIO.SecretRef)
-		case src.ISCSI != nil:
-			secret(src.ISCSI.SecretRef)
-		case src.StorageOS != nil:
-			if src.StorageOS.SecretRef != nil {
-				add(secrets, src.StorageOS.SecretRef.Name)
-			}
-		case src.CSI != nil:
-			secret(src.CSI.NodePublishSecretRef)
+			return true
 		}
 	}
-	containers := append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...)
-	for _, c := range pod.Spec.EphemeralContainers {
-		containers = append(containers, corev1.Container(c.EphemeralContainerCommon))
-	}
-	for _, c := range containers {
-		for _, e := range c.EnvFrom {
-			if e.ConfigMapRef != nil {
-				add(configMaps, e.ConfigMapRef.Name)
-			}
-			if e.SecretRef != nil {
-				add(secrets, e.SecretRef.Name)
-			}
-		}
-		for _, e := range c.Env {
-			if e.ValueFrom == nil {
-				continue
-			}
-			if e.ValueFrom.ConfigMapKeyRef != nil {
-				add(configMaps, e.ValueFrom.ConfigMapKeyRef.Name)
-			}
-			if e.ValueFrom.SecretKeyRef != nil {
-				add(secrets, e.ValueFrom.SecretKeyRef.Name)
-			}
-		}
-	}
-	for _, s := range pod.Spec.ImagePullSecrets {
-		add(secrets, s.Name)
-	}
+	add(serviceAccounts)(pod.Spec.ServiceAccountName)
+	node.VisitPodSecretNames(pod, add(secrets))
+	node.VisitPodConfigmapNames(pod, add(configMaps))
 	return out
 }
 

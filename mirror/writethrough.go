@@ -26,6 +26,8 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/storage"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubestore/kubestore/access/node"
 )
 
 // forwardTimeout bounds a forwarded write: an upstream that does not answer
@@ -232,7 +234,7 @@ func (wt *writeThrough) ownWrite() ownWrite {
 	if !wt.byNode() {
 		return ownNotOwned
 	}
-	node, info := wt.m.node, wt.info
+	nodeName, info := wt.m.node, wt.info
 	name := info.Name
 	if wt.created != nil {
 		name = wt.created.GetName()
@@ -241,7 +243,7 @@ func (wt *writeThrough) ownWrite() ownWrite {
 	switch wt.gr {
 	case nodesResource:
 		switch {
-		case name != node:
+		case name != nodeName:
 		case info.Verb == "create":
 			return ownCreate
 		case update && info.Subresource == "status":
@@ -249,7 +251,7 @@ func (wt *writeThrough) ownWrite() ownWrite {
 		}
 	case leasesResource, csiNodesResource:
 		switch {
-		case name != node || wt.gr == leasesResource && wt.namespace() != leaseNS || info.Subresource != "":
+		case name != nodeName || wt.gr == leasesResource && wt.namespace() != leaseNS || info.Subresource != "":
 		case info.Verb == "create":
 			return ownCreate
 		case update:
@@ -258,7 +260,7 @@ func (wt *writeThrough) ownWrite() ownWrite {
 	case podsResource:
 		pod, ok := wt.localObj.(*corev1.Pod)
 		switch {
-		case !ok || pod.Spec.NodeName != node:
+		case !ok || pod.Spec.NodeName != nodeName:
 		case update && info.Subresource == "status":
 			return ownStatus
 		case info.Verb == "delete" && info.Subresource == "" && pod.DeletionTimestamp != nil && wt.finalDelete(pod.UID):
@@ -272,7 +274,11 @@ func (wt *writeThrough) ownWrite() ownWrite {
 // not the admin).
 func (wt *writeThrough) byAKubelet() bool {
 	u, ok := request.UserFrom(wt.r.Context())
-	return ok && slices.Contains(u.GetGroups(), nodesGroup) && !slices.Contains(u.GetGroups(), user.SystemPrivilegedGroup)
+	if !ok || slices.Contains(u.GetGroups(), user.SystemPrivilegedGroup) {
+		return false
+	}
+	_, isNode := node.Identity(u)
+	return isNode
 }
 
 // byNode reports whether the request's user is this node's kubelet or the
@@ -282,17 +288,9 @@ func (wt *writeThrough) byNode() bool {
 	if !ok {
 		return false
 	}
-	groups := u.GetGroups()
-	return slices.Contains(groups, user.SystemPrivilegedGroup) ||
-		u.GetName() == nodeUserPrefix+wt.m.node && slices.Contains(groups, nodesGroup)
+	name, isNode := node.Identity(u)
+	return slices.Contains(u.GetGroups(), user.SystemPrivilegedGroup) || isNode && name == wt.m.node
 }
-
-// The identity of a node's kubelet, as upstream's node identifier reads it
-// (k8s.io/kubernetes pkg/auth/nodeidentifier).
-const (
-	nodeUserPrefix = "system:node:"
-	nodesGroup     = "system:nodes"
-)
 
 // finalDelete reports whether a delete of the pod of uid is the kubelet's
 // final delete: grace 0 with the pod's uid as precondition, not a dry run

@@ -17,7 +17,7 @@ limitations under the License.
 // Ported from k8s.io/component-helpers storage/ephemeral/ephemeral.go@v0.37.2
 // (the version k8s.io/kubernetes v1.37.2 uses).
 // Changed: only VolumeClaimName is ported, unexported as
-// ephemeralVolumeClaimName; kubestore's go.mod does not require
+// EphemeralVolumeClaimName; kubestore's go.mod does not require
 // k8s.io/component-helpers.
 
 package node
@@ -26,7 +26,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// ephemeralVolumeClaimName returns the name of the PersistentVolumeClaim
+// EphemeralVolumeClaimName returns the name of the PersistentVolumeClaim
 // object that gets created for the generic ephemeral inline volume. The
 // name is deterministic and therefore this function does not need any
 // additional information besides the Pod name and volume name and it
@@ -34,6 +34,6 @@ import (
 //
 // Before using the PVC for the Pod, the caller must check that it is
 // indeed the PVC that was created for the Pod by calling IsUsable.
-func ephemeralVolumeClaimName(pod *corev1.Pod, volume *corev1.Volume) string {
+func EphemeralVolumeClaimName(pod *corev1.Pod, volume *corev1.Volume) string {
 	return pod.Name + "-" + volume.Name
 }

@@ -387,14 +387,14 @@ func (g *Graph) AddPod(pod *corev1.Pod) {
 		g.addEdgeLocked(serviceAccountVertex, podVertex, nodeVertex)
 	}
 
-	visitPodSecretNames(pod, func(secret string) bool {
+	VisitPodSecretNames(pod, func(secret string) bool {
 		secretVertex := g.getOrCreateVertexLocked(secretVertexType, pod.Namespace, secret)
 		// Edge adds must be handled by addEdgeLocked instead of direct g.graph.setEdge calls.
 		g.addEdgeLocked(secretVertex, podVertex, nodeVertex)
 		return true
 	})
 
-	visitPodConfigmapNames(pod, func(configmap string) bool {
+	VisitPodConfigmapNames(pod, func(configmap string) bool {
 		configmapVertex := g.getOrCreateVertexLocked(configMapVertexType, pod.Namespace, configmap)
 		// Edge adds must be handled by addEdgeLocked instead of direct g.graph.setEdge calls.
 		g.addEdgeLocked(configmapVertex, podVertex, nodeVertex)
@@ -406,7 +406,7 @@ func (g *Graph) AddPod(pod *corev1.Pod) {
 		if v.PersistentVolumeClaim != nil {
 			claimName = v.PersistentVolumeClaim.ClaimName
 		} else if v.Ephemeral != nil {
-			claimName = ephemeralVolumeClaimName(pod, &v)
+			claimName = EphemeralVolumeClaimName(pod, &v)
 		}
 		if claimName != "" {
 			pvcVertex := g.getOrCreateVertexLocked(pvcVertexType, pod.Namespace, claimName)

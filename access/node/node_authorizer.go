@@ -16,7 +16,7 @@ limitations under the License.
 
 // Ported from k8s.io/kubernetes plugin/pkg/auth/authorizer/node/node_authorizer.go@v1.37.2.
 // Changed: NodeAuthorizer is named Authorizer and NewAuthorizer takes only
-// the graph (the node identifier is the function nodeIdentity, the rules
+// the graph (the node identifier is the function Identity, the rules
 // are NodeRules()); the feature gates are fixed to their v1.37 defaults
 // (see doc.go) instead of being read from a feature gate; resources are
 // named by versioned API groups instead of the internal API packages; the
@@ -43,8 +43,8 @@ import (
 )
 
 // Authorizer authorizes requests from kubelets, with the following logic:
-//  1. If a request is not from a node (nodeIdentity returns isNode=false), reject
-//  2. If a specific node cannot be identified (nodeIdentity returns nodeName=""), reject
+//  1. If a request is not from a node (Identity returns isNode=false), reject
+//  2. If a specific node cannot be identified (Identity returns nodeName=""), reject
 //  3. If a request is for a secret, configmap, persistent volume, resource claim, or persistent volume claim, reject unless the verb is get, and the requested object is related to the requesting node:
 //     node <- configmap
 //     node <- pod
@@ -101,7 +101,7 @@ var (
 // are not enumerable, so for a node it returns incomplete and an error; for
 // anyone else it returns no rules.
 func (r *Authorizer) RulesFor(ctx context.Context, user user.Info, namespace string) ([]authorizer.ResourceRuleInfo, []authorizer.NonResourceRuleInfo, bool, error) {
-	if _, isNode := nodeIdentity(user); isNode {
+	if _, isNode := Identity(user); isNode {
 		// indicate nodes do not have fully enumerated permissions
 		return nil, nil, true, fmt.Errorf("node authorizer does not support user rule resolution")
 	}
@@ -121,7 +121,7 @@ func (*Authorizer) EvaluateConditions(_ context.Context, _ authorizer.Conditions
 // Authorize decides a request as the type comment describes: allow, or no
 // opinion (never deny), and never an error.
 func (r *Authorizer) Authorize(ctx context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
-	nodeName, isNode := nodeIdentity(attrs.GetUser())
+	nodeName, isNode := Identity(attrs.GetUser())
 	if !isNode {
 		// reject requests from non-nodes
 		return authorizer.DecisionNoOpinion, "", nil

@@ -16,7 +16,7 @@ limitations under the License.
 
 // Ported from k8s.io/kubernetes pkg/auth/nodeidentifier/default.go@v1.37.2.
 // Changed: the NodeIdentifier interface and its default implementation are
-// replaced by the function nodeIdentity; the logic is unchanged.
+// replaced by the function Identity; the logic is unchanged.
 
 package node
 
@@ -29,12 +29,12 @@ import (
 // nodeUserNamePrefix is the prefix for usernames in the form `system:node:<nodeName>`
 const nodeUserNamePrefix = "system:node:"
 
-// nodeIdentity returns isNode=true if the user groups contain the
+// Identity returns isNode=true if the user groups contain the
 // system:nodes group and the user name matches the format
 // system:node:<nodeName>, and populates nodeName if isNode is true. The node
 // name may be empty (user name "system:node:"); the authorizer refuses such
 // a user as an unidentifiable node.
-func nodeIdentity(u user.Info) (nodeName string, isNode bool) {
+func Identity(u user.Info) (nodeName string, isNode bool) {
 	// Make sure we're a node, and can parse the node name
 	if u == nil {
 		return "", false

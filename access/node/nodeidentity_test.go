@@ -15,7 +15,7 @@ limitations under the License.
 */
 
 // Ported from k8s.io/kubernetes pkg/auth/nodeidentifier/default_test.go@v1.37.2.
-// Changed: calls nodeIdentity instead of NewDefaultNodeIdentifier().NodeIdentity,
+// Changed: calls Identity instead of NewDefaultNodeIdentifier().NodeIdentity,
 // and adds the case of an empty node name.
 
 package node
@@ -67,12 +67,12 @@ func TestDefaultNodeIdentifier_NodeIdentity(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			nodeName, isNode := nodeIdentity(tt.user)
+			nodeName, isNode := Identity(tt.user)
 			if nodeName != tt.expectNodeName {
-				t.Errorf("nodeIdentity() got = %v, want %v", nodeName, tt.expectNodeName)
+				t.Errorf("Identity() got = %v, want %v", nodeName, tt.expectNodeName)
 			}
 			if isNode != tt.expectIsNode {
-				t.Errorf("nodeIdentity() got = %v, want %v", isNode, tt.expectIsNode)
+				t.Errorf("Identity() got = %v, want %v", isNode, tt.expectIsNode)
 			}
 		})
 	}

@@ -64,11 +64,11 @@ func visitContainers(podSpec *corev1.PodSpec, visitor func(container *corev1.Con
 	return true
 }
 
-// visitPodSecretNames invokes the visitor function with the name of every secret
+// VisitPodSecretNames invokes the visitor function with the name of every secret
 // referenced by the pod spec. If visitor returns false, visiting is short-circuited.
 // Transitive references (e.g. pod -> pvc -> pv -> secret) are not visited.
 // Returns true if visiting completed, false if visiting was short-circuited.
-func visitPodSecretNames(pod *corev1.Pod, visitor nameVisitor) bool {
+func VisitPodSecretNames(pod *corev1.Pod, visitor nameVisitor) bool {
 	visitor = skipEmptyNames(visitor)
 	for _, reference := range pod.Spec.ImagePullSecrets {
 		if !visitor(reference.Name) {
@@ -155,11 +155,11 @@ func visitContainerSecretNames(container *corev1.Container, visitor nameVisitor)
 	return true
 }
 
-// visitPodConfigmapNames invokes the visitor function with the name of every configmap
+// VisitPodConfigmapNames invokes the visitor function with the name of every configmap
 // referenced by the pod spec. If visitor returns false, visiting is short-circuited.
 // Transitive references (e.g. pod -> pvc -> pv -> secret) are not visited.
 // Returns true if visiting completed, false if visiting was short-circuited.
-func visitPodConfigmapNames(pod *corev1.Pod, visitor nameVisitor) bool {
+func VisitPodConfigmapNames(pod *corev1.Pod, visitor nameVisitor) bool {
 	visitor = skipEmptyNames(visitor)
 	visitContainers(&pod.Spec, func(c *corev1.Container) bool {
 		return visitContainerConfigmapNames(c, visitor)

@@ -16,7 +16,7 @@ limitations under the License.
 
 // Ported from k8s.io/kubernetes pkg/api/v1/pod/util_test.go@v1.37.2.
 // Changed: only TestPodSecrets, TestPodConfigmaps and collectResourcePaths
-// are ported; they call visitPodSecretNames and visitPodConfigmapNames.
+// are ported; they call VisitPodSecretNames and VisitPodConfigmapNames.
 
 package node
 
@@ -119,7 +119,7 @@ func TestPodSecrets(t *testing.T) {
 		},
 	}
 	extractedNames := sets.New[string]()
-	visitPodSecretNames(pod, func(name string) bool {
+	VisitPodSecretNames(pod, func(name string) bool {
 		extractedNames.Insert(name)
 		return true
 	})
@@ -155,20 +155,20 @@ func TestPodSecrets(t *testing.T) {
 	secretPaths = secretPaths.Difference(excludedSecretPaths)
 	if missingPaths := expectedSecretPaths.Difference(secretPaths); len(missingPaths) > 0 {
 		t.Logf("Missing expected secret paths:\n%s", strings.Join(sets.List[string](missingPaths), "\n"))
-		t.Error("Missing expected secret paths. Verify visitPodSecretNames() is correctly finding the missing paths, then correct expectedSecretPaths")
+		t.Error("Missing expected secret paths. Verify VisitPodSecretNames() is correctly finding the missing paths, then correct expectedSecretPaths")
 	}
 	if extraPaths := secretPaths.Difference(expectedSecretPaths); len(extraPaths) > 0 {
 		t.Logf("Extra secret paths:\n%s", strings.Join(sets.List(extraPaths), "\n"))
-		t.Error("Extra fields with 'secret' in the name found. Verify visitPodSecretNames() is including these fields if appropriate, then correct expectedSecretPaths")
+		t.Error("Extra fields with 'secret' in the name found. Verify VisitPodSecretNames() is including these fields if appropriate, then correct expectedSecretPaths")
 	}
 
 	if missingNames := expectedSecretPaths.Difference(extractedNames); len(missingNames) > 0 {
 		t.Logf("Missing expected secret names:\n%s", strings.Join(sets.List[string](missingNames), "\n"))
-		t.Error("Missing expected secret names. Verify the pod stub above includes these references, then verify visitPodSecretNames() is correctly finding the missing names")
+		t.Error("Missing expected secret names. Verify the pod stub above includes these references, then verify VisitPodSecretNames() is correctly finding the missing names")
 	}
 	if extraNames := extractedNames.Difference(expectedSecretPaths); len(extraNames) > 0 {
 		t.Logf("Extra secret names:\n%s", strings.Join(sets.List[string](extraNames), "\n"))
-		t.Error("Extra secret names extracted. Verify visitPodSecretNames() is correctly extracting secret names")
+		t.Error("Extra secret names extracted. Verify VisitPodSecretNames() is correctly extracting secret names")
 	}
 
 	// emptyPod is a stub containing empty object names
@@ -181,7 +181,7 @@ func TestPodSecrets(t *testing.T) {
 							Name: ""}}}}}},
 		},
 	}
-	visitPodSecretNames(emptyPod, func(name string) bool {
+	VisitPodSecretNames(emptyPod, func(name string) bool {
 		t.Fatalf("expected no empty names collected, got %q", name)
 		return false
 	})
@@ -277,7 +277,7 @@ func TestPodConfigmaps(t *testing.T) {
 		},
 	}
 	extractedNames := sets.New[string]()
-	visitPodConfigmapNames(pod, func(name string) bool {
+	VisitPodConfigmapNames(pod, func(name string) bool {
 		extractedNames.Insert(name)
 		return true
 	})
@@ -297,20 +297,20 @@ func TestPodConfigmaps(t *testing.T) {
 	collectPaths := collectResourcePaths(t, "ConfigMap", nil, "", reflect.TypeOf(&v1.Pod{}))
 	if missingPaths := expectedPaths.Difference(collectPaths); len(missingPaths) > 0 {
 		t.Logf("Missing expected paths:\n%s", strings.Join(sets.List[string](missingPaths), "\n"))
-		t.Error("Missing expected paths. Verify visitPodConfigmapNames() is correctly finding the missing paths, then correct expectedPaths")
+		t.Error("Missing expected paths. Verify VisitPodConfigmapNames() is correctly finding the missing paths, then correct expectedPaths")
 	}
 	if extraPaths := collectPaths.Difference(expectedPaths); len(extraPaths) > 0 {
 		t.Logf("Extra paths:\n%s", strings.Join(sets.List[string](extraPaths), "\n"))
-		t.Error("Extra fields with resource in the name found. Verify visitPodConfigmapNames() is including these fields if appropriate, then correct expectedPaths")
+		t.Error("Extra fields with resource in the name found. Verify VisitPodConfigmapNames() is including these fields if appropriate, then correct expectedPaths")
 	}
 
 	if missingNames := expectedPaths.Difference(extractedNames); len(missingNames) > 0 {
 		t.Logf("Missing expected names:\n%s", strings.Join(sets.List[string](missingNames), "\n"))
-		t.Error("Missing expected names. Verify the pod stub above includes these references, then verify visitPodConfigmapNames() is correctly finding the missing names")
+		t.Error("Missing expected names. Verify the pod stub above includes these references, then verify VisitPodConfigmapNames() is correctly finding the missing names")
 	}
 	if extraNames := extractedNames.Difference(expectedPaths); len(extraNames) > 0 {
 		t.Logf("Extra names:\n%s", strings.Join(sets.List[string](extraNames), "\n"))
-		t.Error("Extra names extracted. Verify visitPodConfigmapNames() is correctly extracting resource names")
+		t.Error("Extra names extracted. Verify VisitPodConfigmapNames() is correctly extracting resource names")
 	}
 
 	// emptyPod is a stub containing empty object names
@@ -323,7 +323,7 @@ func TestPodConfigmaps(t *testing.T) {
 							Name: ""}}}}}},
 		},
 	}
-	visitPodConfigmapNames(emptyPod, func(name string) bool {
+	VisitPodConfigmapNames(emptyPod, func(name string) bool {
 		t.Fatalf("expected no empty names collected, got %q", name)
 		return false
 	})

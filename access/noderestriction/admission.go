@@ -22,7 +22,9 @@ limitations under the License.
 // listers and authorizer are passed to New instead of through admission
 // initializers; feature gates are fixed at their v1.37 defaults (see below);
 // the small helpers it needs from other upstream packages are ported at the
-// end of this file, in podutil.go and in csitranslation.go.
+// end of this file, in podutil.go and in csitranslation.go, or are
+// kubestore's one port of them (the node identity and the pod's references
+// in access/node, the CSR parser in registry).
 
 // Package noderestriction is Kubernetes' NodeRestriction admission plugin:
 // it limits what a kubelet, authenticated as user system:node:<name> in
@@ -32,8 +34,6 @@ package noderestriction
 
 import (
 	"context"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"slices"
@@ -56,10 +56,12 @@ import (
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/admission"
-	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	corev1lister "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
+
+	"github.com/kubestore/kubestore/access/node"
+	"github.com/kubestore/kubestore/registry"
 )
 
 // Feature gates upstream consults, fixed at their defaults in
@@ -175,7 +177,7 @@ var (
 
 // Validate restricts requests made by nodes; requests from other users pass.
 func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
-	nodeName, isNode := nodeIdentity(a.GetUserInfo())
+	nodeName, isNode := node.Identity(a.GetUserInfo())
 
 	if !isNode {
 		// The calling user is not a node, so they should not be node-restricted.
@@ -772,7 +774,7 @@ func (p *Plugin) podReferencesAudience(pod *v1.Pod, audience string) (bool, erro
 		var err error
 		switch {
 		case v.Ephemeral != nil && v.Ephemeral.VolumeClaimTemplate != nil:
-			pvcName := ephemeralVolumeClaimName(pod, &v)
+			pvcName := node.EphemeralVolumeClaimName(pod, &v)
 			driverName, err = p.getCSIFromPVC(pod.Namespace, pvcName)
 		case v.PersistentVolumeClaim != nil:
 			driverName, err = p.getCSIFromPVC(pod.Namespace, v.PersistentVolumeClaim.ClaimName)
@@ -1078,7 +1080,7 @@ func (p *Plugin) admitCSR(nodeName string, a admission.Attributes) error {
 		return nil
 	}
 
-	x509cr, err := parseCSR(csr.Spec.Request)
+	x509cr, err := registry.ParseCSR(csr.Spec.Request)
 	if err != nil {
 		return admission.NewForbidden(a, fmt.Errorf("unable to parse csr: %w", err))
 	}
@@ -1093,36 +1095,6 @@ func (p *Plugin) admitCSR(nodeName string, a admission.Attributes) error {
 
 // nodeUserNamePrefix is the prefix for usernames in the form `system:node:<nodeName>`
 const nodeUserNamePrefix = "system:node:"
-
-// nodeIdentity is NodeIdentity of the default NodeIdentifier of
-// k8s.io/kubernetes pkg/auth/nodeidentifier/default.go@v1.37.2: it returns
-// isNode=true if the user groups contain the system:nodes group and the user
-// name matches the format system:node:<nodeName>, and the nodeName then.
-func nodeIdentity(u user.Info) (string, bool) {
-	// Make sure we're a node, and can parse the node name
-	if u == nil {
-		return "", false
-	}
-
-	userName := u.GetName()
-	if !strings.HasPrefix(userName, nodeUserNamePrefix) {
-		return "", false
-	}
-
-	isNode := false
-	for _, g := range u.GetGroups() {
-		if g == user.NodesGroup {
-			isNode = true
-			break
-		}
-	}
-	if !isNode {
-		return "", false
-	}
-
-	nodeName := strings.TrimPrefix(userName, nodeUserNamePrefix)
-	return nodeName, true
-}
 
 // The label keys and label key namespaces a kubelet may set on its own Node,
 // from k8s.io/kubelet pkg/apis/well_known_labels.go@v0.37.2 (kubeletLabels,
@@ -1168,26 +1140,4 @@ func isKubeletLabel(key string) bool {
 	}
 
 	return false
-}
-
-// parseCSR is ParseCSR of k8s.io/kubernetes
-// pkg/apis/certificates/helpers.go@v1.37.2: it decodes a PEM-encoded
-// CERTIFICATE REQUEST block.
-func parseCSR(pemBytes []byte) (*x509.CertificateRequest, error) {
-	block, _ := pem.Decode(pemBytes)
-	if block == nil || block.Type != "CERTIFICATE REQUEST" {
-		return nil, errors.New("PEM block type must be CERTIFICATE REQUEST")
-	}
-	csr, err := x509.ParseCertificateRequest(block.Bytes)
-	if err != nil {
-		return nil, err
-	}
-	return csr, nil
-}
-
-// ephemeralVolumeClaimName is VolumeClaimName of k8s.io/component-helpers
-// storage/ephemeral/ephemeral.go@v0.37.2: the name of the PVC created for a
-// pod's generic ephemeral volume.
-func ephemeralVolumeClaimName(pod *v1.Pod, volume *v1.Volume) string {
-	return pod.Name + "-" + volume.Name
 }
