@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,6 +21,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 const (
@@ -145,7 +148,7 @@ func TestCrashSafety(t *testing.T) {
 		p.kill()
 		ch.c.cycles++
 		p = start(t, dir, "--secure-port", port)
-		ch.check(t, cycle)
+		ch.check(t, cycle, p)
 	}
 	ch.finish(t, "crash test")
 }
@@ -210,10 +213,63 @@ func startChurn(t *testing.T, p *proc) *churn {
 
 // check compares the restarted server with the model and the watchers with
 // the server, with the writers paused.
-func (ch *churn) check(t *testing.T, cycle int) {
+func (ch *churn) check(t *testing.T, cycle int, p *proc) {
 	ch.gate.Lock()
 	defer ch.gate.Unlock()
-	checkAfterRestart(t, ch.ctx, ch.client, ch.m, ch.store, ch.rw, &ch.c, cycle)
+	if !checkAfterRestart(t, ch.ctx, ch.client, ch.m, ch.store, ch.rw, &ch.c, cycle) {
+		explainDivergence(t, ch.ctx, ch.client, p, ch.store, cycle)
+	}
+}
+
+// explainDivergence says, for each object the informer holds that the
+// server's list does not, whether etcd itself holds it: a store that went
+// back loses it in etcd too, a watch cache that missed it does not
+// (issue 38).
+func explainDivergence(t *testing.T, ctx context.Context, client kubernetes.Interface, p *proc, informer cache.Store, cycle int) {
+	list, err := client.CoreV1().ConfigMaps(crashNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Logf("cycle %d: listing again: %v", cycle, err)
+		return
+	}
+	listed := map[string]bool{}
+	for _, cm := range list.Items {
+		listed[cm.Name] = true
+	}
+	c := p.etcdClient()
+	for _, o := range informer.List() {
+		cm := o.(*corev1.ConfigMap)
+		if listed[cm.Name] {
+			continue
+		}
+		key := "/registry/configmaps/" + cm.Namespace + "/" + cm.Name
+		resp, err := c.Get(ctx, key)
+		switch {
+		case err != nil:
+			t.Logf("cycle %d: reading %s from etcd: %v", cycle, key, err)
+		case len(resp.Kvs) == 0:
+			t.Logf("cycle %d: %s (resourceVersion %s in the informer) is not in etcd at revision %d", cycle, key, cm.ResourceVersion, resp.Header.Revision)
+		default:
+			t.Logf("cycle %d: %s is in etcd at mod revision %d (the informer has %s); etcd's revision %d; compacted: %s", cycle, key, resp.Kvs[0].ModRevision, cm.ResourceVersion, resp.Header.Revision, compactedRevision(ctx, c))
+		}
+	}
+	// What the server said of its storage since its start.
+	var lines []string
+	for _, l := range strings.Split(p.logs(), "\n") {
+		if strings.Contains(l, "ompact") || strings.Contains(l, "cacher") || strings.Contains(l, "watch cache") || strings.Contains(l, "kvstore") {
+			lines = append(lines, l)
+		}
+	}
+	t.Logf("cycle %d: the server's log on compaction and its caches:\n%s", cycle, strings.Join(lines[max(0, len(lines)-60):], "\n"))
+}
+
+// compactedRevision is the revision etcd is compacted at: a read of
+// revision 1 fails naming it.
+func compactedRevision(ctx context.Context, c *clientv3.Client) string {
+	_, err := c.Get(ctx, "/", clientv3.WithRev(1))
+	if err == nil {
+		return "(none)"
+	}
+	return err.Error()
 }
 
 // finish stops the clients, prints the summary line and fails the test on
@@ -314,7 +370,7 @@ func writeAtRandom(ctx context.Context, client kubernetes.Interface, m *model, g
 
 // checkAfterRestart compares the store with the model, and the informer's and raw
 // watcher's views with the store.
-func checkAfterRestart(t *testing.T, ctx context.Context, client kubernetes.Interface, m *model, informer cache.Store, rw *rawWatcher, c *counts, cycle int) {
+func checkAfterRestart(t *testing.T, ctx context.Context, client kubernetes.Interface, m *model, informer cache.Store, rw *rawWatcher, c *counts, cycle int) bool {
 	var list *corev1.ConfigMapList
 	var err error
 	for range 100 {
@@ -361,15 +417,19 @@ func checkAfterRestart(t *testing.T, ctx context.Context, client kubernetes.Inte
 		return v
 	}
 	start := time.Now()
+	ok := true
 	if !eventually(convergeTimeout, func() bool { return converged(informerView()) }) {
 		c.informerDivergences++
+		ok = false
 		t.Errorf("cycle %d: the informer did not converge to the stored objects: %s", cycle, viewDiff(storedRV, informerView()))
 	}
 	if !eventually(convergeTimeout, func() bool { return converged(rw.view()) }) {
 		c.watchDivergences++
+		ok = false
 		t.Errorf("cycle %d: the resumed watch did not converge to the stored objects: %s", cycle, viewDiff(storedRV, rw.view()))
 	}
 	t.Logf("cycle %d: %d objects, watchers converged in %s", cycle, len(storedRV), time.Since(start).Round(time.Millisecond))
+	return ok
 }
 
 // convergeTimeout bounds the wait for a watcher to catch up.

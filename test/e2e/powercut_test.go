@@ -104,7 +104,7 @@ func TestPowerCut(t *testing.T) {
 		pc.mount(pc.real)
 		p = start(t, dir, args...)
 		ch.c.cycles++
-		ch.check(t, cycle)
+		ch.check(t, cycle, p)
 		if after != nil {
 			after()
 		}
