@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
@@ -55,11 +54,9 @@ func (t typedInformer[L]) Lister() L                           { return t.lister
 func newNodeAccess(b *builder) (*nodeAccess, error) {
 	na := &nodeAccess{}
 	informer := func(gvr schema.GroupVersionResource, obj runtime.Object) cache.SharedIndexInformer {
+		// The informers hold the watch cache's own objects (no copy, no
+		// transform: they are shared, and read only; docs/CONTROLLERS.md).
 		inf := cache.NewSharedIndexInformer(b.listerWatcher(gvr, nil), obj, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-		// Neither reads managedFields: they are most of a small object.
-		if err := inf.SetTransform(dropManagedFields); err != nil {
-			panic(err) // only once started
-		}
 		na.informers = append(na.informers, inf)
 		return inf
 	}
@@ -112,13 +109,4 @@ func (na *nodeAccess) run(ctx context.Context) {
 	}
 	klog.V(2).InfoS("The Node authorizer's graph is complete")
 	<-ctx.Done()
-}
-
-// dropManagedFields is an informer's transform that keeps everything but
-// the managed fields.
-func dropManagedFields(obj any) (any, error) {
-	if m, err := meta.Accessor(obj); err == nil {
-		m.SetManagedFields(nil)
-	}
-	return obj, nil
 }
