@@ -166,10 +166,9 @@ func reloadOnHangup(srv *server.Server, done <-chan struct{}) {
 // setMemoryLimit sets the Go runtime's soft memory limit and returns it
 // with where it comes from: --memory-limit; else GOMEMLIMIT, which the
 // runtime has already applied; else half of device, the device's memory
-// (its cgroup's limit or MemTotal, which config.DeviceMemory read from
-// from), at least config.MinMemoryLimit, so that a device is tuned
-// without a flag. The
-// limit also sets the heap watermark above which creates are refused
+// as config.DeviceMemory reads it (its cgroup's limit, else MemTotal), at
+// least config.MinMemoryLimit, so that a device is tuned without a flag.
+// The limit also sets the heap watermark above which creates are refused
 // (cacher.HeapGuard). Only --memory-limit gives resources their default
 // byte budgets. On a small device (config.SmallDevice), unless GOGC is
 // set, the collector runs at GOGC=50: the heap grows by half the live heap

@@ -116,8 +116,10 @@ type Stores interface {
 	Builtin(gr schema.GroupResource) bool
 }
 
-// State keeps the mirror's records (each stream's last upstream
-// resourceVersion) in the local etcd.
+// State keeps the mirror's records in the local etcd, under kubestore's
+// own prefix (cacher.StateKey): each stream's last upstream
+// resourceVersion, the rules' records, the node's pending offline writes,
+// the queued Events and the uids deleted through the edge.
 type State interface {
 	GetState(ctx context.Context, name string) ([]byte, error)
 	PutState(ctx context.Context, name string, value []byte) error

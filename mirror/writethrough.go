@@ -45,7 +45,9 @@ const deleteSettle = 5 * time.Second
 // of the object or its status. The write is acknowledged only once the
 // upstream accepted it; the local copy is then updated from the
 // upstream's answer and served as the response. While the link is down such
-// a write gets 503 with Retry-After, never a silent local fork. It runs
+// a write gets 503 at once (no Retry-After: client-go would retry it ten
+// times before its caller hears of it), never a silent local fork, but for
+// the node's own writes, applied locally and reconciled later (ownWrite). It runs
 // after authentication and authorization (it needs the RequestInfo);
 // serializer writes its errors, decoder reads protobuf bodies, and a body
 // over maxBody bytes is refused (--max-request-body-bytes, which the

@@ -521,7 +521,6 @@ func (b *builder) workers() error {
 	return nil
 }
 
-// addWorker runs fn in a worker from the start of serving until the stop.
 // workerWriteTimeout bounds a worker's request that its stop no longer
 // cancels (workerLoopback).
 const workerWriteTimeout = 10 * time.Second
@@ -567,6 +566,7 @@ func (c *cancelOnClose) Close() error {
 	return c.ReadCloser.Close()
 }
 
+// addWorker runs fn in a worker from the start of serving until the stop.
 func (s *Server) addWorker(name string, fn func(ctx context.Context)) {
 	s.generic.AddPostStartHookOrDie(name, func(ctx genericapiserver.PostStartHookContext) error {
 		// The system namespaces first: a controller's Lease lives in
