@@ -373,10 +373,10 @@ func RequestCommit(ctx context.Context, c *clientv3.Client, prefix string) error
 
 // CommitRequests are the server's side of RequestCommit: it calls commit
 // for each request naming the member of its etcd (or of a release before
-// the site's commit, which names none) and answers it. A request from before the server
-// started is dropped: its command gave up when that server stopped, and
-// the update it meant may have been left since (a fallback). It returns
-// when ctx is done.
+// the site's commit, which names none) and answers it. A request from
+// before the server started is dropped: its command gave up when that
+// server stopped, and the update it meant may have been left since (a
+// fallback). It returns when ctx is done.
 func CommitRequests(ctx context.Context, c *clientv3.Client, prefix string, commit func() error) {
 	key := cacher.StateKey(prefix, commitRequestRecord)
 	var from int64
