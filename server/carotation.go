@@ -66,7 +66,11 @@ func (r *caRotation) run(ctx context.Context) {
 
 func (r *caRotation) reconcile(ctx context.Context) error {
 	if r.peer != nil {
-		if err := r.peer.reconcile(ctx, r.pki.CAPEM()); err != nil {
+		trusted := [][]byte{r.pki.Signing()}
+		if previous := r.pki.Previous(); previous != nil {
+			trusted = append(trusted, previous)
+		}
+		if err := r.peer.reconcile(ctx, trusted); err != nil {
 			return err
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"slices"
@@ -49,8 +48,8 @@ type peerRestart struct {
 }
 
 // reconcile takes this member's turn when it needs one and it is free;
-// trusted is the CA bundle (PEM) the member trusts now.
-func (p *peerRestart) reconcile(ctx context.Context, trusted []byte) error {
+// trusted are the CAs (DER) the member trusts now.
+func (p *peerRestart) reconcile(ctx context.Context, trusted [][]byte) error {
 	key := cacher.StateKey(p.prefix, peerRestartKey)
 	if !p.released {
 		// The turn this member took before it started again.
@@ -87,18 +86,11 @@ func (p *peerRestart) reconcile(ctx context.Context, trusted []byte) error {
 	return nil
 }
 
-// stale names a CA etcd trusts that trusted does not hold, "" if none.
-func (p *peerRestart) stale(trusted []byte) string {
-	var now [][]byte
-	for rest := trusted; ; {
-		var b *pem.Block
-		if b, rest = pem.Decode(rest); b == nil {
-			break
-		}
-		now = append(now, b.Bytes)
-	}
+// stale names a CA etcd trusts that is not among trusted (DER), "" if
+// none.
+func (p *peerRestart) stale(trusted [][]byte) string {
 	for _, c := range p.trust {
-		if !slices.ContainsFunc(now, func(der []byte) bool { return bytes.Equal(der, c.Raw) }) {
+		if !slices.ContainsFunc(trusted, func(der []byte) bool { return bytes.Equal(der, c.Raw) }) {
 			return c.Subject.CommonName
 		}
 	}
