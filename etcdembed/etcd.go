@@ -234,7 +234,8 @@ func embedConfig(c config.Config) (*embed.Config, error) {
 }
 
 // Logger is the zap logger for etcd's server and client: stderr, in the
-// configured format, quiet (warnings) unless -v is 4 or more.
+// configured format, quiet (warnings) unless -v is 4 or more, a line
+// repeated within a second written once (repeatFilter).
 func Logger(cfg config.Log) (*zap.Logger, error) {
 	level := zapcore.WarnLevel
 	if cfg.Verbosity >= 4 {
@@ -250,7 +251,7 @@ func Logger(cfg config.Log) (*zap.Logger, error) {
 	if cfg.Format != config.LogFormatJSON {
 		zc.Encoding = "console"
 	}
-	lg, err := zc.Build()
+	lg, err := zc.Build(zap.WrapCore(newRepeatFilter(time.Now).wrap))
 	if err != nil {
 		return nil, fmt.Errorf("building etcd logger: %w", err)
 	}

@@ -5,8 +5,11 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 
+	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -132,6 +135,128 @@ func (c *filterCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
 	}
 	if c.filter.drop(e, fields) {
 		return nil
+	}
+	return c.Core.Write(e, fields)
+}
+
+// repeatWindow is how long a line is not written again once it was. etcd
+// retries some requests in a busy loop and warns at every attempt: its
+// publishV3, while raft answered "too many requests", logged the same
+// warning thousands of times a second, gigabytes in minutes, and a device
+// on flash must not write a log like that (zap's own sampler, off in
+// Logger, would drop lines of a second without saying how many).
+const repeatWindow = time.Second
+
+// maxRepeatKeys bounds the lines a repeatFilter remembers.
+const maxRepeatKeys = 256
+
+// repeatFilter collapses repeated lines: a line written is not written
+// again for repeatWindow, and the first one written after that carries,
+// as "repeated", how many were not. A line is its level, logger name,
+// message and call site; not its fields, so that a loop warning with
+// another error or attempt number at each turn is collapsed too: of a
+// second's lines with one message from one place, the first is written,
+// with its fields. Panics and fatal errors are always written. Every core
+// derived from it (With) shares its memory.
+type repeatFilter struct {
+	now func() time.Time
+
+	mu   sync.Mutex
+	seen map[repeatKey]repeatState
+}
+
+type repeatKey struct {
+	level   zapcore.Level
+	logger  string
+	message string
+	// The call site: a file and line, not a PC, which inlining makes
+	// differ at one line. Empty without caller.
+	file string
+	line int
+}
+
+type repeatState struct {
+	written    time.Time // the last line written
+	suppressed int       // lines not written since
+}
+
+func newRepeatFilter(now func() time.Time) *repeatFilter {
+	return &repeatFilter{now: now, seen: make(map[repeatKey]repeatState)}
+}
+
+// wrap is a zap.WrapCore option.
+func (r *repeatFilter) wrap(c zapcore.Core) zapcore.Core { return &repeatCore{Core: c, repeats: r} }
+
+// admit reports whether e is written, and how many lines like it were not
+// since the last one written.
+func (r *repeatFilter) admit(e zapcore.Entry) (write bool, suppressed int) {
+	if e.Level >= zapcore.DPanicLevel {
+		return true, 0
+	}
+	k := repeatKey{level: e.Level, logger: e.LoggerName, message: e.Message, file: e.Caller.File, line: e.Caller.Line}
+	now := r.now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.seen[k]
+	if ok && within(now.Sub(s.written)) {
+		s.suppressed++
+		r.seen[k] = s
+		return false, 0
+	}
+	if !ok && len(r.seen) >= maxRepeatKeys {
+		r.prune(now)
+	}
+	r.seen[k] = repeatState{written: now}
+	return true, s.suppressed
+}
+
+// within reports whether d since a line was written is inside its window;
+// a clock set back does not hold lines back.
+func within(d time.Duration) bool { return d >= 0 && d < repeatWindow }
+
+// prune forgets the lines whose window has passed, or else the oldest: a
+// line forgotten is written at its next turn, its count of lines not
+// written lost.
+func (r *repeatFilter) prune(now time.Time) {
+	var oldest repeatKey
+	var oldestAt time.Time
+	for k, s := range r.seen {
+		if !within(now.Sub(s.written)) {
+			delete(r.seen, k)
+		} else if oldestAt.IsZero() || s.written.Before(oldestAt) {
+			oldest, oldestAt = k, s.written
+		}
+	}
+	if len(r.seen) >= maxRepeatKeys {
+		delete(r.seen, oldest)
+	}
+}
+
+// repeatCore is a zapcore.Core that writes what its repeatFilter admits.
+type repeatCore struct {
+	zapcore.Core
+	repeats *repeatFilter
+}
+
+func (c *repeatCore) With(fields []zapcore.Field) zapcore.Core {
+	return &repeatCore{Core: c.Core.With(fields), repeats: c.repeats}
+}
+
+func (c *repeatCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if c.Enabled(e.Level) {
+		return ce.AddCore(e, c)
+	}
+	return ce
+}
+
+func (c *repeatCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
+	write, suppressed := c.repeats.admit(e)
+	if !write {
+		return nil
+	}
+	if suppressed > 0 {
+		// A copy: the caller's slice is not ours to append to.
+		fields = append(fields[:len(fields):len(fields)], zap.Int("repeated", suppressed))
 	}
 	return c.Core.Write(e, fields)
 }

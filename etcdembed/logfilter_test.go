@@ -2,12 +2,14 @@ package etcdembed
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -111,4 +113,105 @@ func TestLogFilterRaftLogLost(t *testing.T) {
 			t.Errorf("%s %q: recorded %q, want recorded: %v", tc.logger, tc.msg, got, tc.lost)
 		}
 	}
+}
+
+// A line repeated within a second is written once, and the next one after
+// the second carries how many were not written. A line is its level,
+// logger, message and call site, not its fields: a busy loop's warning
+// with another error each turn is collapsed too.
+func TestLogFilterCollapsesRepeats(t *testing.T) {
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	repeats := newRepeatFilter(func() time.Time { return now })
+	var out bytes.Buffer
+	core := zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(&out), zapcore.DebugLevel)
+	// As Logger and start compose them, with the caller as production's.
+	lg := zap.New(core, zap.AddCaller()).
+		WithOptions(zap.WrapCore(repeats.wrap), zap.WrapCore(logFilter{closing: make(chan struct{})}.wrap)).
+		Named(loggerName).With(zap.String("local-member-id", "8e9e05c52164694d"))
+	const msg = "failed to publish local member to cluster through raft"
+	// One call site, as etcd's publishV3 loop.
+	publish := func(err error) { lg.Warn(msg, zap.Error(err)) }
+	errs := []error{errors.New("etcdserver: too many requests"), errors.New("etcdserver: request timed out")}
+
+	// lines are the lines written since the last call.
+	lines := func(t *testing.T) []map[string]any {
+		t.Helper()
+		var got []map[string]any
+		for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			if l == "" {
+				continue
+			}
+			var m map[string]any
+			if err := json.Unmarshal([]byte(l), &m); err != nil {
+				t.Fatalf("not JSON: %q", l)
+			}
+			got = append(got, m)
+		}
+		out.Reset()
+		return got
+	}
+	// want checks the lines' messages and their repeated counts (0: none).
+	want := func(t *testing.T, msgs []string, repeated []float64) {
+		t.Helper()
+		got := lines(t)
+		if len(got) != len(msgs) {
+			t.Fatalf("%d lines written, want %d: %v", len(got), len(msgs), got)
+		}
+		for i, m := range got {
+			r, _ := m["repeated"].(float64)
+			if m["msg"] != msgs[i] || r != repeated[i] {
+				t.Errorf("line %d: msg %q repeated %v, want %q repeated %v", i, m["msg"], m["repeated"], msgs[i], repeated[i])
+			}
+		}
+	}
+
+	t.Run("a second of the same warning", func(t *testing.T) {
+		for i := range 10000 {
+			publish(errs[i%2])
+			now = now.Add(50 * time.Microsecond) // 0.5 s in all
+		}
+		want(t, []string{msg}, []float64{0})
+	})
+	t.Run("other lines in that second", func(t *testing.T) {
+		slow := func(took int) { lg.Warn("slow fdatasync", zap.Int("took", took)) }
+		slow(1)
+		lg.Error(msg)                    // another level
+		lg.Named("client").Warn(msg)     // another logger
+		lg.Warn(msg, zap.Error(errs[0])) // another call site
+		lg.DPanic("inconsistent state")  // never collapsed
+		lg.DPanic("inconsistent state")
+		slow(2) // collapsed: only its fields differ
+		want(t, []string{"slow fdatasync", msg, msg, msg, "inconsistent state", "inconsistent state"}, []float64{0, 0, 0, 0, 0, 0})
+	})
+	t.Run("after the second", func(t *testing.T) {
+		now = now.Add(600 * time.Millisecond) // 1.1 s after the first
+		publish(errs[0])
+		want(t, []string{msg}, []float64{9999})
+	})
+	t.Run("the count starts again", func(t *testing.T) {
+		publish(errs[0])
+		publish(errs[1])
+		now = now.Add(time.Second)
+		publish(errs[0])
+		publish(errs[0])
+		want(t, []string{msg}, []float64{2})
+	})
+	t.Run("a clock set back", func(t *testing.T) {
+		now = now.Add(-time.Hour)
+		publish(errs[0])
+		want(t, []string{msg}, []float64{1})
+	})
+	t.Run("memory is bounded", func(t *testing.T) {
+		for i := range 3 * maxRepeatKeys {
+			lg.Warn(fmt.Sprintf("line %d", i))
+		}
+		if got := len(lines(t)); got != 3*maxRepeatKeys {
+			t.Errorf("%d of %d distinct lines written", got, 3*maxRepeatKeys)
+		}
+		repeats.mu.Lock()
+		defer repeats.mu.Unlock()
+		if n := len(repeats.seen); n > maxRepeatKeys {
+			t.Errorf("%d lines remembered, want at most %d", n, maxRepeatKeys)
+		}
+	})
 }
