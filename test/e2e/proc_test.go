@@ -140,7 +140,7 @@ type proc struct {
 	cmd        *exec.Cmd
 	dataDir    string
 	kubeconfig string
-	stderr     *lockedWriter
+	stderr     *serverLog
 	// exited is closed once the process has exited; err is its status.
 	exited chan struct{}
 	err    error
@@ -178,7 +178,7 @@ func launch(t *testing.T, bin string, wrap []string, dataDir string, args ...str
 	all := append([]string{"--data-dir", dataDir, "--secure-port", "0", "--shutdown-timeout", "20s"}, args...)
 	argv := append(append(append([]string{}, wrap...), bin), all...)
 	cmd := exec.Command(argv[0], argv[1:]...)
-	p := &proc{t: t, cmd: cmd, dataDir: dataDir, kubeconfig: filepath.Join(dataDir, "admin.kubeconfig"), stderr: &lockedWriter{w: &bytes.Buffer{}}, exited: make(chan struct{})}
+	p := &proc{t: t, cmd: cmd, dataDir: dataDir, kubeconfig: filepath.Join(dataDir, "admin.kubeconfig"), stderr: &serverLog{}, exited: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	// A kubeconfig from a previous run names an old port.
 	os.Remove(p.kubeconfig)
@@ -188,7 +188,9 @@ func launch(t *testing.T, bin string, wrap []string, dataDir string, args ...str
 	go func() { p.err = cmd.Wait(); close(p.exited) }()
 	t.Cleanup(func() {
 		p.kill()
-		if t.Failed() {
+		if flood := p.stderr.flood(); flood != "" {
+			t.Errorf("the server wrote more than %d MiB of log: %s", maxServerLog>>20, flood)
+		} else if t.Failed() {
 			t.Logf("kubestore stderr:\n%s", p.logs())
 		}
 	})
@@ -223,7 +225,109 @@ func (l *lockedWriter) String() string {
 	return l.w.String()
 }
 
+// logs is the process's stderr (its last MiB once it flooded).
 func (p *proc) logs() string { return p.stderr.String() }
+
+// What the harness keeps of a server's stderr: a server caught in a busy
+// loop once logged 3.8 GB, and the test process keeping it was OOM-killed.
+const (
+	maxServerLog  = 64 << 20 // written beyond it, the server flooded its log
+	keptServerLog = 1 << 20  // what is kept of a flooded log: its last MiB
+)
+
+// serverLog is a process's stderr: all of it up to maxServerLog; once more
+// was written, its last keptServerLog bytes from the start of a line, and
+// the line the server repeats. It goes on taking what the server writes: a
+// server that cannot write to its stderr dies of SIGPIPE.
+type serverLog struct {
+	mu      sync.Mutex
+	buf     []byte
+	written int64
+	flooded string // the line repeated, once flooded
+}
+
+func (l *serverLog) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.written += int64(len(b))
+	if l.flooded != "" {
+		return len(b), nil
+	}
+	l.buf = append(l.buf, b...)
+	if l.written > maxServerLog {
+		tail := l.buf[len(l.buf)-keptServerLog:]
+		if i := bytes.IndexByte(tail, '\n'); i >= 0 {
+			tail = tail[i+1:]
+		}
+		l.buf = append([]byte(nil), tail...)
+		l.flooded = mostRepeated(l.buf)
+	}
+	return len(b), nil
+}
+
+func (l *serverLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.buf)
+}
+
+// flood says which line the server repeated once it wrote more than
+// maxServerLog, or is empty.
+func (l *serverLog) flood() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.flooded
+}
+
+// mostRepeated describes the line of log most repeated: lines alike but for
+// their digits (times, counts) are one.
+func mostRepeated(log []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(log)), "\n")
+	count := map[string]int{}
+	first := map[string]string{}
+	var most string
+	for _, l := range lines {
+		k := strings.Map(func(r rune) rune {
+			if r >= '0' && r <= '9' {
+				return '#'
+			}
+			return r
+		}, l)
+		if count[k]++; count[k] == 1 {
+			first[k] = l
+		}
+		if count[k] > count[most] {
+			most = k
+		}
+	}
+	line := first[most]
+	if len(line) > 1000 {
+		line = line[:1000] + "…"
+	}
+	return fmt.Sprintf("%d of its last %d lines are like %q", count[most], len(lines), line)
+}
+
+// A server's log is kept whole up to 64 MiB; past it the process is
+// flooded, named by the line it repeats, and only its last MiB is kept.
+func TestServerLog(t *testing.T) {
+	var l serverLog
+	fmt.Fprintf(&l, "first line\n")
+	for i := 0; l.written < 3*keptServerLog; i++ {
+		fmt.Fprintf(&l, "line %d\n", i)
+	}
+	if logs := l.String(); !strings.HasPrefix(logs, "first line\n") || int64(len(logs)) != l.written || l.flood() != "" {
+		t.Fatalf("after 3 MiB: kept %d bytes of %d from %.20q, flood %q", len(logs), l.written, logs, l.flood())
+	}
+	chunk := []byte(strings.Repeat(`{"level":"warn","ts":"2025-01-01T00:00:00.000Z","msg":"failed to publish local member to cluster through raft"}`+"\n", 40))
+	for l.written <= maxServerLog+keptServerLog {
+		l.Write(chunk)
+	}
+	flood, logs := l.flood(), l.String()
+	if !strings.Contains(flood, `failed to publish local member`) || len(logs) > keptServerLog || !strings.HasPrefix(logs, `{"level"`) || cap(l.buf) > 2*keptServerLog {
+		t.Errorf("after 65 MiB: flood %q, kept %d bytes in %d from %.20q", flood, len(logs), cap(l.buf), logs)
+	}
+	t.Logf("the server wrote more than %d MiB of log: %s", maxServerLog>>20, flood)
+}
 
 func (p *proc) hasExited() bool {
 	select {
