@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -129,6 +130,10 @@ func (m *model) compare(t *testing.T, stored map[string]string, cycle int) {
 // counts is what the test prints at the end.
 type counts struct {
 	cycles, acked, lost, phantom, informerDivergences, watchDivergences, rvRegressions, relists int64
+	// observedGone counts objects a watcher was told of that the server
+	// no longer held after a restart, with no DELETED event (history went
+	// back); observedChecked counts the objects so checked.
+	observedGone, observedChecked int64
 }
 
 // TestCrashSafety kills the binary with SIGKILL while clients write and
@@ -153,6 +158,37 @@ func TestCrashSafety(t *testing.T) {
 	ch.finish(t, "crash test")
 }
 
+// TestCheckAfterRestartFollowsTheServersOwnWrites is the check's own test
+// (issue 38): an object the server writes right after the check's first
+// list (as the root-CA publisher of a server that was up less than a second
+// before its cut does) reaches the watchers; they must be compared with
+// what the server holds then, not with the older list, and the check must
+// pass. It failed, "want absent", when the watchers were compared with the
+// first list.
+func TestCheckAfterRestartFollowsTheServersOwnWrites(t *testing.T) {
+	p := start(t, shortTempDir(t))
+	ch := startChurn(t, p)
+	time.Sleep(time.Second) // some acknowledged writes
+	ch.afterList = func() {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "written-by-the-server"}}
+		if _, err := p.clientset().CoreV1().ConfigMaps(crashNamespace).Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// As in the failure, the watchers are told before they are
+		// compared.
+		if !eventually(convergeTimeout, func() bool {
+			_, inInformer, _ := ch.store.GetByKey(crashNamespace + "/" + cm.Name)
+			_, inWatch := ch.rw.view()[cm.Name]
+			return inInformer && inWatch
+		}) {
+			t.Fatal("the watchers were not told of the server's write")
+		}
+	}
+	ch.c.cycles++
+	ch.check(t, 1, p)
+	ch.finish(t, "check test")
+}
+
 // churn is the clients of a crash test, which live through every restart
 // of the server: writers of ConfigMaps, checked against a model of what
 // was acknowledged, a client-go informer and a plain watch that resumes.
@@ -162,8 +198,11 @@ type churn struct {
 	client kubernetes.Interface
 	m      *model
 	c      counts
-	store  cache.Store
+	store  *observingStore
 	rw     *rawWatcher
+	// afterList, when set, runs right after a check's first list: a test
+	// of the check writes there as the server's own controllers may.
+	afterList func()
 	// Writers pause while a check runs.
 	gate sync.RWMutex
 	wg   sync.WaitGroup
@@ -188,7 +227,7 @@ func startChurn(t *testing.T, p *proc) *churn {
 	informerCfg := rest.CopyConfig(cfg)
 	informerCfg.Timeout = 0
 	lw := cache.NewListWatchFromClient(kubernetes.NewForConfigOrDie(informerCfg).CoreV1().RESTClient(), "configmaps", crashNamespace, fields.Everything())
-	ch.store = cache.NewStore(cache.MetaNamespaceKeyFunc)
+	ch.store = &observingStore{Store: cache.NewStore(cache.MetaNamespaceKeyFunc)}
 	reflector := cache.NewReflectorWithOptions(lw, &corev1.ConfigMap{}, ch.store, cache.ReflectorOptions{
 		Name:    "crash-test",
 		Backoff: &wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 10, Cap: time.Second},
@@ -198,7 +237,7 @@ func startChurn(t *testing.T, p *proc) *churn {
 	// The raw watcher resumes from the last resourceVersion it saw; on 410
 	// it relists. Its view must converge too, and its events must come in
 	// resourceVersion order.
-	ch.rw = &rawWatcher{client: ch.client}
+	ch.rw = &rawWatcher{client: ch.client, seen: &observed{}}
 	go ch.rw.run(ctx, &ch.c)
 
 	for w := range writers {
@@ -216,7 +255,7 @@ func startChurn(t *testing.T, p *proc) *churn {
 func (ch *churn) check(t *testing.T, cycle int, p *proc) {
 	ch.gate.Lock()
 	defer ch.gate.Unlock()
-	if !checkAfterRestart(t, ch.ctx, ch.client, ch.m, ch.store, ch.rw, &ch.c, cycle) {
+	if !checkAfterRestart(t, ch.ctx, ch.client, ch.m, ch.store, ch.rw, &ch.c, cycle, ch.afterList) {
 		explainDivergence(t, ch.ctx, ch.client, p, ch.store, cycle)
 	}
 }
@@ -279,14 +318,17 @@ func (ch *churn) finish(t *testing.T, name string) {
 	ch.wg.Wait()
 	c := &ch.c
 	c.acked, c.lost, c.phantom = ch.m.acked, ch.m.lost, ch.m.phantom
-	summary := fmt.Sprintf("%s: cycles=%d acknowledged-writes=%d lost=%d phantom=%d informer-divergences=%d watch-divergences=%d rv-regressions=%d watch-relists=%d",
-		name, c.cycles, c.acked, c.lost, c.phantom, c.informerDivergences, c.watchDivergences, c.rvRegressions, c.relists)
+	summary := fmt.Sprintf("%s: cycles=%d acknowledged-writes=%d lost=%d phantom=%d observed-gone=%d informer-divergences=%d watch-divergences=%d rv-regressions=%d watch-relists=%d",
+		name, c.cycles, c.acked, c.lost, c.phantom, c.observedGone, c.informerDivergences, c.watchDivergences, c.rvRegressions, c.relists)
 	fmt.Println(summary)
 	t.Log(summary)
 	if c.acked < c.cycles {
 		t.Errorf("only %d writes were acknowledged in %d cycles: the test did not exercise the store", c.acked, c.cycles)
 	}
-	if c.lost+c.phantom+c.informerDivergences+c.watchDivergences+c.rvRegressions > 0 {
+	if c.cycles > 0 && c.observedChecked == 0 {
+		t.Errorf("the watchers observed no object of the server's own in %d cycles: history was not checked", c.cycles)
+	}
+	if c.lost+c.phantom+c.observedGone+c.informerDivergences+c.watchDivergences+c.rvRegressions > 0 {
 		t.Fail()
 	}
 }
@@ -368,9 +410,14 @@ func writeAtRandom(ctx context.Context, client kubernetes.Interface, m *model, g
 	}
 }
 
-// checkAfterRestart compares the store with the model, and the informer's and raw
-// watcher's views with the store.
-func checkAfterRestart(t *testing.T, ctx context.Context, client kubernetes.Interface, m *model, informer cache.Store, rw *rawWatcher, c *counts, cycle int) bool {
+// checkAfterRestart compares the store with the model, and the informer's
+// and raw watcher's views with the store. The writers are paused, but the
+// server's own controllers are not (the root-CA publisher creates
+// kube-root-ca.crt in the first second of a fresh store): the watchers are
+// compared with what the server holds when they are compared, listed again
+// whenever they differ (issue 38), while the model is compared with the
+// first list, which no controller's write can change for the test's names.
+func checkAfterRestart(t *testing.T, ctx context.Context, client kubernetes.Interface, m *model, informer *observingStore, rw *rawWatcher, c *counts, cycle int, afterList func()) bool {
 	var list *corev1.ConfigMapList
 	var err error
 	for range 100 {
@@ -382,11 +429,12 @@ func checkAfterRestart(t *testing.T, ctx context.Context, client kubernetes.Inte
 	if err != nil {
 		t.Fatalf("cycle %d: listing after restart: %v", cycle, err)
 	}
+	if afterList != nil {
+		afterList()
+	}
 	stored := map[string]string{}
-	storedRV := map[string]string{}
 	for _, cm := range list.Items {
 		stored[cm.Name] = cm.Data["v"]
-		storedRV[cm.Name] = cm.ResourceVersion
 	}
 	listRV, _ := strconv.ParseUint(list.ResourceVersion, 10, 64)
 	m.mu.Lock()
@@ -397,16 +445,22 @@ func checkAfterRestart(t *testing.T, ctx context.Context, client kubernetes.Inte
 	m.mu.Unlock()
 	m.compare(t, stored, cycle)
 
-	converged := func(view map[string]string) bool {
-		if len(view) != len(storedRV) {
-			return false
-		}
-		for n, rv := range storedRV {
-			if view[n] != rv {
-				return false
+	current := resourceVersions(list)
+	// holds waits until ok holds of what the server holds, listing again
+	// each time it does not.
+	holds := func(ok func(server map[string]string) bool) bool {
+		return eventually(convergeTimeout, func() bool {
+			if ok(current) {
+				return true
 			}
-		}
-		return true
+			if l, err := client.CoreV1().ConfigMaps(crashNamespace).List(ctx, metav1.ListOptions{}); err == nil {
+				current = resourceVersions(l)
+			}
+			return ok(current)
+		})
+	}
+	converged := func(view func() map[string]string) func(map[string]string) bool {
+		return func(server map[string]string) bool { return mapDiff(server, view(), 1) == "" }
 	}
 	informerView := func() map[string]string {
 		v := map[string]string{}
@@ -418,18 +472,132 @@ func checkAfterRestart(t *testing.T, ctx context.Context, client kubernetes.Inte
 	}
 	start := time.Now()
 	ok := true
-	if !eventually(convergeTimeout, func() bool { return converged(informerView()) }) {
+	if !holds(converged(informerView)) {
 		c.informerDivergences++
 		ok = false
-		t.Errorf("cycle %d: the informer did not converge to the stored objects: %s", cycle, viewDiff(storedRV, informerView()))
+		t.Errorf("cycle %d: the informer did not converge to the stored objects: %s", cycle, viewDiff(current, informerView()))
 	}
-	if !eventually(convergeTimeout, func() bool { return converged(rw.view()) }) {
+	if !holds(converged(rw.view)) {
 		c.watchDivergences++
 		ok = false
-		t.Errorf("cycle %d: the resumed watch did not converge to the stored objects: %s", cycle, viewDiff(storedRV, rw.view()))
+		t.Errorf("cycle %d: the resumed watch did not converge to the stored objects: %s", cycle, viewDiff(current, rw.view()))
 	}
-	t.Logf("cycle %d: %d objects, watchers converged in %s", cycle, len(storedRV), time.Since(start).Round(time.Millisecond))
+	for _, w := range []struct {
+		name string
+		seen *observed
+	}{{"the informer", informer.seen()}, {"the resumed watch", rw.seen}} {
+		if !holds(func(server map[string]string) bool { return len(w.seen.gone(server)) == 0 }) {
+			gone := w.seen.gone(current)
+			c.observedGone += int64(len(gone))
+			ok = false
+			t.Errorf("cycle %d: %s was told of objects the server no longer holds, with no DELETED event: %s", cycle, w.name, strings.Join(gone, ", "))
+		}
+		c.observedChecked += int64(w.seen.len())
+	}
+	t.Logf("cycle %d: %d objects, watchers converged in %s", cycle, len(current), time.Since(start).Round(time.Millisecond))
 	return ok
+}
+
+// resourceVersions is a list's name -> resourceVersion.
+func resourceVersions(list *corev1.ConfigMapList) map[string]string {
+	out := make(map[string]string, len(list.Items))
+	for _, cm := range list.Items {
+		out[cm.Name] = cm.ResourceVersion
+	}
+	return out
+}
+
+// writerName matches the names the test's writers own (writeAtRandom).
+var writerName = regexp.MustCompile(`^w[0-9]+-[0-9]+$`)
+
+// observed is what a watcher was told of the objects no writer of the test
+// touches (kube-root-ca.crt, written by the server itself): name -> the
+// newest resourceVersion seen. A DELETED event forgets the name; a relist
+// that lacks it does not, since that is the loss the check looks for.
+type observed struct {
+	mu sync.Mutex
+	rv map[string]uint64
+}
+
+func (o *observed) saw(name, resourceVersion string, deleted bool) {
+	if writerName.MatchString(name) {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.rv == nil {
+		o.rv = map[string]uint64{}
+	}
+	if deleted {
+		delete(o.rv, name)
+		return
+	}
+	if n, err := strconv.ParseUint(resourceVersion, 10, 64); err == nil && n > o.rv[name] {
+		o.rv[name] = n
+	}
+}
+
+func (o *observed) len() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.rv)
+}
+
+// gone lists the observed objects that server (name -> resourceVersion)
+// lacks or holds at an older resourceVersion than was seen.
+func (o *observed) gone(server map[string]string) []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []string
+	for name, seen := range o.rv {
+		held, present := server[name]
+		n, _ := strconv.ParseUint(held, 10, 64)
+		if !present || n < seen {
+			out = append(out, fmt.Sprintf("%s (seen at %d, held %q)", name, seen, held))
+		}
+	}
+	return out
+}
+
+// observingStore is the informer's store, recording what the informer was
+// told as it is told (observed).
+type observingStore struct {
+	cache.Store
+	o observed
+}
+
+func (s *observingStore) seen() *observed { return &s.o }
+
+func (s *observingStore) record(obj any, deleted bool) {
+	if cm, ok := obj.(*corev1.ConfigMap); ok {
+		s.o.saw(cm.Name, cm.ResourceVersion, deleted)
+	} else if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		if cm, ok := d.Obj.(*corev1.ConfigMap); ok {
+			s.o.saw(cm.Name, cm.ResourceVersion, deleted)
+		}
+	}
+}
+
+func (s *observingStore) Add(obj any) error {
+	s.record(obj, false)
+	return s.Store.Add(obj)
+}
+
+func (s *observingStore) Update(obj any) error {
+	s.record(obj, false)
+	return s.Store.Update(obj)
+}
+
+func (s *observingStore) Delete(obj any) error {
+	s.record(obj, true)
+	return s.Store.Delete(obj)
+}
+
+func (s *observingStore) Replace(list []any, resourceVersion string) error {
+	for _, obj := range list {
+		s.record(obj, false)
+	}
+	return s.Store.Replace(list, resourceVersion)
 }
 
 // convergeTimeout bounds the wait for a watcher to catch up.
@@ -443,6 +611,7 @@ func viewDiff(want, view map[string]string) string { return mapDiff(want, view, 
 // 410 Gone makes it relist, as the API conventions prescribe.
 type rawWatcher struct {
 	client kubernetes.Interface
+	seen   *observed
 	mu     sync.Mutex
 	state  map[string]string
 }
@@ -467,9 +636,9 @@ func (r *rawWatcher) run(ctx context.Context, c *counts) {
 				time.Sleep(50 * time.Millisecond)
 				continue
 			}
-			state := map[string]string{}
+			state := resourceVersions(list)
 			for _, cm := range list.Items {
-				state[cm.Name] = cm.ResourceVersion
+				r.seen.saw(cm.Name, cm.ResourceVersion, false)
 			}
 			r.mu.Lock()
 			r.state = state
@@ -516,6 +685,7 @@ func (r *rawWatcher) consume(w watch.Interface, rv string, c *counts) string {
 		}
 		last = n
 		rv = cm.ResourceVersion
+		r.seen.saw(cm.Name, cm.ResourceVersion, ev.Type == watch.Deleted)
 		r.mu.Lock()
 		if ev.Type == watch.Deleted {
 			delete(r.state, cm.Name)
