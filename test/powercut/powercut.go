@@ -4,16 +4,42 @@
 // power cut does to a disk: it passes everything through to a real
 // directory, but file data that was not fsynced, and directory entries that
 // were not synced through their directory, stay in a buffer of its own.
-// Cut drops that buffer, as the page cache is lost when the power goes, so
-// what is left in the real directory is what a machine would find when it
-// boots again. The same technique as LazyFS in etcd's robustness tests
+// A cut (CutWith, CutAtNext) drops that buffer, as the page cache is lost
+// when the power goes, so what is left in the real directory is what a
+// machine would find when it boots again. The same technique as LazyFS in etcd's robustness tests
 // (https://github.com/etcd-io/etcd/tree/main/tests/robustness).
 //
 // The model is stricter than ext4's ordered journal, on purpose: a new or
 // renamed entry survives only once its directory was fsynced (POSIX's rule,
-// which a program may not rely on the journal to hide), and file data only
-// once the file was fsynced. Metadata other than entries and sizes (modes,
-// times, preallocation) goes straight to the real directory.
+// which a program may not rely on the journal to hide; JournaledEntries
+// below is the journal), and file data only once the file was fsynced.
+// Metadata other than entries and sizes (modes, times, preallocation) goes
+// straight to the real directory.
+//
+// A cut takes one of five tears (see Tear), each a thing a cheap SD card
+// or eMMC under ext4 or f2fs may do to what it had not made durable when
+// the power goes:
+//
+//	LoseUnsynced      what was not fsynced is lost (LazyFS's "lose unsynced data")
+//	TornWrite         the last unsynced write reaches the disk in part: a prefix
+//	                  of it in whole 512-byte sectors, the device's atomic unit
+//	ReorderedPair     of the last two unsynced writes on different pages, the
+//	                  later reaches the disk and the earlier does not: the
+//	                  device flushed its cache out of order
+//	JournaledEntries  a prefix, in order, of the unsynced creates, renames and
+//	                  removals reaches the disk, as a journal commits them; the
+//	                  data does not, so a new file may come back empty
+//	LostFsync         the last file fsync is undone: the device acknowledged a
+//	                  flush it never made
+//
+// Everything else not synced is lost in each. Only LostFsync changes a byte
+// that an fsync covered.
+//
+// A cut at a random instant mostly finds nothing to tear, since etcd
+// fsyncs before it answers and is idle most of the time. CutAtNext waits
+// for the moment a tear has material and cuts inside the file system call
+// that gave it (a write, a directory change, an fsync), so that each tear
+// acts on what the program has just done.
 //
 // The file system can also fail as storage does: Full answers ENOSPC to
 // every write that needs space, ReadOnly answers EROFS to every change.
@@ -35,7 +61,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
-// pageSize is the unit of the buffer and of a torn write.
+// pageSize is the unit of the buffer, as of the kernel's page cache.
 const pageSize = 4096
 
 // Fault is how the storage behaves.
@@ -66,9 +92,16 @@ type FS struct {
 	files   map[uint64]*dirty // by inode number of the real file
 	pending []entryOp         // directory changes not yet synced, in order
 	stashed int
-	last    lastWrite // the last unsynced write, for a torn cut
+	// writes are the unsynced writes, in order, the last maxWrites of
+	// them: what TornWrite and ReorderedPair tear.
+	writes []unsynced
+	// lastSync is what the last file fsync changed on the disk, for
+	// LostFsync; nil once a later sync made it durable for good.
+	lastSync *preImage
+	// armed is the cut CutAtNext waits to fire.
+	armed *arming
 	// synced counts the fsyncs that reached the real directory (files and
-	// directories), dropped the dirty pages Cut dropped.
+	// directories), dropped the dirty pages the cut dropped.
 	synced, dropped int
 }
 
@@ -177,11 +210,6 @@ func (d *dirty) sync() error {
 	return syscall.Fsync(d.fd)
 }
 
-type lastWrite struct {
-	ino      uint64
-	off, end int64
-}
-
 // entryOp is a change of directory entries that a Cut undoes unless the
 // directory it lands in was synced.
 type entryOp struct {
@@ -250,34 +278,13 @@ func (f *FS) SetFault(fault Fault) {
 	}
 }
 
-// Cut is the power going: from now on nothing reaches the real directory;
-// unsynced data and unsynced directory entries are dropped. With tear, the
-// first pages of the last unsynced write reach the disk, as a write torn
-// by the power does. Unmount after the processes using the mount are gone.
-func (f *FS) Cut(tear bool, rng *rand.Rand) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.fault = cut
-	if tear && f.last.end > f.last.off {
-		if d := f.files[f.last.ino]; d != nil {
-			first, last := f.last.off/pageSize, (f.last.end-1)/pageSize
-			keep := first + rng.Int64N(last-first+1) // pages [first, keep) reach the disk
-			for p := first; p < keep; p++ {
-				if page := d.pages[p]; page != nil {
-					syscall.Pwrite(d.fd, page[:max(0, min(pageSize, d.size-p*pageSize))], p*pageSize)
-				}
-			}
-		}
+// Cut is CutWith(LoseUnsynced), or with tear CutWith(TornWrite): the
+// first form of a cut, kept for the tests written against it.
+func (f *FS) Cut(tear bool, rng *rand.Rand) Effect {
+	if tear {
+		return f.CutWith(TornWrite, rng)
 	}
-	for _, d := range f.files {
-		f.dropped += len(d.pages)
-		syscall.Close(d.fd)
-	}
-	f.files = map[uint64]*dirty{}
-	for i := len(f.pending) - 1; i >= 0; i-- {
-		f.pending[i].undo()
-	}
-	f.pending = nil
+	return f.CutWith(LoseUnsynced, rng)
 }
 
 // Unmount unmounts the file system and removes what was stashed. Without
@@ -305,13 +312,14 @@ func (f *FS) Unmount() error {
 		d.sync()
 		syscall.Close(d.fd)
 	}
-	f.files, f.pending = map[uint64]*dirty{}, nil
+	f.files, f.pending, f.writes = map[uint64]*dirty{}, nil, nil
+	f.keepSync(nil)
 	f.mu.Unlock()
 	return os.RemoveAll(f.stash)
 }
 
 // Stats says how many fsyncs reached the disk and how many dirty pages a
-// Cut dropped.
+// cut dropped.
 func (f *FS) Stats() (synced, dropped int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -449,6 +457,7 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 		if errno == 0 {
 			if d, err := n.fs.dirtyOf(n.ino(), n.realPath()); err == nil {
 				d.truncate(int64(size))
+				n.fs.forgetWrites(n.ino(), int64(size))
 			} else {
 				errno = fs.ToErrno(err)
 			}
@@ -501,9 +510,7 @@ func (f *FS) drop(ino uint64) {
 		syscall.Close(d.fd)
 		delete(f.files, ino)
 	}
-	if f.last.ino == ino {
-		f.last = lastWrite{}
-	}
+	f.forgetWrites(ino, 0)
 }
 
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
@@ -523,6 +530,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	if trunc {
 		if d, err := n.fs.dirtyOf(n.ino(), n.realPath()); err == nil {
 			d.truncate(0)
+			n.fs.forgetWrites(n.ino(), 0)
 		}
 	}
 	return &handle{fs: n.fs, fd: fd, ino: n.ino()}, 0, 0
@@ -568,6 +576,7 @@ func (n *node) created(ctx context.Context, name string, make func() (*fs.Inode,
 	n.fs.drop(ch.StableAttr().Ino)
 	if existed != nil {
 		n.fs.pending = append(n.fs.pending, entryOp{dir: n.ino(), undo: func() error { return os.RemoveAll(p) }})
+		n.fs.happened(afterEntry)
 	}
 	return ch, 0
 }
@@ -625,6 +634,7 @@ func (n *node) removed(name string, dir bool) syscall.Errno {
 	}
 	op.stash, op.undo = to, func() error { return os.Rename(to, p) }
 	n.fs.pending = append(n.fs.pending, op)
+	n.fs.happened(afterEntry)
 	return 0
 }
 
@@ -670,6 +680,7 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 		return err
 	}
 	n.fs.pending = append(n.fs.pending, op)
+	n.fs.happened(afterEntry)
 	return 0
 }
 
@@ -722,6 +733,8 @@ func (d *dirHandle) Fsyncdir(ctx context.Context, flags uint32) syscall.Errno {
 		return errno
 	}
 	f.syncedDir(d.node.ino())
+	// Its flush made the last file fsync durable too.
+	f.keepSync(nil)
 	return 0
 }
 
@@ -780,11 +793,15 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 		h.fs.files[h.ino] = d
 	}
 	d.write(data, off)
-	h.fs.last = lastWrite{ino: h.ino, off: off, end: off + int64(len(data))}
+	if len(data) > 0 {
+		h.fs.wrote(unsynced{ino: h.ino, off: off, end: off + int64(len(data))})
+		h.fs.happened(afterWrite)
+	}
 	return uint32(len(data)), 0
 }
 
-// Fsync writes the file's buffer to the real file and syncs it.
+// Fsync writes the file's buffer to the real file and syncs it, keeping
+// what it overwrote for LostFsync.
 func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 	h.fs.mu.Lock()
 	defer h.fs.mu.Unlock()
@@ -795,14 +812,22 @@ func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 		if errno := h.fs.refuse(false); errno != 0 {
 			return errno
 		}
+		pre := d.preImage()
 		if err := d.sync(); err != nil {
+			pre.close()
 			return fs.ToErrno(err)
 		}
 		h.fs.drop(h.ino)
+		h.fs.keepSync(pre)
 	} else if err := syscall.Fsync(h.fd); err != nil {
 		return fs.ToErrno(err)
+	} else {
+		// Nothing of this file to write, but the flush made the last
+		// fsync durable.
+		h.fs.keepSync(nil)
 	}
 	h.fs.synced++
+	h.fs.happened(afterFsync)
 	return 0
 }
 

@@ -5,12 +5,15 @@ package powercut
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // mount mounts a power-cut file system for a test; Available says when the
@@ -62,12 +65,20 @@ func syncDir(t *testing.T, dir string) {
 	}
 }
 
-func cutAndUnmount(t *testing.T, f *FS, tear bool) {
+func unmount(t *testing.T, f *FS) {
 	t.Helper()
-	f.Cut(tear, rand.New(rand.NewPCG(1, 2)))
 	if err := f.Unmount(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// cutAndUnmount cuts with tear, its choices made by seed, and unmounts.
+func cutAndUnmount(t *testing.T, f *FS, tear Tear, seed uint64) Effect {
+	t.Helper()
+	e := f.CutWith(tear, rand.New(rand.NewPCG(seed, 2)))
+	t.Log(e)
+	unmount(t, f)
+	return e
 }
 
 func content(t *testing.T, path string) (string, bool) {
@@ -151,7 +162,11 @@ func TestCutKeepsOnlyWhatWasSynced(t *testing.T) {
 	}
 	w.Close()
 	wal := "01234\x00X" + strings.Repeat("\x00", 2*pageSize-7)
-	cutAndUnmount(t, f, false)
+	// The first form of a cut, which the end-to-end tests call.
+	if e := f.Cut(false, rand.New(rand.NewPCG(1, 2))); e.Tear != LoseUnsynced || !e.Acted {
+		t.Errorf("Cut(false): %v, want an acting %v", e, LoseUnsynced)
+	}
+	unmount(t, f)
 
 	for name, want := range map[string]string{"a/durable": "one", "c/data-unsynced": "", "d/replaced": "old", "e/truncated": "0123456789", "f/wal": wal} {
 		if got, ok := content(t, filepath.Join(f.Real, name)); !ok || got != want {
@@ -183,7 +198,7 @@ func TestSyncedReplacementSurvives(t *testing.T) {
 		t.Fatal(err)
 	}
 	syncDir(t, sub)
-	cutAndUnmount(t, f, false)
+	cutAndUnmount(t, f, LoseUnsynced, 1)
 	if got, _ := content(t, filepath.Join(f.Real, "sub", "file")); got != "new" {
 		t.Errorf("after the cut: %q, want %q", got, "new")
 	}
@@ -215,26 +230,322 @@ func TestRemovedTreeStaysRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	makeTree("new")
-	cutAndUnmount(t, f, false)
+	cutAndUnmount(t, f, LoseUnsynced, 1)
 	if got, _ := content(t, filepath.Join(f.Real, "tree", "sub", "file")); got != "new" {
 		t.Errorf("after the cut: %q, want the new tree's %q", got, "new")
 	}
 }
 
-// A torn cut writes a prefix of the last unsynced write, in whole pages.
-func TestTornWriteKeepsWholePages(t *testing.T) {
+// A torn cut writes a prefix of the last unsynced write, in whole 512-byte
+// sectors and short of all of it, and nothing else that was not synced:
+// the synced bytes before the write stay, an earlier unsynced write in
+// another file is lost. The write starts on a page boundary or inside a
+// sector; either way the kept part ends on a sector boundary. (The kernel
+// sends a write that starts inside a page it does not hold as two, the
+// rest of that page first: the one inside a sector stays in its page, so
+// that it reaches the file system as one write.)
+func TestTornWriteKeepsWholeSectors(t *testing.T) {
+	synced := strings.Repeat("s", 1000)
+	for _, tc := range []struct {
+		name      string
+		off, size int64
+		seed      uint64
+	}{
+		{"on a page boundary", pageSize, 4 * pageSize, 1},
+		{"on a page boundary, another tear", pageSize, 4 * pageSize, 2},
+		{"inside a sector", 1300, pageSize - 1300, 3},
+		{"inside a sector, another tear", 1300, pageSize - 1300, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := make([]byte, tc.size)
+			for i := range data {
+				data[i] = byte('A' + i/sectorSize%26) // a sector out of place shows
+			}
+			f := mount(t)
+			path, other := filepath.Join(f.Dir, "log"), filepath.Join(f.Dir, "other")
+			write(t, path, synced, true).Close()
+			write(t, other, "other", true).Close()
+			syncDir(t, f.Dir)
+			o := write(t, other, "", false)
+			if _, err := o.WriteAt([]byte("OTHER"), 0); err != nil {
+				t.Fatal(err)
+			}
+			o.Close()
+			w := write(t, path, "", false)
+			if _, err := w.WriteAt(data, tc.off); err != nil {
+				t.Fatal(err)
+			}
+			w.Close()
+			e := cutAndUnmount(t, f, TornWrite, tc.seed)
+
+			first := tc.off / sectorSize
+			sectors := int((tc.off+int64(len(data))-1)/sectorSize - first + 1)
+			if !e.Acted || e.Sectors != sectors || e.SectorsKept < 1 || e.SectorsKept >= sectors {
+				t.Fatalf("%v: want 1 to %d of %d sectors kept", e, sectors-1, sectors)
+			}
+			got, _ := content(t, filepath.Join(f.Real, "log"))
+			if len(got)%sectorSize != 0 {
+				t.Errorf("the torn write left %d bytes, not a whole number of sectors", len(got))
+			}
+			kept := (first+int64(e.SectorsKept))*sectorSize - tc.off
+			want := synced + strings.Repeat("\x00", int(tc.off)-len(synced)) + string(data[:kept])
+			if got != want {
+				t.Errorf("after the torn write the file differs from the synced bytes and the first %d bytes of the write (%d bytes, want %d)", kept, len(got), len(want))
+			}
+			if got, _ := content(t, filepath.Join(f.Real, "other")); got != "other" {
+				t.Errorf("the other file after the torn write: %q, want its synced %q", got, "other")
+			}
+		})
+	}
+}
+
+// Of the last two unsynced writes on different pages, a reordered cut
+// writes the later and not the earlier. A write between them on the later
+// one's page makes no pair with it, and is lost too.
+func TestReorderedPairKeepsTheLaterWrite(t *testing.T) {
 	f := mount(t)
-	data := bytes.Repeat([]byte("a"), 4*pageSize)
-	w := write(t, filepath.Join(f.Dir, "log"), "", true)
+	path := filepath.Join(f.Dir, "log")
+	synced := strings.Repeat("s", 1000)
+	write(t, path, synced, true).Close()
 	syncDir(t, f.Dir)
-	if _, err := w.Write(data); err != nil {
-		t.Fatal(err)
+	w := write(t, path, "", false)
+	for _, at := range []struct {
+		data string
+		off  int64
+	}{{"earlier", pageSize}, {"between", 3 * pageSize}, {"later", 3*pageSize + 100}} {
+		if _, err := w.WriteAt([]byte(at.data), at.off); err != nil {
+			t.Fatal(err)
+		}
 	}
 	w.Close()
-	cutAndUnmount(t, f, true)
-	got, _ := content(t, filepath.Join(f.Real, "log"))
-	if len(got)%pageSize != 0 || len(got) >= len(data) || got != string(data[:len(got)]) {
-		t.Errorf("torn write left %d bytes, want a whole number of pages of the write, short of all of it", len(got))
+	e := cutAndUnmount(t, f, ReorderedPair, 1)
+	if !e.Acted {
+		t.Fatalf("%v: the pair was not found", e)
+	}
+	want := []byte(synced + strings.Repeat("\x00", 3*pageSize+105-len(synced)))
+	copy(want[3*pageSize+100:], "later")
+	if got, _ := content(t, filepath.Join(f.Real, "log")); got != string(want) {
+		t.Errorf("after the cut the file has the later write %v, the earlier %v, the one between %v, %d bytes; want only the later, %d bytes",
+			strings.Contains(got, "later"), strings.Contains(got, "earlier"), strings.Contains(got, "between"), len(got), len(want))
+	}
+}
+
+// A journaled cut keeps a prefix, in order, of the unsynced directory
+// changes, never a later change without every earlier one. The files'
+// data was synced but for the last file's, which comes back empty when its
+// entry made it. Several seeds check prefixes of several lengths.
+func TestJournaledEntriesKeepAPrefix(t *testing.T) {
+	// after[k] is the directory once the first k changes reached the
+	// disk, each name with its content.
+	after := []map[string]string{
+		{},
+		{"a": "a"},                    // create a
+		{"a": "a", "b": "b"},          // create b
+		{"a": "a", "c": "b"},          // rename b to c
+		{"a": "a", "c": "b", "d": ""}, // create d, its data not synced
+		{"c": "b", "d": ""},           // remove a
+	}
+	lengths := map[int]bool{}
+	for seed := range uint64(8) {
+		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
+			f := mount(t)
+			dir := filepath.Join(f.Dir, "dir")
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			syncDir(t, f.Dir)
+			write(t, filepath.Join(dir, "a"), "a", true).Close()
+			write(t, filepath.Join(dir, "b"), "b", true).Close()
+			if err := os.Rename(filepath.Join(dir, "b"), filepath.Join(dir, "c")); err != nil {
+				t.Fatal(err)
+			}
+			write(t, filepath.Join(dir, "d"), "d", false).Close()
+			if err := os.Remove(filepath.Join(dir, "a")); err != nil {
+				t.Fatal(err)
+			}
+			e := cutAndUnmount(t, f, JournaledEntries, seed)
+			if !e.Acted || e.EntriesPending != 5 || e.EntriesKept < 1 || e.EntriesKept > 5 {
+				t.Fatalf("%v: want 1 to 5 of 5 directory changes kept", e)
+			}
+			lengths[e.EntriesKept] = true
+			entries, err := os.ReadDir(filepath.Join(f.Real, "dir"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for _, entry := range entries {
+				got[entry.Name()], _ = content(t, filepath.Join(f.Real, "dir", entry.Name()))
+			}
+			if want := after[e.EntriesKept]; !maps.Equal(got, want) {
+				t.Errorf("%v: the directory holds %v, want %v", e, got, want)
+			}
+		})
+	}
+	if len(lengths) < 2 {
+		t.Errorf("the seeds kept prefixes of one length only, %v: choose others", lengths)
+	}
+}
+
+// A lost fsync takes back what the last file fsync wrote, and only that:
+// the file holds what the fsync before it made durable, at that size, and
+// an earlier fsync of another file is untouched. A directory sync after
+// the last fsync flushed the device again, and then there is nothing to
+// take back.
+func TestLostFsyncUndoesTheLastSync(t *testing.T) {
+	a := strings.Repeat("a", pageSize+100)
+	b := strings.Repeat("b", 2*pageSize) // at pageSize/2: pages 0 to 2
+	for _, tc := range []struct {
+		name         string
+		syncDirAfter bool
+		acted        bool
+		want         string
+	}{
+		{"the last sync is the file's", false, true, a},
+		{"a directory sync came after it", true, false, a[:pageSize/2] + b},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := mount(t)
+			path := filepath.Join(f.Dir, "file")
+			write(t, filepath.Join(f.Dir, "other"), "other", true).Close()
+			w := write(t, path, a, true)
+			syncDir(t, f.Dir)
+			if _, err := w.WriteAt([]byte(b), pageSize/2); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			if tc.syncDirAfter {
+				syncDir(t, f.Dir)
+			}
+			if _, err := w.WriteAt([]byte("unsynced"), 0); err != nil {
+				t.Fatal(err)
+			}
+			w.Close()
+			e := cutAndUnmount(t, f, LostFsync, 1)
+			if e.Acted != tc.acted || tc.acted && e.PagesReverted != 3 {
+				t.Errorf("%v: want acted %v, 3 pages reverted", e, tc.acted)
+			}
+			if got, _ := content(t, filepath.Join(f.Real, "file")); got != tc.want {
+				t.Errorf("after the cut the file has %d bytes, %d of them b; want %d bytes, %d b",
+					len(got), strings.Count(got, "b"), len(tc.want), strings.Count(tc.want, "b"))
+			}
+			if got, _ := content(t, filepath.Join(f.Real, "other")); got != "other" {
+				t.Errorf("the file synced earlier: %q, want %q", got, "other")
+			}
+		})
+	}
+}
+
+// CutAtNext cuts inside the call that gives its tear material: that call
+// succeeds, the next fails, and the tear acted. The operations run until
+// one fails, so when the waiting goroutine arms the cut does not matter,
+// and a CutAtNext that never fires fails the test at the end of its wait.
+// Without material it cuts at the end of its wait, tearing nothing.
+func TestCutAtNextFindsItsMoment(t *testing.T) {
+	writeAt := func(w *os.File, b []byte, off int64) error {
+		_, err := w.WriteAt(b, off)
+		return err
+	}
+	record := func(i int) []byte { return fmt.Appendf(nil, "%07d\n", i) }
+	for _, tc := range []struct {
+		tear Tear
+		// op is the i-th operation, on a synced empty file in the synced
+		// directory dir.
+		op func(w *os.File, dir string, i int) error
+		// check looks further at the effect, after ok operations
+		// succeeded and the next failed with err.
+		check func(t *testing.T, f *FS, e Effect, ok int, err error)
+	}{{
+		tear: LoseUnsynced,
+		op:   func(w *os.File, _ string, i int) error { return writeAt(w, []byte("x"), int64(i)) },
+		check: func(t *testing.T, _ *FS, e Effect, _ int, _ error) {
+			if e.Dropped < 1 {
+				t.Errorf("%v: want a dirty page dropped", e)
+			}
+		},
+	}, {
+		tear: TornWrite,
+		op: func(w *os.File, _ string, i int) error {
+			return writeAt(w, bytes.Repeat([]byte("x"), 2*pageSize), int64(i)*2*pageSize)
+		},
+		check: func(t *testing.T, _ *FS, e Effect, _ int, _ error) {
+			if e.Sectors != 16 || e.SectorsKept < 1 || e.SectorsKept >= 16 {
+				t.Errorf("%v: want 1 to 15 of 16 sectors kept", e)
+			}
+		},
+	}, {
+		tear: ReorderedPair,
+		op:   func(w *os.File, _ string, i int) error { return writeAt(w, []byte("x"), int64(i%2)*2*pageSize) },
+	}, {
+		tear: JournaledEntries,
+		op:   func(_ *os.File, dir string, i int) error { return os.Mkdir(filepath.Join(dir, fmt.Sprint(i)), 0o700) },
+		check: func(t *testing.T, _ *FS, e Effect, _ int, _ error) {
+			if e.EntriesKept < 1 || e.EntriesKept > e.EntriesPending {
+				t.Errorf("%v: want 1 to all of the pending changes kept", e)
+			}
+		},
+	}, {
+		tear: LostFsync,
+		op: func(w *os.File, _ string, i int) error {
+			if err := writeAt(w, record(i), int64(i*len(record(i)))); err != nil {
+				return err
+			}
+			return w.Sync()
+		},
+		// The cut came right after the last fsync that succeeded, not at
+		// the write after it, and took it back: the records of every
+		// fsync before it are there.
+		check: func(t *testing.T, f *FS, e Effect, ok int, err error) {
+			if pe := (*os.PathError)(nil); !errors.As(err, &pe) || pe.Op != "write" {
+				t.Errorf("the operation after the cut failed with %v, want at its write", err)
+			}
+			var want []byte
+			for i := range ok - 1 {
+				want = append(want, record(i)...)
+			}
+			if got, _ := content(t, filepath.Join(f.Real, "file")); got != string(want) {
+				t.Errorf("%v: the file holds %d records, want %d of the %d synced", e, len(got)/len(record(0)), ok-1, ok)
+			}
+		},
+	}} {
+		t.Run(tc.tear.String(), func(t *testing.T) {
+			f := mount(t)
+			w := write(t, filepath.Join(f.Dir, "file"), "", true)
+			defer w.Close()
+			syncDir(t, f.Dir)
+			done := make(chan Effect, 1)
+			go func() { done <- f.CutAtNext(tc.tear, rand.New(rand.NewPCG(1, 2)), 30*time.Second) }()
+			var err error
+			ok := 0
+			for ; err == nil; ok++ {
+				err = tc.op(w, f.Dir, ok)
+			}
+			ok-- // the last one failed
+			e := <-done
+			t.Logf("%v, after %d operations", e, ok)
+			if e.Tear != tc.tear || !e.Acted {
+				t.Fatalf("%v: want %v to have acted", e, tc.tear)
+			}
+			if !errors.Is(err, syscall.EIO) {
+				t.Errorf("the operation after the cut: %v, want EIO", err)
+			}
+			if err := tc.op(w, f.Dir, ok+1); !errors.Is(err, syscall.EIO) {
+				t.Errorf("another operation after the cut: %v, want EIO", err)
+			}
+			if tc.check != nil {
+				tc.check(t, f, e, ok, err)
+			}
+		})
+		t.Run(tc.tear.String()+" without material", func(t *testing.T) {
+			f := mount(t)
+			if e := f.CutAtNext(tc.tear, rand.New(rand.NewPCG(1, 2)), 100*time.Millisecond); e.Tear != tc.tear || e.Acted {
+				t.Errorf("%v: want %v, not acted", e, tc.tear)
+			}
+			if err := os.Mkdir(filepath.Join(f.Dir, "after"), 0o700); !errors.Is(err, syscall.EIO) {
+				t.Errorf("an operation after the cut: %v, want EIO", err)
+			}
+		})
 	}
 }
 
