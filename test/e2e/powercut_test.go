@@ -31,10 +31,11 @@ import (
 )
 
 // TestPowerCut runs kubestore on a file system that loses what was not
-// fsynced when the power goes (test/powercut) and cuts the power at random
-// moments under the crash test's clients, and during a first start, a
-// compaction, an online defrag, a snapshot save and a burst of Lease
-// writes. After every cut the server must start on what reached the disk
+// fsynced when the power goes (test/powercut) and cuts the power under the
+// crash test's clients, and during a first start, a compaction, an online
+// defrag, a snapshot save and a burst of Lease writes, each cut with the
+// next of the honest tears at the first moment it has something to tear.
+// After every cut the server must start on what reached the disk
 // with nothing acknowledged lost and nothing unacknowledged present,
 // resourceVersions must not go back, watchers must converge, and every
 // generated file must be whole.
@@ -53,7 +54,7 @@ func TestPowerCut(t *testing.T) {
 	// entries on the defaults.
 	args := []string{"--secure-port", port, "--etcd-snapshot-count", "200"}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
-	pc := &powerCuts{t: t, dir: dir, rng: rng}
+	pc := newPowerCuts(t, dir, rng, honestTears)
 
 	// First starts: the CA, certificates, keys, kubeconfig and etcd member
 	// are made. Each on a fresh disk; the last one is kept for the rest.
@@ -61,7 +62,7 @@ func TestPowerCut(t *testing.T) {
 		pc.mount(filepath.Join(base, fmt.Sprintf("r%d", i)))
 		p := launch(t, binary(t), nil, dir, args...)
 		time.Sleep(time.Duration(rng.Int64N(int64(1500 * time.Millisecond))))
-		pc.cut(p, "first start")
+		pc.cutAtNext(p, "first start")
 		pc.checkFiles()
 		pc.mount(pc.real)
 		if i < 2 {
@@ -76,16 +77,20 @@ func TestPowerCut(t *testing.T) {
 	ch := startChurn(t, p)
 
 	phases := []string{"compaction", "defrag", "snapshot save", "lease burst"}
-	n := max(cycles(), 20) - 3
+	// KUBESTORE_CRASH_CYCLES counts every cut, the three first starts too.
+	n := max(cycles()-3, 1)
 	for cycle := 1; cycle <= n; cycle++ {
 		phase := "writes"
 		if cycle <= 2*len(phases) {
 			phase = phases[(cycle-1)%len(phases)]
 		}
+		if only := os.Getenv("KUBESTORE_POWERCUT_PHASE"); only != "" {
+			phase = only // every cut in one phase, to hunt a failure
+		}
 		var after func()
 		switch phase {
 		case "writes":
-			time.Sleep(300*time.Millisecond + time.Duration(rng.Int64N(int64(1700*time.Millisecond))))
+			time.Sleep(time.Duration(rng.Int64N(int64(time.Second))))
 		case "compaction":
 			if !pc.duringCompaction() {
 				phase += " (it had ended)"
@@ -98,8 +103,10 @@ func TestPowerCut(t *testing.T) {
 			after = pc.duringSnapshotSave()
 		case "lease burst":
 			after = pc.duringLeaseBurst(p, cycle)
+		default:
+			t.Fatalf("KUBESTORE_POWERCUT_PHASE=%s: not a phase (writes, %s)", phase, strings.Join(phases, ", "))
 		}
-		pc.cut(p, phase)
+		pc.cutAtNext(p, phase)
 		pc.checkFiles()
 		pc.mount(pc.real)
 		p = start(t, dir, args...)
@@ -110,11 +117,14 @@ func TestPowerCut(t *testing.T) {
 		}
 	}
 	ch.finish(t, "power-cut test")
-	summary := fmt.Sprintf("power cuts: %d (%d torn), dirty pages dropped %d, acknowledged Lease writes %d, snapshots checked %d",
-		pc.cuts, pc.torn, pc.dropped, pc.leaseAcks, pc.snapshots)
+	summary := fmt.Sprintf("power cuts: %s, acknowledged Lease writes %d, snapshots checked %d", pc.tally(), pc.leaseAcks, pc.snapshots)
 	fmt.Println(summary)
 	t.Log(summary)
 }
+
+// honestTears are what a device that keeps its promises may do at a power
+// cut (test/powercut); a cut takes each in turn.
+var honestTears = []powercut.Tear{powercut.LoseUnsynced, powercut.TornWrite, powercut.ReorderedPair, powercut.JournaledEntries}
 
 // powerCuts mounts the data directory on a power-cut file system and cuts.
 type powerCuts struct {
@@ -128,7 +138,17 @@ type powerCuts struct {
 	// the cut kills them with the server.
 	commands []command
 
-	cuts, torn, dropped, leaseAcks, snapshots int
+	// tears are taken in turn, from a random one.
+	tears []powercut.Tear
+	next  int
+	// effects are what each tear did, by tear.
+	effects map[powercut.Tear][]powercut.Effect
+
+	cuts, leaseAcks, snapshots int
+}
+
+func newPowerCuts(t *testing.T, dir string, rng *rand.Rand, tears []powercut.Tear) *powerCuts {
+	return &powerCuts{t: t, dir: dir, rng: rng, tears: tears, next: rng.IntN(len(tears)), effects: map[powercut.Tear][]powercut.Effect{}}
 }
 
 // command is a kubestore command started by the test; done is closed when
@@ -149,13 +169,27 @@ func (pc *powerCuts) mount(real string) {
 	pc.t.Cleanup(func() { f.Unmount() })
 }
 
-// cut cuts the power under p: the file system drops what was not synced
-// (tearing the last write at a page boundary half the time) and p is
-// killed at once; then the file system is unmounted.
+// cut cuts the power under p at once, with the next tear: the file system
+// drops what was not synced (test/powercut) and p is killed at the same
+// instant; then the file system is unmounted.
 func (pc *powerCuts) cut(p *proc, phase string) {
 	pc.t.Helper()
-	tear := pc.rng.IntN(2) == 0
-	pc.fs.Cut(tear, pc.rng)
+	pc.cutWith(p, phase, func(t powercut.Tear) powercut.Effect { return pc.fs.CutWith(t, pc.rng) })
+}
+
+// cutAtNext cuts the power under p at the first moment within 2 s that the
+// next tear has something to tear (powercut.CutAtNext): at a random instant
+// etcd, which syncs before it answers, mostly leaves nothing unsynced.
+func (pc *powerCuts) cutAtNext(p *proc, phase string) {
+	pc.t.Helper()
+	pc.cutWith(p, phase, func(t powercut.Tear) powercut.Effect { return pc.fs.CutAtNext(t, pc.rng, 2*time.Second) })
+}
+
+func (pc *powerCuts) cutWith(p *proc, phase string, cut func(powercut.Tear) powercut.Effect) {
+	pc.t.Helper()
+	tear := pc.tears[pc.next%len(pc.tears)]
+	pc.next++
+	e := cut(tear)
 	p.kill()
 	for _, c := range pc.commands {
 		c.Process.Kill()
@@ -165,13 +199,43 @@ func (pc *powerCuts) cut(p *proc, phase string) {
 	if err := pc.fs.Unmount(); err != nil {
 		pc.t.Fatal(err)
 	}
-	_, dropped := pc.fs.Stats()
 	pc.cuts++
-	pc.dropped += dropped
-	if tear {
-		pc.torn++
+	pc.effects[tear] = append(pc.effects[tear], e)
+	pc.t.Logf("cut %d during %s: %s", pc.cuts, phase, e)
+}
+
+// tally sums the cuts' effects by tear: how many of each, how many had
+// something to tear, and what they kept.
+func (pc *powerCuts) tally() string {
+	var out []string
+	dropped := 0
+	for _, tear := range []powercut.Tear{powercut.LoseUnsynced, powercut.TornWrite, powercut.ReorderedPair, powercut.JournaledEntries, powercut.LostFsync} {
+		es := pc.effects[tear]
+		if len(es) == 0 {
+			continue
+		}
+		acted, sectors, entries, reverted := 0, 0, 0, 0
+		for _, e := range es {
+			if e.Acted {
+				acted++
+			}
+			sectors += e.SectorsKept
+			entries += e.EntriesKept
+			reverted += e.PagesReverted
+			dropped += e.Dropped
+		}
+		line := fmt.Sprintf("%d %s (%d acted", len(es), tear, acted)
+		switch tear {
+		case powercut.TornWrite:
+			line += fmt.Sprintf(", %d sectors kept", sectors)
+		case powercut.JournaledEntries:
+			line += fmt.Sprintf(", %d entries kept", entries)
+		case powercut.LostFsync:
+			line += fmt.Sprintf(", %d pages reverted", reverted)
+		}
+		out = append(out, line+")")
 	}
-	pc.t.Logf("cut %d during %s: %d dirty pages dropped, torn %v", pc.cuts, phase, dropped, tear)
+	return fmt.Sprintf("%d: %s; dirty pages dropped %d", pc.cuts, strings.Join(out, ", "), dropped)
 }
 
 // checkFiles checks that every file kubestore generated (certificates,

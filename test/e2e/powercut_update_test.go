@@ -67,7 +67,7 @@ func TestPowerCutDuringUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
-	pc := &powerCuts{t: t, dir: dir, rng: rng}
+	pc := newPowerCuts(t, dir, rng, honestTears)
 	pc.mount(filepath.Join(base, "r"))
 
 	// acked are the ConfigMaps acknowledged, by name; an update's commit

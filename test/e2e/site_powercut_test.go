@@ -33,7 +33,7 @@ func TestSitePowerCutOneMember(t *testing.T) {
 	if err := os.Mkdir(c.dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	pc := &powerCuts{t: t, dir: c.dir, rng: rng}
+	pc := newPowerCuts(t, c.dir, rng, honestTears)
 	disks := 0
 	freshDisk := func() {
 		disks++
@@ -95,8 +95,7 @@ func TestSitePowerCutOneMember(t *testing.T) {
 			t.Fatalf("%d acknowledged writes missing on %s: %v", len(m), g.name, m[:min(5, len(m))])
 		}
 	}
-	summary := fmt.Sprintf("site power cuts: %d of gw-c (%d torn), dirty pages dropped %d, %d writes acknowledged, %d failed",
-		pc.cuts, pc.torn, pc.dropped, len(acked), w.failed)
+	summary := fmt.Sprintf("site power cuts of gw-c: %s; %d writes acknowledged, %d failed", pc.tally(), len(acked), w.failed)
 	fmt.Println(summary)
 	t.Log(summary)
 }
