@@ -91,7 +91,7 @@ func (m *model) get(name string) outcome {
 // compare checks what the store holds (name -> value) against the model,
 // counting losses and phantoms, and settles every uncertain name to what
 // is stored.
-func (m *model) compare(t *testing.T, stored map[string]string, cycle int) {
+func (m *model) compare(t testing.TB, stored map[string]string, cycle int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	names := map[string]bool{}
@@ -252,7 +252,7 @@ func startChurn(t *testing.T, p *proc) *churn {
 
 // check compares the restarted server with the model and the watchers with
 // the server, with the writers paused.
-func (ch *churn) check(t *testing.T, cycle int, p *proc) {
+func (ch *churn) check(t testing.TB, cycle int, p *proc) {
 	ch.gate.Lock()
 	defer ch.gate.Unlock()
 	if !checkAfterRestart(t, ch.ctx, ch.client, ch.m, ch.store, ch.rw, &ch.c, cycle, ch.afterList) {
@@ -264,7 +264,7 @@ func (ch *churn) check(t *testing.T, cycle int, p *proc) {
 // server's list does not, whether etcd itself holds it: a store that went
 // back loses it in etcd too, a watch cache that missed it does not
 // (issue 38).
-func explainDivergence(t *testing.T, ctx context.Context, client kubernetes.Interface, p *proc, informer cache.Store, cycle int) {
+func explainDivergence(t testing.TB, ctx context.Context, client kubernetes.Interface, p *proc, informer cache.Store, cycle int) {
 	list, err := client.CoreV1().ConfigMaps(crashNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Logf("cycle %d: listing again: %v", cycle, err)
@@ -313,7 +313,7 @@ func compactedRevision(ctx context.Context, c *clientv3.Client) string {
 
 // finish stops the clients, prints the summary line and fails the test on
 // any loss, phantom, divergence or regression.
-func (ch *churn) finish(t *testing.T, name string) {
+func (ch *churn) finish(t testing.TB, name string) {
 	ch.cancel()
 	ch.wg.Wait()
 	c := &ch.c
@@ -332,6 +332,26 @@ func (ch *churn) finish(t *testing.T, name string) {
 		t.Fail()
 	}
 }
+
+// reportOnly turns a test's failures into lines of a report, counted: a
+// test that measures what happens where nothing is promised (a device that
+// lies about its flushes) reports what a test that judges would fail on.
+type reportOnly struct {
+	testing.TB
+	failures int
+}
+
+func (r *reportOnly) Errorf(format string, args ...any) {
+	r.failures++
+	r.TB.Logf("REPORT (a judging test fails here): "+format, args...)
+}
+
+func (r *reportOnly) Error(args ...any) {
+	r.failures++
+	r.TB.Log(append([]any{"REPORT (a judging test fails here):"}, args...)...)
+}
+
+func (r *reportOnly) Fail() { r.failures++ }
 
 // writeAtRandom creates, updates and deletes its own names at random until ctx
 // ends, recording each acknowledged write and each unanswered one.
@@ -417,7 +437,7 @@ func writeAtRandom(ctx context.Context, client kubernetes.Interface, m *model, g
 // compared with what the server holds when they are compared, listed again
 // whenever they differ (issue 38), while the model is compared with the
 // first list, which no controller's write can change for the test's names.
-func checkAfterRestart(t *testing.T, ctx context.Context, client kubernetes.Interface, m *model, informer *observingStore, rw *rawWatcher, c *counts, cycle int, afterList func()) bool {
+func checkAfterRestart(t testing.TB, ctx context.Context, client kubernetes.Interface, m *model, informer *observingStore, rw *rawWatcher, c *counts, cycle int, afterList func()) bool {
 	var list *corev1.ConfigMapList
 	var err error
 	for range 100 {
