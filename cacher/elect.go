@@ -14,7 +14,9 @@ import (
 // without resigning is replaced within it.
 const electionTTL = 10 // seconds
 
-// electionRetry is the pause after a failed campaign (etcd unreachable).
+// electionRetry is the pause after a failed campaign (etcd unreachable),
+// and after a term shorter than it (fn returned or the session died at
+// once): each campaign is an etcd write, so a failing fn must not spin.
 const electionRetry = 2 * time.Second
 
 // Lead runs fn while this process holds the election key, an etcd
@@ -23,40 +25,55 @@ const electionRetry = 2 * time.Second
 // term (the holder's lease lost, or ctx ended); Lead then campaigns again,
 // until ctx ends. identity names this process's holder: a holder of the
 // same identity left by its previous run (killed) is taken over at once
-// rather than after electionTTL.
+// rather than after electionTTL. A term that ends within electionRetry of
+// being won is followed by a pause of electionRetry, as a failed campaign.
+// Holding costs etcd no write: the session's lease is kept alive by
+// keepalives, which etcd does not persist (a Lease object renewed through
+// the API is a write each time).
 func (b *Backend) Lead(ctx context.Context, key, identity string, fn func(term context.Context)) {
 	for ctx.Err() == nil {
-		if err := b.leadOnce(ctx, key, identity, fn); err != nil && ctx.Err() == nil {
+		won, err := b.leadOnce(ctx, key, identity, fn)
+		if ctx.Err() != nil {
+			return
+		}
+		switch {
+		case err != nil:
 			klog.V(2).InfoS("Election: campaigning again", "election", key, "err", err)
-			select {
-			case <-ctx.Done():
-			case <-time.After(electionRetry):
-			}
+		case time.Since(won) < electionRetry:
+			klog.V(2).InfoS("Election: term ended at once, campaigning again after a pause", "election", key, "pause", electionRetry)
+		default:
+			continue
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(electionRetry):
 		}
 	}
 }
 
-func (b *Backend) leadOnce(ctx context.Context, key, identity string, fn func(context.Context)) error {
+// leadOnce campaigns once and runs fn for the term won, which began at won.
+func (b *Backend) leadOnce(ctx context.Context, key, identity string, fn func(context.Context)) (won time.Time, err error) {
 	// The session outlives ctx so that Close can still revoke its lease:
 	// a stopped holder hands over at once.
 	sess, err := concurrency.NewSession(b.client.Client, concurrency.WithTTL(electionTTL), concurrency.WithContext(context.WithoutCancel(ctx)))
 	if err != nil {
-		return err
+		return won, err
 	}
 	defer sess.Close()
 	el := concurrency.NewElection(sess, b.stateKey("elections/"+key))
 	if resp, err := el.Leader(ctx); err == nil && len(resp.Kvs) > 0 {
 		if kv := resp.Kvs[0]; string(kv.Value) == identity && clientv3.LeaseID(kv.Lease) != sess.Lease() {
 			if _, err := b.client.Client.Revoke(ctx, clientv3.LeaseID(kv.Lease)); err != nil {
-				return err
+				return won, err
 			}
 		}
 	} else if err != nil && !errors.Is(err, concurrency.ErrElectionNoLeader) {
-		return err
+		return won, err
 	}
 	if err := el.Campaign(ctx, identity); err != nil {
-		return err
+		return won, err
 	}
+	won = time.Now()
 	term, end := context.WithCancel(ctx)
 	defer end()
 	go func() {
@@ -68,5 +85,5 @@ func (b *Backend) leadOnce(ctx context.Context, key, identity string, fn func(co
 	}()
 	klog.InfoS("Election won", "election", key, "identity", identity)
 	fn(term)
-	return nil
+	return won, nil
 }

@@ -14,7 +14,7 @@
 // collecting needs (name, uid, ownerReferences, finalizers, deletion
 // timestamp). All work is derived from that stored state, so a restart
 // finishes what a stop interrupted.
-// Several kubestores on one etcd elect one collector with a Lease
+// Several kubestores on one etcd elect one collector with an etcd election
 // (RunWithLeaderElection); every write it makes carries a uid or
 // resourceVersion precondition.
 package gc

@@ -45,7 +45,7 @@ var (
 	})
 	leader = metrics.NewGauge(&metrics.GaugeOpts{
 		Namespace: "kubestore", Subsystem: "garbage_collector", Name: "leader",
-		Help:           "1 while this process is the one collecting (holds the kube-system/kubestore-garbage-collector Lease).",
+		Help:           "1 while this process is the one collecting (holds the garbage-collector etcd election).",
 		StabilityLevel: metrics.ALPHA,
 	})
 	registerOnce sync.Once

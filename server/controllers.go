@@ -59,11 +59,12 @@ func controllerDescriptors() []controllerDescriptor {
 		{
 			name:   config.ControllerGarbageCollector,
 			reads:  "the registry's stores: a metadata informer per resource on its watch cache (custom resources: the loopback client); each object judged read again from etcd",
-			shared: "one collector, elected with the Lease kube-system/" + gc.LeaseName + "; deletes with uid and resourceVersion preconditions",
+			shared: "one collector, elected with the etcd election " + gc.ElectionKey + " (no write while held); deletes with uid and resourceVersion preconditions",
 			start: func(b *builder, s *Server, _ func(string) bool) error {
 				loopback, local := workerLoopback(b.gs.LoopbackClientConfig), b.api.ListerWatcher
+				lead, identity := b.storage.Lead, b.processIdentity()
 				s.addWorker("kubestore-garbage-collector", func(ctx context.Context) {
-					if err := gc.RunWithLeaderElection(ctx, loopback, local); err != nil {
+					if err := gc.RunWithLeaderElection(ctx, loopback, local, lead, identity); err != nil {
 						klog.ErrorS(err, "Garbage collector")
 					}
 				})
@@ -147,6 +148,14 @@ func (b *builder) listerWatcher(gvr schema.GroupVersionResource, selector fields
 		panic(fmt.Sprintf("no store serves %s", gvr))
 	}
 	return lw
+}
+
+// processIdentity names this process in the etcd elections it campaigns
+// in (cacher.Backend.Lead): its node, its site and its data dir, the same
+// across restarts, so that a killed holder's election is taken over by its
+// restart at once; two processes never share a data dir.
+func (b *builder) processIdentity() string {
+	return b.cfg.Mirror.EffectiveNodeName() + "/" + b.cfg.Site.Name() + "/" + b.cfg.DataDir
 }
 
 // enabled reports whether d or one it starts with is enabled.

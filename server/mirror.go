@@ -136,7 +136,7 @@ func (b *builder) mirror() error {
 	}
 	// Processes sharing one etcd stream each rule once, elected.
 	if b.cfg.Site.Enabled() || b.cfg.Etcd.External() {
-		identity := b.cfg.Mirror.EffectiveNodeName() + "/" + b.cfg.Site.Name() + "/" + b.cfg.DataDir
+		identity := b.processIdentity()
 		m.SetElector(func(ctx context.Context, key string, fn func(context.Context)) {
 			b.storage.Lead(ctx, key, identity, fn)
 		})

@@ -168,8 +168,9 @@ func TestCleanLogsClassifier(t *testing.T) {
 
 // First starts on fresh data directories log nothing at warning or error
 // level either, however the start's steps interleave: the controllers
-// that keep a Lease in kube-system start once it exists. Five in make
-// test; make release-check runs fifty (KUBESTORE_CLEAN_STARTS).
+// start once the system namespaces exist; the start is over once the
+// garbage collector has won its election. Five in make test; make
+// release-check runs fifty (KUBESTORE_CLEAN_STARTS).
 func TestCleanLogsFirstStarts(t *testing.T) {
 	starts := 5
 	if s := os.Getenv("KUBESTORE_CLEAN_STARTS"); s != "" {
