@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/big"
 	"math/rand/v2"
 	"net/netip"
@@ -425,6 +426,10 @@ func (c *ClusterIPs) repairOnce(ctx context.Context, services func(ctx context.C
 	if err != nil {
 		return suspects, err
 	}
+	// ListState's prefix is not a directory: the range's record
+	// (clusterip-range) is listed too, and was released as an IP no
+	// Service holds 3 minutes after every start.
+	maps.DeleteFunc(records, func(name string, _ []byte) bool { return !strings.HasPrefix(name, ipRecordPrefix) })
 	list, err := services(ctx)
 	if err != nil {
 		return suspects, err

@@ -98,7 +98,11 @@ func TestRepairOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	records, _ = b.ListState(ctx, ipRecordPrefix)
-	if _, ok := records[ipRecordPrefix+"10.0.0.9"]; ok || len(records) != 1 {
-		t.Errorf("records after the second pass: %v, want only 10.0.0.20", records)
+	if _, ok := records[ipRecordPrefix+"10.0.0.9"]; ok || len(records) != 2 {
+		t.Errorf("records after the second pass: %v, want only 10.0.0.20 and the range's", records)
+	}
+	// The range's record shares the IP records' prefix but is no IP.
+	if r, _ := b.GetState(ctx, "clusterip-range"); string(r) != "10.0.0.0/24" {
+		t.Errorf("the range's record after two passes: %q, want 10.0.0.0/24", r)
 	}
 }
