@@ -18,7 +18,7 @@ func TestOnly(t *testing.T) {
 		want    []string
 		wantErr bool
 	}{
-		{only: "", want: []string{sectionStore, sectionMirror, sectionControllers, sectionGateway, sectionPeer, sectionCachePolicy, sectionNodeAgents, sectionUpdate, sectionSite}},
+		{only: "", want: []string{sectionStore, sectionIdleFlash, sectionMirror, sectionControllers, sectionGateway, sectionPeer, sectionCachePolicy, sectionNodeAgents, sectionUpdate, sectionSite, sectionCgroup}},
 		{only: "site", want: []string{sectionSite}},
 		{only: "update", want: []string{sectionUpdate}},
 		{only: "peer", want: []string{sectionPeer}},
@@ -30,6 +30,8 @@ func TestOnly(t *testing.T) {
 		{only: "controllers", want: []string{sectionControllers}},
 		{only: "mirror", want: []string{sectionMirror}},
 		{only: "store", want: []string{sectionStore}},
+		{only: "idle-flash", want: []string{sectionIdleFlash}},
+		{only: "cgroup", want: []string{sectionCgroup}},
 		{only: "mirrors", wantErr: true},
 	} {
 		t.Run("only="+tc.only, func(t *testing.T) {
@@ -75,7 +77,7 @@ func TestSmoke(t *testing.T) {
 		Bin: bin, Out: out, Scale: 0.01, Clients: 4, ListRuns: 3, WriteRate: 200, WatchRate: 200,
 		Idle: time.Second, CPUWindow: time.Second, DataRoot: t.TempDir(), Log: &log, MirrorOutage: 2 * time.Second,
 		GatewayScales: []int{1}, BurstDuration: time.Second, SlowWriteRate: 50, Kubemark: kubemark, CachePolicyScale: 1, PeerBinDir: peerBins,
-		NewerBin: newer,
+		NewerBin: newer, IdleFlash: 2 * time.Second, CgroupKubestore: []int{256}, CgroupPeer: []int{512}, CgroupScales: []int{1},
 	}
 	res, err := run(t.Context(), o)
 	if res != nil {
@@ -127,6 +129,17 @@ func TestSmoke(t *testing.T) {
 		if v <= 0 {
 			t.Errorf("%s = %v, want > 0", name, v)
 		}
+	}
+	switch c := got.Cgroup; {
+	case c == nil:
+		t.Error("no cgroup section")
+	case c.Skipped != "":
+		t.Logf("cgroup: skipped: %s", c.Skipped)
+	case len(c.Kubestore) != 1 || c.Kubestore[0].Ready != "" || len(c.Kubestore[0].Steps) != 1 || c.Kubestore[0].PeakBytes <= 0:
+		t.Errorf("cgroup = %+v, want kubestore in 256 MiB with the gateway set ×1 measured", c.Kubestore)
+	}
+	if f := got.IdleFlash; f == nil || f.Skipped != "" || f.WindowSec < 2 || f.BytesPerSec < 0 {
+		t.Errorf("idle flash = %+v, want a window of 2 s measured", f)
 	}
 	switch p := got.Peer; {
 	case p == nil:
@@ -267,7 +280,7 @@ func TestSmoke(t *testing.T) {
 	if newerErr != nil {
 		wantUpdate = "update: skipped: "
 	}
-	for _, want := range []string{wantNodeAgents, wantUpdate, "binary size", "creates/s", "gateway ×1 (1900 objects)", "peak RSS over a burst", "disk writes per update (6 at ", "disk writes at idle", "cm protobuf rv=0 cached", "cm protobuf rv=0 uncached", "informer cold sync", "mirror: resync after 2 s outage", "controllers: garbage-collector-controller, over none", "site: a fourth gateway joins with 100 ConfigMaps present", "site: mirror of one rule, upstream watches"} {
+	for _, want := range []string{wantNodeAgents, wantUpdate, "binary size", "creates/s", "gateway ×1 (1900 objects)", "peak RSS over a burst", "disk writes per update (6 at ", "disk writes at idle", "idle flash: fresh data dir", "cm protobuf rv=0 cached", "cm protobuf rv=0 uncached", "informer cold sync", "mirror: resync after 2 s outage", "controllers: garbage-collector-controller, over none", "site: a fourth gateway joins with 100 ConfigMaps present", "site: mirror of one rule, upstream watches"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q", want)
 		}

@@ -179,53 +179,9 @@ func (b *bench) gatewayLoad(ctx context.Context, srv *server, scale int) ([]*cor
 	cs := b.clientsOf(srv, b.o.Clients)
 	var first []*corev1.ConfigMap
 	for k := range scale {
-		ns := gatewayNamespace(k)
-		if _, err := cs[0].CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			return nil, fmt.Errorf("creating namespace %s: %w", ns, err)
-		}
-		cms := make([]*corev1.ConfigMap, gatewayConfigMaps)
-		steps := []struct {
-			what string
-			n    int
-			fn   func(ctx context.Context, c *kubernetes.Clientset, i int) error
-		}{
-			{"configmaps", gatewayConfigMaps, func(ctx context.Context, c *kubernetes.Clientset, i int) error {
-				cm, err := c.CoreV1().ConfigMaps(ns).Create(ctx, gatewayConfigMap(ns, i), metav1.CreateOptions{})
-				cms[i] = cm
-				return err
-			}},
-			{"secrets", gatewaySecrets, func(ctx context.Context, c *kubernetes.Clientset, i int) error {
-				_, err := c.CoreV1().Secrets(ns).Create(ctx, gatewaySecret(ns, i), metav1.CreateOptions{})
-				return err
-			}},
-			{"services", gatewayServices, func(ctx context.Context, c *kubernetes.Clientset, i int) error {
-				svc, eps := gatewayService(ns, i)
-				if _, err := c.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-					return err
-				}
-				_, err := c.DiscoveryV1().EndpointSlices(ns).Create(ctx, eps, metav1.CreateOptions{})
-				return err
-			}},
-			{"leases", gatewayLeases, func(ctx context.Context, c *kubernetes.Clientset, i int) error {
-				_, err := c.CoordinationV1().Leases(ns).Create(ctx, gatewayLease(ns, i), metav1.CreateOptions{})
-				return err
-			}},
-			{"pods", gatewayPods, func(ctx context.Context, c *kubernetes.Clientset, i int) error {
-				p, err := c.CoreV1().Pods(ns).Create(ctx, gatewayPod(ns, i), metav1.CreateOptions{})
-				if err != nil {
-					return err
-				}
-				p.Status = runningStatus(p, i)
-				_, err = c.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
-				return err
-			}},
-		}
-		for _, s := range steps {
-			if _, err := parallel(ctx, b.o.Clients, s.n, func(ctx context.Context, w, i int) error {
-				return s.fn(ctx, cs[w], i)
-			}); err != nil {
-				return nil, fmt.Errorf("creating %s in %s: %w", s.what, ns, err)
-			}
+		cms, err := b.gatewayLoadCopy(ctx, cs, k)
+		if err != nil {
+			return nil, err
 		}
 		if k == 0 {
 			first = cms
@@ -234,7 +190,60 @@ func (b *bench) gatewayLoad(ctx context.Context, srv *server, scale int) ([]*cor
 	return first, nil
 }
 
-// gatewayConfigMap is an agent's configuration: ~2.4 KiB in three keys.
+// gatewayLoadCopy creates copy k of the gateway set in its namespace with
+// the clients cs, and returns its ConfigMaps.
+func (b *bench) gatewayLoadCopy(ctx context.Context, cs []*kubernetes.Clientset, k int) ([]*corev1.ConfigMap, error) {
+	ns := gatewayNamespace(k)
+	if _, err := cs[0].CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return nil, fmt.Errorf("creating namespace %s: %w", ns, err)
+	}
+	cms := make([]*corev1.ConfigMap, gatewayConfigMaps)
+	steps := []struct {
+		what string
+		n    int
+		fn   func(ctx context.Context, c *kubernetes.Clientset, i int) error
+	}{
+		{"configmaps", gatewayConfigMaps, func(ctx context.Context, c *kubernetes.Clientset, i int) error {
+			cm, err := c.CoreV1().ConfigMaps(ns).Create(ctx, gatewayConfigMap(ns, i), metav1.CreateOptions{})
+			cms[i] = cm
+			return err
+		}},
+		{"secrets", gatewaySecrets, func(ctx context.Context, c *kubernetes.Clientset, i int) error {
+			_, err := c.CoreV1().Secrets(ns).Create(ctx, gatewaySecret(ns, i), metav1.CreateOptions{})
+			return err
+		}},
+		{"services", gatewayServices, func(ctx context.Context, c *kubernetes.Clientset, i int) error {
+			svc, eps := gatewayService(ns, i)
+			if _, err := c.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+				return err
+			}
+			_, err := c.DiscoveryV1().EndpointSlices(ns).Create(ctx, eps, metav1.CreateOptions{})
+			return err
+		}},
+		{"leases", gatewayLeases, func(ctx context.Context, c *kubernetes.Clientset, i int) error {
+			_, err := c.CoordinationV1().Leases(ns).Create(ctx, gatewayLease(ns, i), metav1.CreateOptions{})
+			return err
+		}},
+		{"pods", gatewayPods, func(ctx context.Context, c *kubernetes.Clientset, i int) error {
+			p, err := c.CoreV1().Pods(ns).Create(ctx, gatewayPod(ns, i), metav1.CreateOptions{})
+			if err != nil {
+				return err
+			}
+			p.Status = runningStatus(p, i)
+			_, err = c.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+			return err
+		}},
+	}
+	for _, s := range steps {
+		if _, err := parallel(ctx, b.o.Clients, s.n, func(ctx context.Context, w, i int) error {
+			return s.fn(ctx, cs[w], i)
+		}); err != nil {
+			return nil, fmt.Errorf("creating %s in %s: %w", s.what, ns, err)
+		}
+	}
+	return cms, nil
+}
+
 func gatewayConfigMap(ns string, i int) *corev1.ConfigMap {
 	p := payload(i, 0)
 	third := gatewayConfigBytes / 3

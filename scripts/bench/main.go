@@ -1,6 +1,7 @@
 // Command bench measures a built kubestore binary as a separate process:
 // size, start-up, memory, LIST, write throughput, watch fan-out, flash
-// writes and informer start, then an edge mirroring a second kubestore
+// writes and informer start, what an idle server writes to flash over
+// minutes, then an edge mirroring a second kubestore
 // (initial sync, memory, and the resync after an outage), the memory of
 // each controller, the gateway data set, and an edge serving a real
 // kubelet (kubemark's) through an outage, all in one run (-only runs one
@@ -31,6 +32,29 @@ type stringList []string
 
 func (s *stringList) String() string     { return strings.Join(*s, " ") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// intList is a comma-separated list of integers flag.
+type intList []int
+
+func (l *intList) String() string {
+	var out []string
+	for _, n := range *l {
+		out = append(out, strconv.Itoa(n))
+	}
+	return strings.Join(out, ",")
+}
+
+func (l *intList) Set(v string) error {
+	*l = nil
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return fmt.Errorf("%q is not a positive integer", f)
+		}
+		*l = append(*l, n)
+	}
+	return nil
+}
 
 // options of one benchmark run. Counts of zero are derived from Scale.
 type options struct {
@@ -86,11 +110,21 @@ type options struct {
 	// The update section: a release of a newer data format (missing: the
 	// section is skipped).
 	NewerBin string
+	// The idle-flash section: how long an idle server's writes are
+	// measured (0: the section is skipped).
+	IdleFlash time.Duration
+	// The cgroup section: the memory cgroup limits, in MiB, kubestore and
+	// the peer (kube-apiserver + etcd, when built) run in.
+	CgroupKubestore []int
+	CgroupPeer      []int
+	// CgroupScales are the copies of the gateway set loaded in turn.
+	CgroupScales []int
 }
 
 // The benchmark's sections, in the order they run.
 const (
 	sectionStore       = "store"
+	sectionIdleFlash   = "idle-flash"
 	sectionMirror      = "mirror"
 	sectionControllers = "controllers"
 	sectionGateway     = "gateway"
@@ -99,9 +133,10 @@ const (
 	sectionNodeAgents  = "node-agents"
 	sectionUpdate      = "update"
 	sectionSite        = "site"
+	sectionCgroup      = "cgroup"
 )
 
-var allSections = []string{sectionStore, sectionMirror, sectionControllers, sectionGateway, sectionPeer, sectionCachePolicy, sectionNodeAgents, sectionUpdate, sectionSite}
+var allSections = []string{sectionStore, sectionIdleFlash, sectionMirror, sectionControllers, sectionGateway, sectionPeer, sectionCachePolicy, sectionNodeAgents, sectionUpdate, sectionSite, sectionCgroup}
 
 // sections are the sections this run measures.
 func (o *options) sections() []string {
@@ -150,6 +185,15 @@ func (o *options) complete() error {
 	if o.GatewayScales == nil {
 		o.GatewayScales = []int{1, 5}
 	}
+	if o.CgroupKubestore == nil {
+		o.CgroupKubestore = []int{64, 96, 128}
+	}
+	if o.CgroupPeer == nil {
+		o.CgroupPeer = []int{256, 512}
+	}
+	if o.CgroupScales == nil {
+		o.CgroupScales = []int{1, 5}
+	}
 	for _, s := range o.GatewayScales {
 		if s <= 0 {
 			return fmt.Errorf("invalid -gateway-scales %v: each must be > 0", o.GatewayScales)
@@ -171,6 +215,9 @@ func (o *options) complete() error {
 	}
 	if o.MirrorOutage <= 0 {
 		return fmt.Errorf("invalid -mirror-outage %v: must be > 0", o.MirrorOutage)
+	}
+	if o.IdleFlash < 0 {
+		return fmt.Errorf("invalid -idle-flash %v: must be >= 0 (0 skips the section)", o.IdleFlash)
 	}
 	if o.NodeWindow <= 0 {
 		return fmt.Errorf("invalid -node-window %v: must be > 0", o.NodeWindow)
@@ -221,22 +268,12 @@ func main() {
 	flag.BoolVar(&o.Keep, "keep", false, "keep the data dir and server logs")
 	flag.BoolVar(&o.XZ, "xz", true, "also measure the binary compressed with xz -9 (about a minute of one core, before anything else runs)")
 	flag.StringVar(&o.ProfileDir, "profile-dir", "", "if set, serve with --profiling and save heap profiles (idle, loaded, after the lists) and a CPU profile of the first cached LISTs there")
-	flag.StringVar(&o.Only, "only", "", "run only these sections, comma separated (peer's ratios need gateway and store in the same run): store (one process: start-up, memory, LISTs, writes, watches, flash, informer) or mirror (an edge mirroring a second kubestore) or controllers (the memory of each of --controllers) or gateway (memory of the gateway data set x1 and x5, a burst of updates, flash at 10 updates/s) or peer (kube-apiserver + etcd from -peer-bin-dir on the gateway data set, each figure beside kubestore's) or cache-policy (each gateway resource's watch cache: the memory it holds, what a GET by name costs without it) or node-agents (an edge serving kubemark's hollow kubelet with 110 pods: requests, CPU, memory, the reconnect after an outage) or update (the -configmaps updated to -newer-bin's data format: the pre-update snapshot, the trial start, the commit, the way back) or site (the -configmaps created through one kubestore and through a site of three: rate, latency, memory of each member; a fourth gateway's join with them present; then the upstream watches and link bytes of the -mirror-objects and -mirror-changes on three separate edges and on a site of three); empty runs all")
+	flag.StringVar(&o.Only, "only", "", "run only these sections, comma separated (peer's ratios need gateway and store in the same run): store (one process: start-up, memory, LISTs, writes, watches, flash, informer) or idle-flash (what an idle server on a fresh data dir writes over -idle-flash) or mirror (an edge mirroring a second kubestore) or controllers (the memory of each of --controllers) or gateway (memory of the gateway data set x1 and x5, a burst of updates, flash at 10 updates/s) or peer (kube-apiserver + etcd from -peer-bin-dir on the gateway data set, each figure beside kubestore's) or cache-policy (each gateway resource's watch cache: the memory it holds, what a GET by name costs without it) or node-agents (an edge serving kubemark's hollow kubelet with 110 pods: requests, CPU, memory, the reconnect after an outage) or update (the -configmaps updated to -newer-bin's data format: the pre-update snapshot, the trial start, the commit, the way back) or site (the -configmaps created through one kubestore and through a site of three: rate, latency, memory of each member; a fourth gateway's join with them present; then the upstream watches and link bytes of the -mirror-objects and -mirror-changes on three separate edges and on a site of three); empty runs all")
 	flag.IntVar(&o.MirrorObjects, "mirror-objects", 0, "mirror and site: ConfigMaps of 1 KiB the edge mirrors (0: 10000 x scale)")
 	flag.IntVar(&o.MirrorChanges, "mirror-changes", 0, "mirror: ConfigMaps updated upstream during the outage; site: updated once every mirror serves them (0: 100 x scale, 1 % of the mirrored ones)")
 	flag.DurationVar(&o.MirrorOutage, "mirror-outage", 60*time.Second, "mirror: how long the link between edge and upstream is cut")
 	flag.IntVar(&o.ControllerNamespaces, "controller-namespaces", 0, "controllers: namespaces, each with a ConfigMap owning 20 others and 4 Services (0: 100 x scale)")
-	flag.Func("gateway-scales", "gateway: copies of the gateway set (200 agent Pods, 1,000 ConfigMaps of 2.4 KiB, 500 Secrets, 50 headless Services with EndpointSlices, 100 Leases), one server per entry (default 1,5)", func(v string) error {
-		o.GatewayScales = nil
-		for _, f := range strings.Split(v, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil {
-				return err
-			}
-			o.GatewayScales = append(o.GatewayScales, n)
-		}
-		return nil
-	})
+	flag.Var((*intList)(&o.GatewayScales), "gateway-scales", "gateway: copies of the gateway set (200 agent Pods, 1,000 ConfigMaps of 2.4 KiB, 500 Secrets, 50 headless Services with EndpointSlices, 100 Leases), one server per entry (default 1,5)")
 	flag.IntVar(&o.BurstUpdates, "burst-updates", 0, "gateway: ConfigMap updates of the burst (0: 10000 x scale)")
 	flag.DurationVar(&o.BurstDuration, "burst-duration", 10*time.Second, "gateway: the burst's updates are paced over this long")
 	flag.IntVar(&o.SlowWriteUpdates, "slow-write-updates", 0, "gateway: updates of the slow flash-write measurement (0: 600 x scale)")
@@ -248,6 +285,10 @@ func main() {
 	flag.StringVar(&o.Kubemark, "kubemark", "bin/upstream/kubemark", "node-agents: kubemark binary, for its hollow kubelet (make upstream-bins builds it; missing: the section is skipped)")
 	flag.DurationVar(&o.NodeWindow, "node-window", 0, "node-agents: the steady window of the requests and CPU measurement (0: 60s x scale)")
 	flag.DurationVar(&o.NodeOutage, "node-outage", 0, "node-agents: how long the link is cut while the kubelet goes on (0: 10m x scale)")
+	flag.Var((*intList)(&o.CgroupKubestore), "cgroup-kubestore", "cgroup: memory cgroup limits in MiB kubestore runs in, comma separated (default 64,96,128; issue 39's targets: the gateway set ×1 in 64, ×5 in 96)")
+	flag.Var((*intList)(&o.CgroupPeer), "cgroup-peer", "cgroup: memory cgroup limits in MiB kube-apiserver + etcd run in (default 256,512; skipped without -peer-bin-dir's binaries)")
+	flag.Var((*intList)(&o.CgroupScales), "cgroup-scales", "cgroup: copies of the gateway set loaded in turn in each cgroup, each followed by a LIST of everything (default 1,5)")
+	flag.DurationVar(&o.IdleFlash, "idle-flash", 5*time.Minute, "idle-flash: how long the writes of an idle server on a fresh data dir are measured, from 10 s after ready (issue 39's target: <= 1 KB/s over 5 minutes); 0 skips the section")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "bench: unexpected arguments %q\n", flag.Args())

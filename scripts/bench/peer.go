@@ -245,6 +245,12 @@ func (p *peerPair) stop() {
 // off: no kube-controller-manager makes the namespaces' default
 // ServiceAccounts the gateway pods would need.
 func (b *bench) startPeer(ctx context.Context, dir, etcdBin, apiserverBin string) (*peerPair, error) {
+	return b.startPeerWrapped(ctx, nil, dir, etcdBin, apiserverBin)
+}
+
+// startPeerWrapped is startPeer with both processes run by the command line
+// wrap (a memory cgroup's, memCgroup.wrap).
+func (b *bench) startPeerWrapped(ctx context.Context, wrap []string, dir, etcdBin, apiserverBin string) (*peerPair, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -254,9 +260,9 @@ func (b *bench) startPeer(ctx context.Context, dir, etcdBin, apiserverBin string
 	}
 	client, peerURL := fmt.Sprintf("http://127.0.0.1:%d", ports[0]), fmt.Sprintf("http://127.0.0.1:%d", ports[1])
 	p := &peerPair{}
-	p.etcd, err = startProcess(etcdBin, filepath.Join(b.root, "peer-etcd.log"), nil, "--data-dir", filepath.Join(dir, "etcd"),
+	p.etcd, err = startProcess(wrapped(wrap, etcdBin), filepath.Join(b.root, "peer-etcd.log"), nil, wrappedArgs(wrap, etcdBin, "--data-dir", filepath.Join(dir, "etcd"),
 		"--listen-client-urls", client, "--advertise-client-urls", client, "--listen-peer-urls", peerURL,
-		"--initial-advertise-peer-urls", peerURL, "--initial-cluster", "default="+peerURL, "--log-level", "warn")
+		"--initial-advertise-peer-urls", peerURL, "--initial-cluster", "default="+peerURL, "--log-level", "warn")...)
 	if err != nil {
 		return nil, err
 	}
@@ -271,13 +277,13 @@ func (b *bench) startPeer(ctx context.Context, dir, etcdBin, apiserverBin string
 	}
 	url := fmt.Sprintf("https://127.0.0.1:%d", ports[2])
 	logPath := filepath.Join(b.root, "peer-kube-apiserver.log")
-	p.apiserver, err = startProcess(apiserverBin, logPath, nil,
+	p.apiserver, err = startProcess(wrapped(wrap, apiserverBin), logPath, nil, wrappedArgs(wrap, apiserverBin,
 		"--etcd-servers", client, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(ports[2]),
 		"--advertise-address", "127.0.0.1", "--endpoint-reconciler-type", "none",
 		"--cert-dir", filepath.Join(dir, "certs"), "--token-auth-file", tokens, "--authorization-mode", "RBAC",
 		"--service-account-issuer", "https://kubernetes.default.svc", "--service-account-key-file", saPub,
 		"--service-account-signing-key-file", saKey, "--service-cluster-ip-range", "10.96.0.0/16",
-		"--disable-admission-plugins", "ServiceAccount")
+		"--disable-admission-plugins", "ServiceAccount")...)
 	if err != nil {
 		p.stop()
 		return nil, err

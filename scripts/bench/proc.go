@@ -39,13 +39,19 @@ var readyClient = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transp
 // startServer execs bin on dataDir with a free port and returns once
 // /readyz answers 200, with the time from exec to that answer.
 func startServer(ctx context.Context, bin, dataDir, logPath string, args []string) (*server, time.Duration, error) {
+	return startServerWrapped(ctx, nil, bin, dataDir, logPath, args)
+}
+
+// startServerWrapped is startServer with bin run by the command line wrap
+// (which ends by exec'ing it: a memory cgroup's, memCgroup.wrap).
+func startServerWrapped(ctx context.Context, wrap []string, bin, dataDir, logPath string, args []string) (*server, time.Duration, error) {
 	kubeconfig := filepath.Join(dataDir, "admin.kubeconfig")
 	// A kubeconfig left by the previous process names its old port.
 	if err := os.Remove(kubeconfig); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, 0, err
 	}
 	start := time.Now()
-	s, err := startProcess(bin, logPath, nil, append([]string{"--data-dir", dataDir, "--secure-port", "0"}, args...)...)
+	s, err := startProcess(wrapped(wrap, bin), logPath, nil, wrappedArgs(wrap, bin, append([]string{"--data-dir", dataDir, "--secure-port", "0"}, args...)...)...)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -88,6 +94,22 @@ func startServer(ctx context.Context, bin, dataDir, logPath string, args []strin
 		case <-tick.C:
 		}
 	}
+}
+
+// wrapped is the program to exec for bin run by wrap: wrap's first word,
+// or bin; wrappedArgs are its arguments.
+func wrapped(wrap []string, bin string) string {
+	if len(wrap) > 0 {
+		return wrap[0]
+	}
+	return bin
+}
+
+func wrappedArgs(wrap []string, bin string, args ...string) []string {
+	if len(wrap) == 0 {
+		return args
+	}
+	return append(append(append([]string{}, wrap[1:]...), bin), args...)
 }
 
 // startProcess execs bin with args and env (nil: this process's), its

@@ -62,6 +62,8 @@ type Result struct {
 	Informer             InformerResult  `json:"informer"`
 	TokenAuth            TokenAuthResult `json:"tokenAuth"`
 
+	IdleFlash   *IdleFlashResult   `json:"idleFlash,omitempty"`
+	Cgroup      *CgroupResult      `json:"cgroup,omitempty"`
 	Mirror      *MirrorResult      `json:"mirror,omitempty"`
 	Controllers *ControllersResult `json:"controllers,omitempty"`
 	Gateway     *GatewayResult     `json:"gateway,omitempty"`
@@ -317,8 +319,8 @@ func (b *bench) dataDirSize(phase string) (DataDirSize, error) {
 // run measures the sections -only selects, in allSections' order.
 func (b *bench) run(ctx context.Context) error {
 	measure := map[string]func(context.Context) error{
-		sectionStore: b.store, sectionMirror: b.mirror, sectionControllers: b.controllers, sectionGateway: b.gateway,
-		sectionPeer: b.peer, sectionCachePolicy: b.cachePolicy, sectionNodeAgents: b.nodeAgents, sectionUpdate: b.update, sectionSite: b.site,
+		sectionStore: b.store, sectionIdleFlash: b.idleFlash, sectionMirror: b.mirror, sectionControllers: b.controllers, sectionGateway: b.gateway,
+		sectionPeer: b.peer, sectionCachePolicy: b.cachePolicy, sectionNodeAgents: b.nodeAgents, sectionUpdate: b.update, sectionSite: b.site, sectionCgroup: b.cgroup,
 	}
 	for _, section := range allSections {
 		if b.res.ran(section) {

@@ -48,6 +48,11 @@ func printTable(w io.Writer, r *Result) {
 		fmt.Fprintf(w, "load: %d ConfigMaps of 1 KiB, %d Pods on %d Nodes; %d clients; %d runs per LIST; serve args: %q\n",
 			c.ConfigMaps, c.Pods, c.Nodes, c.Clients, c.ListRuns, r.ServeArgs)
 	}
+	if f := r.IdleFlash; f != nil && f.Skipped != "" {
+		fmt.Fprintf(w, "idle flash: skipped: %s\n", f.Skipped)
+	} else if f != nil {
+		fmt.Fprintf(w, "idle flash: a fresh kubestore on a data dir of its own, no client, no change; write_bytes of /proc/PID/io over the window (the log's share given apart); serve args: %q\n", r.ServeArgs)
+	}
 	if m := r.Mirror; m != nil {
 		fmt.Fprintf(w, "mirror: an edge kubestore mirrors %d ConfigMaps of 1 KiB from an upstream kubestore through a TCP proxy; %d change upstream during a %.0f s outage; serve args: %q\n",
 			m.Objects, m.Changes, m.OutageSec, r.ServeArgs)
@@ -104,8 +109,14 @@ func printTable(w io.Writer, r *Result) {
 	if r.ran(sectionStore) {
 		storeRows(row, r)
 	}
+	if f := r.IdleFlash; f != nil && f.Skipped == "" {
+		idleFlashRows(row, r)
+	}
 	if r.Mirror != nil {
 		mirrorRows(row, r)
+	}
+	if r.Cgroup != nil {
+		cgroupRows(row, r)
 	}
 	if r.Controllers != nil {
 		controllersRows(row, r)
