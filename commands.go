@@ -165,9 +165,9 @@ func reloadOnHangup(srv *server.Server, done <-chan struct{}) {
 
 // setMemoryLimit sets the Go runtime's soft memory limit and returns it
 // with where it comes from: --memory-limit; else GOMEMLIMIT, which the
-// runtime has already applied; else half of device, the device's memory
-// as config.DeviceMemory reads it (its cgroup's limit, else MemTotal), at
-// least config.MinMemoryLimit, so that a device is tuned without a flag.
+// runtime has already applied; else derived from device, the device's
+// memory as config.DeviceMemory reads it (derivedMemoryLimit), so that a
+// device is tuned without a flag.
 // The limit also sets the heap watermark above which creates are refused
 // (cacher.HeapGuard). Only --memory-limit gives resources their default
 // byte budgets. On a small device (config.SmallDevice), unless GOGC is
@@ -189,10 +189,39 @@ func setMemoryLimit(m config.Memory, device int64, from string) (int64, string) 
 	if device == 0 {
 		return 0, ""
 	}
-	limit := max(device/2, config.MinMemoryLimit)
+	limit, how := derivedMemoryLimit(device, from)
 	debug.SetMemoryLimit(limit)
 	klog.V(2).InfoS("Memory limit derived from the device", "limit", config.ByteSize(limit), "device", config.ByteSize(device), "from", from)
-	return limit, fmt.Sprintf("half of the device's %s, from %s; set --%s to change it", config.ByteSize(device), from, config.FlagMemoryLimit)
+	return limit, fmt.Sprintf("%s, from %s; set --%s to change it", how, from, config.FlagMemoryLimit)
+}
+
+// cgroupHeadroom is what a cgroup's limit keeps, at least, beyond the
+// heap: the binary's pages the server touches (its code and data, file
+// pages the cgroup counts, ~20-40 MiB) and the page cache of the data it
+// reads.
+const cgroupHeadroom = 32 << 20
+
+// derivedMemoryLimit is the soft memory limit for a device of device bytes
+// found at from, and how it was derived, at least config.MinMemoryLimit.
+// A machine's MemTotal is shared with the agents beside kubestore: half of
+// it. A cgroup's limit is what was given to kubestore alone: all of it but
+// the headroom of its pages and cache, a quarter and at least
+// cgroupHeadroom, never less than half. In a 96 MiB cgroup half (48 MiB)
+// refused the gateway set x1 at its live heap of 38 MiB; 64 MiB serves it
+// with the cgroup's peak at 80 MiB (docs/PERFORMANCE.md, issue 39).
+func derivedMemoryLimit(device int64, from string) (int64, string) {
+	size := config.ByteSize(device)
+	if from == config.MemTotalSource {
+		if limit := device / 2; limit >= config.MinMemoryLimit {
+			return limit, fmt.Sprintf("half of the device's %s", size)
+		}
+	} else {
+		headroom := max(device/4, cgroupHeadroom)
+		if limit := max(device-headroom, device/2); limit >= config.MinMemoryLimit {
+			return limit, fmt.Sprintf("the cgroup's %s less %s for the binary's pages and the page cache", size, config.ByteSize(device-limit))
+		}
+	}
+	return config.MinMemoryLimit, fmt.Sprintf("the smallest limit, for a device of %s", size)
 }
 
 // logSmallDeviceCaches says which resources a small device reads from

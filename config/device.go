@@ -41,6 +41,10 @@ func (c Completed) OnDevice(memory int64) Completed {
 // SmallDevice reports whether OnDevice was given a small device.
 func (c Completed) SmallDevice() bool { return c.smallDevice }
 
+// MemTotalSource is where DeviceMemory found the memory when no cgroup
+// limits the process: the machine's, shared with whatever else runs on it.
+const MemTotalSource = "MemTotal in /proc/meminfo"
+
 // DeviceMemory is the memory the device gives this process: the smaller of
 // its cgroup's limit (v2 memory.max, v1 memory.limit_in_bytes) and the
 // machine's MemTotal, with where it comes from; 0 when neither can be read.
@@ -52,7 +56,7 @@ func DeviceMemory(root string) (int64, string) {
 		return limit, file
 	}
 	if total > 0 {
-		return total, "MemTotal in /proc/meminfo"
+		return total, MemTotalSource
 	}
 	return 0, ""
 }

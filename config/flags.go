@@ -230,7 +230,7 @@ var bindings = []binding{
 		func(c *Config) *Duration { return &c.Cache.HistoryWindow }),
 	bind(FlagWatchCacheHistoryWindows, "per-resource history windows, resource[.group]#duration, comma separated",
 		func(c *Config) *[]string { return &c.Cache.HistoryWindows }),
-	bind(FlagMemoryLimit, "Go soft memory limit, e.g. 128Mi; 0 takes GOMEMLIMIT, else half of the device's memory (cgroup limit or MemTotal). Above 80% of it, creates are refused with 403. Resources without a --max-bytes budget get 1/8 of a limit given here",
+	bind(FlagMemoryLimit, "Go soft memory limit, e.g. 128Mi; 0 takes GOMEMLIMIT, else derived from the device's memory: half of MemTotal, or a cgroup's limit less a quarter of it (at least 32Mi) for the binary's pages and the page cache. Above 80% of it, creates are refused with 403. Resources without a --max-bytes budget get 1/8 of a limit given here",
 		func(c *Config) *ByteSize { return &c.Memory.Limit }),
 	bind(FlagMaxObjects, "per-resource object budgets, resource[.group]#count, comma separated; a create beyond one is refused with 403",
 		func(c *Config) *[]string { return &c.Memory.MaxObjects }),
