@@ -19,7 +19,16 @@ LDFLAGS   := -s -w -buildid= \
 	-X $(MODULE)/server.version=$(VERSION) \
 	-X $(MODULE)/server.gitCommit=$(COMMIT) \
 	-X $(MODULE)/server.buildDate=$(BUILD_DATE)
-GOBUILD   := CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)"
+# Build tags that leave out upstream code kubestore never runs, for every
+# build of the binary (docs/PERFORMANCE.md, "The binary, round 3"):
+# urfave/cli's man and markdown generators and its "did you mean"
+# suggestions (App.Suggest is off), apimachinery's fuzz functions (notest)
+# and gRPC's request traces (grpc.EnableTracing is never set).
+# nethttpomithttp2 would save 0.5 MB more but embedded etcd serves gRPC
+# over TLS through net/http's own HTTP/2.
+TAGS      := urfave_cli_no_docs,urfave_cli_no_suggest,notest,grpcnotrace
+GOBUILD_BASE := CGO_ENABLED=0 go build -trimpath -tags $(TAGS)
+GOBUILD   := $(GOBUILD_BASE) -ldflags "$(LDFLAGS)"
 PLATFORMS := linux-amd64 linux-arm64 linux-arm linux-riscv64
 
 # Test settings: the race detector doubles build time on 2 cores, so it is
@@ -36,7 +45,7 @@ build:
 # has yet (datadir.simulatedFormat): the newer firmware of the update
 # tests and of make bench's update section.
 build-format2:
-	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X $(MODULE)/server.version=99.0.0 -X $(MODULE)/datadir.simulatedFormat=2@99.0.0" -o bin/kubestore-format2 .
+	$(GOBUILD_BASE) -ldflags "-s -w -X $(MODULE)/server.version=99.0.0 -X $(MODULE)/datadir.simulatedFormat=2@99.0.0" -o bin/kubestore-format2 .
 
 # Build and serve on the embedded defaults (HTTPS on 127.0.0.1:6443).
 run: build
@@ -109,7 +118,9 @@ release-e2e: build-format2
 
 # Measures the built binary: one table on stdout, the figures in bench.json
 # (docs/PERFORMANCE.md). BENCHFLAGS adds options, e.g.
-# BENCHFLAGS=-serve-arg=--memory-limit=128Mi or BENCHFLAGS=-scale=0.1.
+# BENCHFLAGS=-serve-arg=--memory-limit=128Mi or BENCHFLAGS=-scale=0.1; the
+# idle-flash section idles a server 5 minutes (BENCHFLAGS=-idle-flash=0
+# skips it).
 .PHONY: bench
 bench: build build-format2
 	go run ./scripts/bench -bin bin/kubestore -newer-bin bin/kubestore-format2 $(BENCHFLAGS)
