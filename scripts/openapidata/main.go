@@ -28,43 +28,7 @@ import (
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"github.com/kubestore/kubestore/server/openapi/generated"
-)
-
-// The format's constants, as server/openapi/openapi.go has them.
-const formatVersion = 1
-
-const (
-	schemaExtensions = 1 << iota
-	schemaDescription
-	schemaType
-	schemaFormat
-	schemaRef
-	schemaDefault
-	schemaProperties
-	schemaItems
-	schemaRequired
-	schemaEnum
-	schemaAdditionalProperties
-	schemaOneOf
-	schemaAllOf
-	schemaAnyOf
-	schemaNullable
-	schemaTitle
-	schemaPattern
-)
-
-const (
-	valueNil = iota
-	valueString
-	valueFalse
-	valueTrue
-	valueInt
-	valueInt64
-	valueFloat64
-	valueList
-	valueObject
-	valueTyped
-	valueSchema
+	"github.com/kubestore/kubestore/server/openapi/wire"
 )
 
 func main() {
@@ -90,7 +54,7 @@ func run(dir string) error {
 		return err
 	}
 	var out bytes.Buffer
-	e.uint(&out, formatVersion)
+	e.uint(&out, wire.Version)
 	e.uint(&out, uint64(len(e.strs)))
 	for _, s := range e.strs {
 		e.uint(&out, uint64(len(s)))
@@ -194,23 +158,23 @@ func (e *encoder) schema(s *spec.Schema) error {
 		bit uint64
 		set bool
 	}{
-		{schemaExtensions, s.Extensions != nil},
-		{schemaDescription, s.Description != ""},
-		{schemaType, s.Type != nil},
-		{schemaFormat, s.Format != ""},
-		{schemaRef, s.Ref.String() != ""},
-		{schemaDefault, s.Default != nil},
-		{schemaProperties, s.Properties != nil},
-		{schemaItems, s.Items != nil},
-		{schemaRequired, s.Required != nil},
-		{schemaEnum, s.Enum != nil},
-		{schemaAdditionalProperties, s.AdditionalProperties != nil},
-		{schemaOneOf, s.OneOf != nil},
-		{schemaAllOf, s.AllOf != nil},
-		{schemaAnyOf, s.AnyOf != nil},
-		{schemaNullable, s.Nullable},
-		{schemaTitle, s.Title != ""},
-		{schemaPattern, s.Pattern != ""},
+		{wire.SchemaExtensions, s.Extensions != nil},
+		{wire.SchemaDescription, s.Description != ""},
+		{wire.SchemaType, s.Type != nil},
+		{wire.SchemaFormat, s.Format != ""},
+		{wire.SchemaRef, s.Ref.String() != ""},
+		{wire.SchemaDefault, s.Default != nil},
+		{wire.SchemaProperties, s.Properties != nil},
+		{wire.SchemaItems, s.Items != nil},
+		{wire.SchemaRequired, s.Required != nil},
+		{wire.SchemaEnum, s.Enum != nil},
+		{wire.SchemaAdditionalProperties, s.AdditionalProperties != nil},
+		{wire.SchemaOneOf, s.OneOf != nil},
+		{wire.SchemaAllOf, s.AllOf != nil},
+		{wire.SchemaAnyOf, s.AnyOf != nil},
+		{wire.SchemaNullable, s.Nullable},
+		{wire.SchemaTitle, s.Title != ""},
+		{wire.SchemaPattern, s.Pattern != ""},
 	} {
 		if f.set {
 			fields |= f.bit
@@ -347,30 +311,30 @@ func (e *encoder) values(l []any) error {
 func (e *encoder) value(v any) error {
 	switch v := v.(type) {
 	case nil:
-		e.buf.WriteByte(valueNil)
+		e.buf.WriteByte(wire.ValueNil)
 	case string:
-		e.buf.WriteByte(valueString)
+		e.buf.WriteByte(wire.ValueString)
 		e.str(v)
 	case bool:
 		if v {
-			e.buf.WriteByte(valueTrue)
+			e.buf.WriteByte(wire.ValueTrue)
 		} else {
-			e.buf.WriteByte(valueFalse)
+			e.buf.WriteByte(wire.ValueFalse)
 		}
 	case int:
-		e.buf.WriteByte(valueInt)
+		e.buf.WriteByte(wire.ValueInt)
 		e.uint(&e.buf, zigzag(int64(v)))
 	case int64:
-		e.buf.WriteByte(valueInt64)
+		e.buf.WriteByte(wire.ValueInt64)
 		e.uint(&e.buf, zigzag(v))
 	case float64:
-		e.buf.WriteByte(valueFloat64)
+		e.buf.WriteByte(wire.ValueFloat64)
 		e.uint(&e.buf, math.Float64bits(v))
 	case []any:
-		e.buf.WriteByte(valueList)
+		e.buf.WriteByte(wire.ValueList)
 		return e.values(v)
 	case map[string]any:
-		e.buf.WriteByte(valueObject)
+		e.buf.WriteByte(wire.ValueObject)
 		keys := sortedKeys(v)
 		e.len(len(keys))
 		for _, k := range keys {
@@ -380,7 +344,7 @@ func (e *encoder) value(v any) error {
 			}
 		}
 	case spec.Schema:
-		e.buf.WriteByte(valueSchema)
+		e.buf.WriteByte(wire.ValueSchema)
 		return e.schema(&v)
 	default:
 		t := reflect.TypeOf(v)
@@ -388,7 +352,7 @@ func (e *encoder) value(v any) error {
 		if i < 0 {
 			return fmt.Errorf("a value of type %s the format does not hold", t)
 		}
-		e.buf.WriteByte(valueTyped)
+		e.buf.WriteByte(wire.ValueTyped)
 		e.uint(&e.buf, uint64(i))
 		e.str(reflect.ValueOf(v).String())
 	}
@@ -474,7 +438,7 @@ func typedValuesSource(types []reflect.Type) ([]byte, error) {
 		}
 		b.WriteString(")\n\n")
 	}
-	b.WriteString("// typedValues make the values of named string types in the definitions:\n// an index in this list and the string (valueTyped).\n")
+	b.WriteString("// typedValues make the values of named string types in the definitions:\n// an index in this list and the string (wire.ValueTyped).\n")
 	b.WriteString("var typedValues = []func(string) any{\n")
 	for _, t := range types {
 		fmt.Fprintf(&b, "func(s string) any { return %s.%s(s) },\n", aliases[t.PkgPath()], t.Name())

@@ -17,6 +17,8 @@ import (
 
 	"k8s.io/kube-openapi/pkg/common"
 	"k8s.io/kube-openapi/pkg/validation/spec"
+
+	"github.com/kubestore/kubestore/server/openapi/wire"
 )
 
 //go:embed zz_generated.openapi.bin
@@ -34,57 +36,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 	return defs
 }
 
-// The format, written by scripts/openapidata. Every number is an unsigned
-// varint. The data opens with the format's version and the string table
-// (its length and the strings, each its length and bytes); a string is
-// then its index in the table. Then the number of definitions, each its
-// name, its schema and its dependencies (a byte, 0 when they are nil,
-// then the list).
-//
-// A schema is a bit set of the fields it has (schema* below), then those
-// fields in the bits' order. A list or map of a field present is its
-// length and its items (a map's, each key then value, keys in order);
-// Nullable has no value. Items is a byte of flags (1: Schema, 2: Schemas) then those;
-// AdditionalProperties a byte (1: Allows, 2: Schema) then the schema. An
-// any (Default, Enum's items, Extensions' values) is a tag (value*) and
-// its value.
-const formatVersion = 1
-
-const (
-	schemaExtensions = 1 << iota
-	schemaDescription
-	schemaType
-	schemaFormat
-	schemaRef
-	schemaDefault
-	schemaProperties
-	schemaItems
-	schemaRequired
-	schemaEnum
-	schemaAdditionalProperties
-	schemaOneOf
-	schemaAllOf
-	schemaAnyOf
-	schemaNullable
-	schemaTitle
-	schemaPattern
-)
-
-const (
-	valueNil = iota
-	valueString
-	valueFalse
-	valueTrue
-	valueInt     // int, zigzag
-	valueInt64   // int64, zigzag
-	valueFloat64 // its IEEE 754 bits
-	valueList    // []any
-	valueObject  // map[string]any
-	valueTyped   // a named string type: its index in typedValues, the string
-	valueSchema  // spec.Schema (x-kubernetes-v2-schema)
-)
-
-// decode decodes definitions in the format above.
+// decode decodes definitions in the format of package wire.
 func decode(data string, ref common.ReferenceCallback) (defs map[string]common.OpenAPIDefinition, err error) {
 	d := decoder{data: data, ref: ref}
 	defer func() {
@@ -96,8 +48,8 @@ func decode(data string, ref common.ReferenceCallback) (defs map[string]common.O
 			panic(r)
 		}
 	}()
-	if v := d.uint(); v != formatVersion {
-		return nil, fmt.Errorf("format version %d, want %d", v, formatVersion)
+	if v := d.uint(); v != wire.Version {
+		return nil, fmt.Errorf("format version %d, want %d", v, wire.Version)
 	}
 	d.strings = make([]string, d.len())
 	for i := range d.strings {
@@ -192,10 +144,10 @@ func (d *decoder) stringList() []string {
 
 func (d *decoder) schema(s *spec.Schema) {
 	fields := d.uint()
-	if fields >= schemaPattern<<1 {
+	if fields >= wire.SchemaPattern<<1 {
 		d.fail("unknown schema fields %#x", fields)
 	}
-	if fields&schemaExtensions != 0 {
+	if fields&wire.SchemaExtensions != 0 {
 		n := d.len()
 		s.Extensions = make(spec.Extensions, n)
 		for range n {
@@ -203,25 +155,25 @@ func (d *decoder) schema(s *spec.Schema) {
 			s.Extensions[k] = d.value()
 		}
 	}
-	if fields&schemaDescription != 0 {
+	if fields&wire.SchemaDescription != 0 {
 		s.Description = d.string()
 	}
-	if fields&schemaType != 0 {
+	if fields&wire.SchemaType != 0 {
 		s.Type = d.stringList()
 	}
-	if fields&schemaFormat != 0 {
+	if fields&wire.SchemaFormat != 0 {
 		s.Format = d.string()
 	}
-	if fields&schemaRef != 0 {
+	if fields&wire.SchemaRef != 0 {
 		s.Ref = d.ref(d.string())
 	}
-	if fields&schemaDefault != 0 {
+	if fields&wire.SchemaDefault != 0 {
 		s.Default = d.value()
 	}
-	if fields&schemaProperties != 0 {
+	if fields&wire.SchemaProperties != 0 {
 		s.Properties = d.schemaMap()
 	}
-	if fields&schemaItems != 0 {
+	if fields&wire.SchemaItems != 0 {
 		s.Items = &spec.SchemaOrArray{}
 		flags := d.byte()
 		if flags&1 != 0 {
@@ -232,13 +184,13 @@ func (d *decoder) schema(s *spec.Schema) {
 			s.Items.Schemas = d.schemaList()
 		}
 	}
-	if fields&schemaRequired != 0 {
+	if fields&wire.SchemaRequired != 0 {
 		s.Required = d.stringList()
 	}
-	if fields&schemaEnum != 0 {
+	if fields&wire.SchemaEnum != 0 {
 		s.Enum = d.values()
 	}
-	if fields&schemaAdditionalProperties != 0 {
+	if fields&wire.SchemaAdditionalProperties != 0 {
 		s.AdditionalProperties = &spec.SchemaOrBool{}
 		flags := d.byte()
 		s.AdditionalProperties.Allows = flags&1 != 0
@@ -247,20 +199,20 @@ func (d *decoder) schema(s *spec.Schema) {
 			d.schema(s.AdditionalProperties.Schema)
 		}
 	}
-	if fields&schemaOneOf != 0 {
+	if fields&wire.SchemaOneOf != 0 {
 		s.OneOf = d.schemaList()
 	}
-	if fields&schemaAllOf != 0 {
+	if fields&wire.SchemaAllOf != 0 {
 		s.AllOf = d.schemaList()
 	}
-	if fields&schemaAnyOf != 0 {
+	if fields&wire.SchemaAnyOf != 0 {
 		s.AnyOf = d.schemaList()
 	}
-	s.Nullable = fields&schemaNullable != 0
-	if fields&schemaTitle != 0 {
+	s.Nullable = fields&wire.SchemaNullable != 0
+	if fields&wire.SchemaTitle != 0 {
 		s.Title = d.string()
 	}
-	if fields&schemaPattern != 0 {
+	if fields&wire.SchemaPattern != 0 {
 		s.Pattern = d.string()
 	}
 }
@@ -295,23 +247,23 @@ func (d *decoder) values() []any {
 
 func (d *decoder) value() any {
 	switch tag := d.byte(); tag {
-	case valueNil:
+	case wire.ValueNil:
 		return nil
-	case valueString:
+	case wire.ValueString:
 		return d.string()
-	case valueFalse:
+	case wire.ValueFalse:
 		return false
-	case valueTrue:
+	case wire.ValueTrue:
 		return true
-	case valueInt:
+	case wire.ValueInt:
 		return int(zigzag(d.uint()))
-	case valueInt64:
+	case wire.ValueInt64:
 		return zigzag(d.uint())
-	case valueFloat64:
+	case wire.ValueFloat64:
 		return math.Float64frombits(d.uint())
-	case valueList:
+	case wire.ValueList:
 		return d.values()
-	case valueObject:
+	case wire.ValueObject:
 		n := d.len()
 		m := make(map[string]any, n)
 		for range n {
@@ -319,13 +271,13 @@ func (d *decoder) value() any {
 			m[k] = d.value()
 		}
 		return m
-	case valueTyped:
+	case wire.ValueTyped:
 		t := d.uint()
 		if t >= uint64(len(typedValues)) {
 			d.fail("typed value %d of %d", t, len(typedValues))
 		}
 		return typedValues[t](d.string())
-	case valueSchema:
+	case wire.ValueSchema:
 		var s spec.Schema
 		d.schema(&s)
 		return s

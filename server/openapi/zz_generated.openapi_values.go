@@ -7,7 +7,7 @@ import (
 )
 
 // typedValues make the values of named string types in the definitions:
-// an index in this list and the string (valueTyped).
+// an index in this list and the string (wire.ValueTyped).
 var typedValues = []func(string) any{
 	func(s string) any { return corev1.AzureDataDiskCachingMode(s) },
 	func(s string) any { return corev1.AzureDataDiskKind(s) },
