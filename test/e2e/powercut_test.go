@@ -40,21 +40,13 @@ import (
 // resourceVersions must not go back, watchers must converge, and every
 // generated file must be whole.
 func TestPowerCut(t *testing.T) {
-	if err := powercut.Available(); err != nil {
-		powercut.Skip(t, err)
-	}
-	base := shortTempDir(t)
-	dir := filepath.Join(base, "d")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	pc, base := newPowerCuts(t, honestTears)
+	dir, rng := pc.dir, pc.rng
 	port := strconv.Itoa(freePort(t))
 	// A small snapshot count makes etcd write raft snapshots and release
 	// WAL segments for purging within the test, as it does every 5,000
 	// entries on the defaults.
 	args := []string{"--secure-port", port, "--etcd-snapshot-count", "200"}
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
-	pc := newPowerCuts(t, dir, rng, honestTears)
 
 	// First starts: the CA, certificates, keys, kubeconfig and etcd member
 	// are made. Each on a fresh disk; the last one is kept for the rest.
@@ -135,17 +127,9 @@ func TestPowerCutLostFsync(t *testing.T) {
 	if os.Getenv("KUBESTORE_LYING_DEVICE") != "1" {
 		t.Skip("a report, not a test: KUBESTORE_LYING_DEVICE=1 runs it")
 	}
-	if err := powercut.Available(); err != nil {
-		powercut.Skip(t, err)
-	}
-	base := shortTempDir(t)
-	dir := filepath.Join(base, "d")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	pc, base := newPowerCuts(t, []powercut.Tear{powercut.LostFsync})
+	dir, rng := pc.dir, pc.rng
 	args := []string{"--secure-port", strconv.Itoa(freePort(t))}
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
-	pc := newPowerCuts(t, dir, rng, []powercut.Tear{powercut.LostFsync})
 	pc.mount(filepath.Join(base, "disk"))
 	p := start(t, dir, args...)
 	ch := startChurn(t, p)
@@ -199,8 +183,21 @@ type powerCuts struct {
 	cuts, leaseAcks, snapshots int
 }
 
-func newPowerCuts(t *testing.T, dir string, rng *rand.Rand, tears []powercut.Tear) *powerCuts {
-	return &powerCuts{t: t, dir: dir, rng: rng, tears: tears, next: rng.IntN(len(tears)), effects: map[powercut.Tear][]powercut.Effect{}}
+// newPowerCuts skips the test where no power-cut file system can be
+// mounted, and makes the data directory of base/d, where the disks to
+// mount behind it go (base/<name>); it cuts with tears in turn.
+func newPowerCuts(t *testing.T, tears []powercut.Tear) (pc *powerCuts, base string) {
+	t.Helper()
+	if err := powercut.Available(); err != nil {
+		powercut.Skip(t, err)
+	}
+	base = shortTempDir(t)
+	dir := filepath.Join(base, "d")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(len(t.Name()))))
+	return &powerCuts{t: t, dir: dir, rng: rng, tears: tears, next: rng.IntN(len(tears)), effects: map[powercut.Tear][]powercut.Effect{}}, base
 }
 
 // command is a kubestore command started by the test; done is closed when

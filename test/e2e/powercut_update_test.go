@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,8 +20,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/kubestore/kubestore/test/powercut"
 )
 
 // releaseCuts is how many power cuts a release check makes: the count in
@@ -57,17 +54,9 @@ func releaseOnly(t *testing.T) {
 // lost, but what the way back gives up (the writes since the update).
 func TestPowerCutDuringUpdate(t *testing.T) {
 	cuts := releaseCuts(t, "KUBESTORE_UPDATE_CUTS", "update commits")
-	if err := powercut.Available(); err != nil {
-		powercut.Skip(t, err)
-	}
+	pc, base := newPowerCuts(t, honestTears)
+	dir, rng := pc.dir, pc.rng
 	newer := newerBinary(t)
-	base := shortTempDir(t)
-	dir := filepath.Join(base, "d")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
-	pc := newPowerCuts(t, dir, rng, honestTears)
 	pc.mount(filepath.Join(base, "r"))
 
 	// acked are the ConfigMaps acknowledged, by name; an update's commit

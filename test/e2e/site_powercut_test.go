@@ -4,14 +4,10 @@ package e2e
 
 import (
 	"fmt"
-	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/kubestore/kubestore/test/powercut"
 )
 
 // TestSitePowerCutOneMember cuts the power of one gateway of a site of
@@ -23,17 +19,10 @@ import (
 // every write the site acknowledged, its own included (issue 26).
 func TestSitePowerCutOneMember(t *testing.T) {
 	n := releaseCuts(t, "KUBESTORE_SITE_CUTS", "times a site's member")
-	if err := powercut.Available(); err != nil {
-		powercut.Skip(t, err)
-	}
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 26))
+	pc, base := newPowerCuts(t, honestTears)
+	rng := pc.rng
 	a, b, c := newGateway(t, "gw-a"), newGateway(t, "gw-b"), newGateway(t, "gw-c")
-	base := shortTempDir(t)
-	c.dir = filepath.Join(base, "d")
-	if err := os.Mkdir(c.dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	pc := newPowerCuts(t, c.dir, rng, honestTears)
+	c.dir = pc.dir
 	disks := 0
 	freshDisk := func() {
 		disks++
