@@ -18,9 +18,10 @@ func TestLeadPausesAfterAShortTerm(t *testing.T) {
 	defer cancel()
 	var terms atomic.Int32
 	b.Lead(ctx, "short-terms", "a", func(context.Context) { terms.Add(1) })
-	// 5 s with a 2 s pause after each term: 3 terms; without it, hundreds.
-	if n := terms.Load(); n < 2 || n > 3 {
-		t.Errorf("%d terms in 5 s, want 2 or 3 (one per electionRetry)", n)
+	// 5 s with a 2 s pause after each term: at most 3 terms (fewer on a
+	// slow machine, where a campaign takes long); without it, hundreds.
+	if n := terms.Load(); n < 1 || n > 3 {
+		t.Errorf("%d terms in 5 s, want 1 to 3 (one per electionRetry at most)", n)
 	}
 }
 
