@@ -191,7 +191,51 @@ func (h *handler) join(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	klog.InfoS("Added a member to the site as a learner", "name", req.Name, "id", fmt.Sprintf("%x", added.Member.ID), "peerURL", req.PeerURL)
+	go h.nudge(added.Member.ID)
 	writeJSON(w, joinResponse{MemberID: added.Member.ID, InitialCluster: strings.Join(cluster, ","), Secrets: &secrets})
+}
+
+// nudgeFor bounds how long a learner is nudged (nudge): longer than a
+// joiner's --etcd-start-timeout.
+const nudgeFor = 10 * time.Minute
+
+// nudge makes the site write a raft entry every second until the learner
+// id is promoted or gone. It works around etcd 3.7: the applied index its
+// request limiter reads is set when an entry is applied, not a snapshot
+// (etcdserver/server.go, applySnapshot sets the progress's appliedi only),
+// so a joiner that catches up by the leader's snapshot of more than 5,000
+// entries (maxGapBetweenApplyAndCommitIndex) refuses every proposal, its
+// own publish included, with "too many requests" until it applies one
+// entry after the snapshot, and never becomes ready on a site that writes
+// nothing (since the garbage collector elects without a Lease, an idle
+// site writes nothing: TestSiteOfThreeGateways' rejoin hung). A lease
+// granted and revoked is two entries that touch no key.
+func (h *handler) nudge(id uint64) {
+	ctx, cancel := context.WithTimeout(h.client.Ctx(), nudgeFor)
+	defer cancel()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		list, err := h.client.MemberList(ctx)
+		if err != nil {
+			continue
+		}
+		learner := false
+		for _, m := range list.Members {
+			learner = learner || m.ID == id && m.IsLearner
+		}
+		if !learner {
+			return
+		}
+		if l, err := h.client.Grant(ctx, 10); err == nil {
+			h.client.Revoke(ctx, l.ID) //nolint:errcheck // it expires anyway
+		}
+	}
 }
 
 // unreachable names the members this one does not reach.
