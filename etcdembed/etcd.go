@@ -122,6 +122,9 @@ func start(ctx context.Context, c config.Config, forceNew bool) (*Server, error)
 		}
 	}
 	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg.WithOptions(zap.WrapCore(filter.wrap)))
+	if err := finishSnapshotRename(dir, lg); err != nil {
+		return nil, err
+	}
 	e, err := embed.StartEtcd(ec)
 	if err != nil {
 		return nil, fmt.Errorf("starting embedded etcd: %w", err)
