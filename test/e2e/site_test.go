@@ -227,11 +227,18 @@ func (w *siteWriters) snapshot() map[string]bool {
 	return maps.Clone(w.acked)
 }
 
-// missing lists the acknowledged ConfigMaps g does not have.
+// missing lists the acknowledged ConfigMaps g does not have. A list that
+// fails is tried again for 30 s: a member that has just started or lost
+// its leader refuses a consistent read for a moment, which says nothing
+// of what it holds.
 func missing(t *testing.T, g *siteGateway, acked map[string]bool) []string {
 	t.Helper()
-	list, err := g.p.clientset().CoreV1().ConfigMaps("default").List(context.Background(), metav1.ListOptions{})
-	if err != nil {
+	var list *corev1.ConfigMapList
+	var err error
+	if !eventually(30*time.Second, func() bool {
+		list, err = g.p.clientset().CoreV1().ConfigMaps("default").List(context.Background(), metav1.ListOptions{})
+		return err == nil
+	}) {
 		t.Fatalf("listing on %s: %v", g.name, err)
 	}
 	have := map[string]bool{}
