@@ -51,12 +51,6 @@ type MirrorRule struct {
 // referenceable are the resources a rule may mirror as referenced by pods.
 var referenceable = map[schema.GroupResource]bool{{Resource: "configmaps"}: true, {Resource: "secrets"}: true, {Resource: "serviceaccounts"}: true}
 
-// AnnotationMirrorReplaceable marks a local object that kubestore's own
-// controllers keep (the default ServiceAccount of a namespace): a mirrored
-// object of the same name takes its place, as the cluster's own controllers
-// keep it there.
-const AnnotationMirrorReplaceable = "mirror.kubestore.io/replaceable"
-
 // NodeNameVar is replaced by the node name in a rule's selectors.
 const NodeNameVar = "$(NODE_NAME)"
 

@@ -46,7 +46,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubestore/kubestore/mirror"
+	"github.com/kubestore/kubestore/mirrored"
 )
 
 // resyncResources is how often the set of watched resources is compared
@@ -292,8 +292,8 @@ func strip(obj any) (any, error) {
 		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
 		OwnerReferences: m.OwnerReferences, Finalizers: m.Finalizers, DeletionTimestamp: m.DeletionTimestamp,
 	}}
-	if rule, ok := m.Annotations[mirror.AnnotationRule]; ok {
-		out.Annotations = map[string]string{mirror.AnnotationRule: rule}
+	if rule, ok := m.Annotations[mirrored.AnnotationRule]; ok {
+		out.Annotations = map[string]string{mirrored.AnnotationRule: rule}
 	}
 	return out, nil
 }
@@ -449,7 +449,7 @@ func (c *Collector) process(ctx context.Context, it item) error {
 	case obj.UID != cached.UID:
 		return nil // another object by now: its own events bring it
 	}
-	if _, mirrored := obj.Annotations[mirror.AnnotationRule]; mirrored {
+	if mirrored.Is(obj.Annotations) {
 		// The mirror owns it: its upstream's collector decides.
 		return nil
 	}

@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kubestore/kubestore/mirror"
+	"github.com/kubestore/kubestore/mirrored"
 )
 
 // The informers keep of each object only what collecting needs.
@@ -15,7 +15,7 @@ func TestStrip(t *testing.T) {
 	now := metav1.Now()
 	in := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
 		Name: "n", Namespace: "ns", UID: "u", ResourceVersion: "5", Labels: map[string]string{"a": "b"},
-		Annotations:     map[string]string{"big": "x", mirror.AnnotationRule: "pods"},
+		Annotations:     map[string]string{"big": "x", mirrored.AnnotationRule: "pods"},
 		OwnerReferences: []metav1.OwnerReference{{UID: "o"}}, Finalizers: []string{"orphan"}, DeletionTimestamp: &now,
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}},
 	}}
@@ -24,7 +24,7 @@ func TestStrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := out.(*metav1.PartialObjectMetadata)
-	if m.Labels != nil || m.ManagedFields != nil || len(m.Annotations) != 1 || m.Annotations[mirror.AnnotationRule] != "pods" {
+	if m.Labels != nil || m.ManagedFields != nil || len(m.Annotations) != 1 || m.Annotations[mirrored.AnnotationRule] != "pods" {
 		t.Errorf("kept too much: %+v", m.ObjectMeta)
 	}
 	if m.Name != "n" || m.Namespace != "ns" || m.UID != "u" || m.ResourceVersion != "5" || len(m.OwnerReferences) != 1 || len(m.Finalizers) != 1 || m.DeletionTimestamp == nil {

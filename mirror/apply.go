@@ -22,7 +22,7 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/klog/v2"
 
-	"github.com/kubestore/kubestore/config"
+	"github.com/kubestore/kubestore/mirrored"
 )
 
 // localError is a failure of the local store, not of the upstream.
@@ -88,8 +88,8 @@ func (m *Mirror) applyObject(ctx context.Context, r *rule, store *Store, u *unst
 	if ann == nil {
 		ann = map[string]string{}
 	}
-	ann[AnnotationRule] = r.name
-	ann[AnnotationUpstreamResourceVersion] = upstreamRV
+	ann[mirrored.AnnotationRule] = r.name
+	ann[mirrored.AnnotationUpstreamResourceVersion] = upstreamRV
 	a.SetAnnotations(ann)
 	a.SetResourceVersion("")
 	if !store.Namespaced {
@@ -151,7 +151,7 @@ func (m *Mirror) applyObject(ctx context.Context, r *rule, store *Store, u *unst
 				// kubestore's own controllers create a replaceable one
 				// again). The cluster's pods that reference the name
 				// mean the cluster's object, never a local one.
-				if cur.GetAnnotations()[config.AnnotationMirrorReplaceable] == "" {
+				if cur.GetAnnotations()[mirrored.AnnotationReplaceable] == "" {
 					replacedLocal.WithLabelValues(r.base).Inc()
 					klog.InfoS("Mirror: an upstream object replaced a local object of the same name", "rule", r.name,
 						"resource", r.gr, "namespace", a.GetNamespace(), "name", a.GetName(), "localUID", cur.GetUID())
@@ -169,7 +169,7 @@ func (m *Mirror) applyObject(ctx context.Context, r *rule, store *Store, u *unst
 			op = opRecreated
 			return nil, nil, errRecreated
 		}
-		if have := cur.GetAnnotations()[AnnotationUpstreamResourceVersion]; have != "" && cur.GetAnnotations()[AnnotationRule] == r.name && !newer(upstreamRV, have) {
+		if have := cur.GetAnnotations()[mirrored.AnnotationUpstreamResourceVersion]; have != "" && cur.GetAnnotations()[mirrored.AnnotationRule] == r.name && !newer(upstreamRV, have) {
 			op = opUnchanged
 			return nil, nil, errUnchanged
 		}
@@ -226,10 +226,10 @@ func (m *Mirror) remove(ctx context.Context, r *rule, store *Store, namespace, n
 		}
 		ann := a.GetAnnotations()
 		// A local object (no rule's) is never the mirror's to delete.
-		if owner := ann[AnnotationRule]; owner == "" || !anyRule && !r.owns(store, owner, obj) {
+		if owner := ann[mirrored.AnnotationRule]; owner == "" || !anyRule && !r.owns(store, owner, obj) {
 			return errUnchanged
 		}
-		if have := ann[AnnotationUpstreamResourceVersion]; upstreamRV != "" && have != "" && newer(have, upstreamRV) {
+		if have := ann[mirrored.AnnotationUpstreamResourceVersion]; upstreamRV != "" && have != "" && newer(have, upstreamRV) {
 			return errUnchanged
 		}
 		return nil
@@ -252,7 +252,7 @@ type deletedObject struct{ runtime.Object }
 type localRef struct{ namespace, name, uid, upstreamRV string }
 
 func refOf(a metav1.Object) localRef {
-	return localRef{a.GetNamespace(), a.GetName(), string(a.GetUID()), a.GetAnnotations()[AnnotationUpstreamResourceVersion]}
+	return localRef{a.GetNamespace(), a.GetName(), string(a.GetUID()), a.GetAnnotations()[mirrored.AnnotationUpstreamResourceVersion]}
 }
 
 // localObjects are the local copies rule r mirrored in namespace (all when
@@ -268,7 +268,7 @@ func (m *Mirror) localObjects(ctx context.Context, r *rule, store *Store, namesp
 		if err != nil {
 			return nil, localError{err}
 		}
-		if a, err := meta.Accessor(obj); err == nil && r.owns(store, a.GetAnnotations()[AnnotationRule], obj) {
+		if a, err := meta.Accessor(obj); err == nil && r.owns(store, a.GetAnnotations()[mirrored.AnnotationRule], obj) {
 			out[a.GetNamespace()+"/"+a.GetName()] = refOf(a)
 		}
 		return out, nil
@@ -286,7 +286,7 @@ func (m *Mirror) localObjects(ctx context.Context, r *rule, store *Store, namesp
 		if err != nil {
 			return err
 		}
-		if r.owns(store, a.GetAnnotations()[AnnotationRule], obj) {
+		if r.owns(store, a.GetAnnotations()[mirrored.AnnotationRule], obj) {
 			out[a.GetNamespace()+"/"+a.GetName()] = refOf(a)
 		}
 		return nil
@@ -296,7 +296,7 @@ func (m *Mirror) localObjects(ctx context.Context, r *rule, store *Store, namesp
 
 // mirroredBy is the rule that mirrored obj, or nil when obj is local.
 func (m *Mirror) mirroredBy(obj metav1.Object) *rule {
-	name, ok := obj.GetAnnotations()[AnnotationRule]
+	name, ok := obj.GetAnnotations()[mirrored.AnnotationRule]
 	if !ok {
 		return nil
 	}

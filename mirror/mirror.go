@@ -61,14 +61,6 @@ import (
 	"github.com/kubestore/kubestore/config"
 )
 
-const (
-	// AnnotationRule names the rule that mirrored an object.
-	AnnotationRule = "mirror.kubestore.io/rule"
-	// AnnotationUpstreamResourceVersion is the upstream's resourceVersion
-	// of the object's content.
-	AnnotationUpstreamResourceVersion = "mirror.kubestore.io/upstream-resource-version"
-)
-
 // Store is the local storage of one resource, as the mirror writes it.
 type Store struct {
 	*cacher.RawStore
@@ -166,7 +158,7 @@ type Mirror struct {
 
 // rule is a config rule with its selectors resolved.
 type rule struct {
-	// name identifies the rule's copies (AnnotationRule), records and
+	// name identifies the rule's copies (mirrored.AnnotationRule), records and
 	// election: the config's name, and for a rule that selects by the
 	// node, <name>@<node>, so that the gateways of a site, each a node,
 	// never take each other's copies for their own. base is the config's

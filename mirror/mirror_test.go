@@ -23,6 +23,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubestore/kubestore/config"
+	"github.com/kubestore/kubestore/mirrored"
 	"github.com/kubestore/kubestore/registry"
 )
 
@@ -223,7 +224,7 @@ func TestNewer(t *testing.T) {
 func TestUpstreamBody(t *testing.T) {
 	m := newTestMirror(t)
 	local := &metav1.ObjectMeta{Name: "p", Namespace: "ns", ResourceVersion: "42",
-		Annotations: map[string]string{AnnotationRule: "pods", AnnotationUpstreamResourceVersion: "9001"}}
+		Annotations: map[string]string{mirrored.AnnotationRule: "pods", mirrored.AnnotationUpstreamResourceVersion: "9001"}}
 	cases := []struct {
 		name, verb, contentType, body string
 		want                          string // JSON; "" for a conflict

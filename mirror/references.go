@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubestore/kubestore/access/node"
+	"github.com/kubestore/kubestore/mirrored"
 )
 
 // references runs a stream per object that the mirrored pods reference
@@ -74,7 +75,7 @@ func (x *references) seed(ctx context.Context) error {
 			return err
 		}
 		if err := meta.EachListItem(list, func(obj runtime.Object) error {
-			if a, err := meta.Accessor(obj); err == nil && r.owns(store, a.GetAnnotations()[AnnotationRule], obj) {
+			if a, err := meta.Accessor(obj); err == nil && r.owns(store, a.GetAnnotations()[mirrored.AnnotationRule], obj) {
 				x.changed(r, obj)
 			}
 			return nil
@@ -289,7 +290,7 @@ func (x *references) referencedLocally(ctx context.Context, d *rule, namespace, 
 		if !ok || found {
 			return nil
 		}
-		if r := x.m.rule(pod.Annotations[AnnotationRule]); r != nil && r.base == d.referencedBy {
+		if r := x.m.rule(pod.Annotations[mirrored.AnnotationRule]); r != nil && r.base == d.referencedBy {
 			found = podReferences(pod, []*rule{d}).Has(key)
 		}
 		return nil

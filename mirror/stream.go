@@ -23,6 +23,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubestore/kubestore/mirrored"
 )
 
 // stream keeps the objects of one rule in one namespace (all when ""), or
@@ -299,10 +301,10 @@ func (s *stream) resumeFrom(ctx context.Context, store *Store) string {
 			return ""
 		}
 		a, err := meta.Accessor(obj)
-		if err != nil || !s.rule.owns(store, a.GetAnnotations()[AnnotationRule], obj) {
+		if err != nil || !s.rule.owns(store, a.GetAnnotations()[mirrored.AnnotationRule], obj) {
 			return ""
 		}
-		return a.GetAnnotations()[AnnotationUpstreamResourceVersion]
+		return a.GetAnnotations()[mirrored.AnnotationUpstreamResourceVersion]
 	}
 	data, err := s.m.state.GetState(ctx, s.stateName())
 	if err != nil || data == nil {

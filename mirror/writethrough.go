@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubestore/kubestore/access/node"
+	"github.com/kubestore/kubestore/mirrored"
 )
 
 // forwardTimeout bounds a forwarded write: an upstream that does not answer
@@ -375,7 +376,7 @@ func (wt *writeThrough) offline(cause error) {
 		if ann == nil {
 			ann = map[string]string{}
 		}
-		ann[AnnotationRule] = wt.rule.name
+		ann[mirrored.AnnotationRule] = wt.rule.name
 		obj.SetAnnotations(ann)
 		var err error
 		if body, err = obj.MarshalJSON(); err != nil {
@@ -759,13 +760,13 @@ func (wt *writeThrough) translate(obj map[string]any, path ...string) error {
 	if v != wt.local.GetResourceVersion() {
 		return apierrors.NewConflict(wt.gr, wt.info.Name, fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
 	}
-	return unstructured.SetNestedField(obj, wt.local.GetAnnotations()[AnnotationUpstreamResourceVersion], path...)
+	return unstructured.SetNestedField(obj, wt.local.GetAnnotations()[mirrored.AnnotationUpstreamResourceVersion], path...)
 }
 
 // stripAnnotations removes the mirror's annotations from an object or
 // patch: they are the local copy's, not the upstream's.
 func stripAnnotations(obj map[string]any) {
-	for _, a := range []string{AnnotationRule, AnnotationUpstreamResourceVersion} {
+	for _, a := range []string{mirrored.AnnotationRule, mirrored.AnnotationUpstreamResourceVersion} {
 		unstructured.RemoveNestedField(obj, "metadata", "annotations", a)
 	}
 }

@@ -18,8 +18,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
-	"github.com/kubestore/kubestore/config"
-	"github.com/kubestore/kubestore/mirror"
+	"github.com/kubestore/kubestore/mirrored"
 )
 
 // RootCAConfigMap is the ConfigMap every namespace gets, with the CA
@@ -117,7 +116,7 @@ func Controllers(ctx context.Context, cfg *rest.Config, keys *Keys, st State, ac
 			// Marked replaceable: a mirrored default ServiceAccount of the
 			// cluster takes its place.
 			sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: DefaultName,
-				Annotations: map[string]string{config.AnnotationMirrorReplaceable: "true"}}}
+				Annotations: map[string]string{mirrored.AnnotationReplaceable: "true"}}}
 			_, err := client.ServiceAccounts(name).Create(ctx, sa, metav1.CreateOptions{})
 			if err != nil && !apierrors.IsAlreadyExists(err) && !apierrors.IsForbidden(err) {
 				return err
@@ -139,7 +138,7 @@ func Controllers(ctx context.Context, cfg *rest.Config, keys *Keys, st State, ac
 					err = nil // another kubestore's, or the namespace is going
 				}
 				return err
-			case cm.Annotations[mirror.AnnotationRule] != "":
+			case mirrored.Is(cm.Annotations):
 				return nil // the upstream cluster's copy, mirrored
 			case cm.Data[RootCAKey] == bundle && len(cm.Data) == 1 && cm.Annotations[descriptionKey] == description:
 				return nil

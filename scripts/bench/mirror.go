@@ -28,7 +28,7 @@ import (
 
 const (
 	// mirrorRule is the one rule of the edge; the objects it mirrors carry
-	// it in mirrorRuleAnnotation (package mirror's AnnotationRule).
+	// it in mirrorRuleAnnotation (package mirrored's AnnotationRule).
 	mirrorRule           = "bench"
 	mirrorRuleAnnotation = "mirror.kubestore.io/rule"
 	// emptyNamespace is what the edge mirrors for its baseline: a

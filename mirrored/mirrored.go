@@ -1,0 +1,31 @@
+// Package mirrored is the contract of a mirrored object: the annotations
+// the mirror (package mirror) puts on its copies of an upstream cluster's
+// objects, and what each tells the rest of kubestore. It imports nothing,
+// so that a controller honours the contract without the mirror.
+//
+// A copy belongs to the upstream: kubestore's own controllers (garbage
+// collection, the namespace and ServiceAccount controllers) never write
+// or delete it; the upstream's controllers do, and the mirror carries
+// their writes. A local object that kubestore keeps may say that a copy
+// takes its place (AnnotationReplaceable).
+package mirrored
+
+const (
+	// AnnotationRule names the rule that mirrored an object; every copy
+	// has it, and only copies.
+	AnnotationRule = "mirror.kubestore.io/rule"
+	// AnnotationUpstreamResourceVersion is the upstream's resourceVersion
+	// of the copy's content: a resync writes only what changed since.
+	AnnotationUpstreamResourceVersion = "mirror.kubestore.io/upstream-resource-version"
+	// AnnotationReplaceable marks a local object that kubestore's own
+	// controllers keep (the default ServiceAccount of a namespace): a
+	// mirrored object of the same name takes its place, as the cluster's
+	// own controllers keep it there.
+	AnnotationReplaceable = "mirror.kubestore.io/replaceable"
+)
+
+// Is reports whether an object with these annotations is a mirror's copy.
+func Is(annotations map[string]string) bool {
+	_, ok := annotations[AnnotationRule]
+	return ok
+}
