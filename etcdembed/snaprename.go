@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"go.etcd.io/etcd/server/v3/etcdserver/api/snap"
 	"go.etcd.io/etcd/server/v3/storage/wal"
 	"go.uber.org/zap"
 
@@ -31,11 +30,12 @@ import (
 // etcd's own restart renames the file only when snap/db's index is older.
 //
 // snap/<index>.snap.db outlives its rename only in that case: for the
-// snapshot etcd starts from (the newest the WAL records with its .snap
-// file, Snapshotter.LoadNewestAvailable) the file is renamed into place
-// and the directory synced, which is what etcd would have done. A
-// .snap.db of a snapshot the WAL does not record stays for etcd, which
-// removes it. The WAL is read only when such a file exists.
+// snapshot etcd starts from (the newest the WAL records: etcd 3.7 needs
+// no .snap file, whose creation the same cut may have undone;
+// recoverSnapshot in etcdserver/bootstrap.go) the file is renamed into
+// place and the directory synced, which is what etcd would have done. A
+// .snap.db of an older snapshot stays for etcd, which removes it. The WAL
+// is read only when such a file exists.
 func finishSnapshotRename(dir datadir.Dir, lg *zap.Logger) error {
 	member := filepath.Join(dir.Etcd(), "member")
 	snapDir, walDir := filepath.Join(member, "snap"), filepath.Join(member, "wal")
@@ -53,14 +53,10 @@ func finishSnapshotRename(dir datadir.Dir, lg *zap.Logger) error {
 	if err != nil {
 		return fmt.Errorf("reading the snapshots etcd's WAL in %s records: %w", walDir, err)
 	}
-	s, err := snap.New(lg, snapDir).LoadNewestAvailable(walSnaps)
-	if errors.Is(err, snap.ErrNoSnapshot) {
+	if len(walSnaps) == 0 {
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("reading etcd's snapshot in %s: %w", snapDir, err)
-	}
-	index := s.Metadata.GetIndex()
+	index := walSnaps[len(walSnaps)-1].GetIndex()
 	received := filepath.Join(snapDir, fmt.Sprintf("%016x.snap.db", index))
 	if _, err := os.Stat(received); errors.Is(err, os.ErrNotExist) {
 		return nil

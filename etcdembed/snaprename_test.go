@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/server/v3/etcdserver/api/snap"
 	"go.etcd.io/etcd/server/v3/storage/backend"
 	"go.etcd.io/etcd/server/v3/storage/schema"
 	"go.etcd.io/etcd/server/v3/storage/wal"
@@ -59,11 +58,15 @@ func TestSnapshotRenameLostToAPowerCut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := snap.New(lg, snapDir).LoadNewestAvailable(walSnaps)
-	if err != nil {
-		t.Fatalf("no snapshot after %d writes at --etcd-snapshot-count %d: %v", writes, cfg.Etcd.SnapshotCount, err)
+	if len(walSnaps) < 2 {
+		t.Fatalf("no snapshot after %d writes at --etcd-snapshot-count %d", writes, cfg.Etcd.SnapshotCount)
 	}
-	index, term := s.Metadata.GetIndex(), s.Metadata.GetTerm()
+	index, term := walSnaps[len(walSnaps)-1].GetIndex(), walSnaps[len(walSnaps)-1].GetTerm()
+	// The cut may also undo the creation of the snapshot's .snap file,
+	// which etcd 3.7 does without.
+	if err := os.Remove(filepath.Join(snapDir, fmt.Sprintf("%016x-%016x.snap", term, index))); err != nil {
+		t.Fatal(err)
+	}
 	received := filepath.Join(snapDir, fmt.Sprintf("%016x.snap.db", index))
 	if err := os.Rename(db, received); err != nil {
 		t.Fatal(err)
