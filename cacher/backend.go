@@ -147,6 +147,10 @@ func (b *Backend) Endpoints() []string { return b.client.Endpoints() }
 // defrag) and tests.
 func (b *Backend) Client() *etcdclient.Client { return b.client.Client }
 
+// Prefix is --etcd-prefix, under which every key of this store lives
+// (kubestore's own records too: package records).
+func (b *Backend) Prefix() string { return b.etcd.Prefix }
+
 // Close stops the compactor, closes the client and then the embedded etcd,
 // in that order, after every store built on it was destroyed. It is
 // idempotent.

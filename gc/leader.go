@@ -13,7 +13,7 @@ const ElectionKey = "garbage-collector"
 
 // Lead runs fn while this process, named identity, holds the etcd
 // election key, once per term (fn's context ends with the term), until
-// ctx ends: the shape of cacher.Backend.Lead.
+// ctx ends: the shape of records.Store.Lead.
 //
 // It replaced a Lease renewed through the API every 5 s: each renewal was
 // an etcd write, all an idle device wrote to flash (7.2 KB/s, issue 39).

@@ -11,12 +11,10 @@ import (
 	"strings"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/kubestore/kubestore/access"
-	"github.com/kubestore/kubestore/cacher"
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/datadir"
+	"github.com/kubestore/kubestore/records"
 )
 
 // caStepWait is how long a command waits for this gateway's server to take
@@ -42,27 +40,23 @@ func CARotate(ctx context.Context, cc config.Completed, version string, w io.Wri
 		return err
 	}
 	defer c.close()
-	key := cacher.StateKey(cfg.Etcd.Prefix, name)
+	rec := records.New(c.client, cfg.Etcd.Prefix).Record(name)
 	data, err := json.Marshal(prep)
 	if err != nil {
 		return err
 	}
-	txn, err := c.client.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, string(data))).Else(clientv3.OpGet(key)).Commit()
+	created, current, prepared, err := rec.Create(ctx, data)
 	if err != nil {
 		return err
 	}
-	prepared := txn.Header.Revision
-	if !txn.Succeeded {
+	if !created {
 		// Prepared before (a command that gave up waiting): go on.
-		kv := txn.Responses[0].GetResponseRange().Kvs[0]
-		if err := json.Unmarshal(kv.Value, &prep); err != nil {
-			return fmt.Errorf("%s: %w", key, err)
+		if err := json.Unmarshal(current, &prep); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
 		}
 		if prep.Phase != access.PhasePrepare {
 			return errors.New("a rotation of this CA was begun already and the servers are taking it: kubestore ca status")
 		}
-		prepared = kv.ModRevision
 	}
 	keys, err := sealKeys(ctx, c, cfg, name)
 	if err != nil {
@@ -75,11 +69,11 @@ func CARotate(ctx context.Context, cc config.Completed, version string, w io.Wri
 	if data, err = json.Marshal(rot); err != nil {
 		return err
 	}
-	txn, err = c.client.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", prepared)).Then(clientv3.OpPut(key, string(data))).Commit()
+	taken, err := rec.PutAt(ctx, data, prepared)
 	if err != nil {
 		return err
 	}
-	if !txn.Succeeded {
+	if !taken {
 		return errors.New("another kubestore ca rotate took the rotation meanwhile: kubestore ca status")
 	}
 	fmt.Fprintf(w, "a new CA signs from now on, and the previous one stays trusted until kubestore ca finish\n")
@@ -102,7 +96,7 @@ func sealKeys(ctx context.Context, c *conn, cfg config.Config, name string) (map
 		if err != nil {
 			return nil, err
 		}
-		if _, err := c.client.Put(ctx, cacher.StateKey(cfg.Etcd.Prefix, access.ProgressName(name, self)), string(p)); err != nil {
+		if err := records.New(c.client, cfg.Etcd.Prefix).PutState(ctx, access.ProgressName(name, self), p); err != nil {
 			return nil, err
 		}
 	}
@@ -193,7 +187,7 @@ func CAFinish(ctx context.Context, cc config.Completed, force bool, version stri
 		if err != nil {
 			return err
 		}
-		if _, err := c.client.Put(ctx, cacher.StateKey(cfg.Etcd.Prefix, name), string(data)); err != nil {
+		if err := records.New(c.client, cfg.Etcd.Prefix).PutState(ctx, name, data); err != nil {
 			return err
 		}
 	}
@@ -248,28 +242,27 @@ func CAStatus(ctx context.Context, cc config.Completed, version string, w io.Wri
 // readRotation reads the record name and the members' progress records.
 func readRotation(ctx context.Context, c *conn, cfg config.Config, name string) (access.Rotation, map[string]access.RotationProgress, error) {
 	var rot access.Rotation
-	key := cacher.StateKey(cfg.Etcd.Prefix, name)
-	resp, err := c.client.Get(ctx, key)
+	st := records.New(c.client, cfg.Etcd.Prefix)
+	data, err := st.GetState(ctx, name)
 	if err != nil {
 		return rot, nil, err
 	}
-	if len(resp.Kvs) == 0 {
-		return rot, nil, fmt.Errorf("no record of the rotation in etcd (%s)", key)
+	if data == nil {
+		return rot, nil, fmt.Errorf("no record of the rotation in etcd (%s)", name)
 	}
-	if err := json.Unmarshal(resp.Kvs[0].Value, &rot); err != nil {
-		return rot, nil, fmt.Errorf("%s: %w", key, err)
+	if err := json.Unmarshal(data, &rot); err != nil {
+		return rot, nil, fmt.Errorf("%s: %w", name, err)
 	}
-	// StateKey cleans the trailing slash away.
-	prefix := cacher.StateKey(cfg.Etcd.Prefix, access.ProgressName(name, "")) + "/"
-	resp, err = c.client.Get(ctx, prefix, clientv3.WithPrefix())
+	members := access.ProgressName(name, "")
+	recs, err := st.ListState(ctx, members)
 	if err != nil {
 		return rot, nil, err
 	}
 	progress := map[string]access.RotationProgress{}
-	for _, kv := range resp.Kvs {
+	for rec, value := range recs {
 		var p access.RotationProgress
-		if err := json.Unmarshal(kv.Value, &p); err == nil {
-			progress[strings.TrimPrefix(string(kv.Key), prefix)] = p
+		if err := json.Unmarshal(value, &p); err == nil {
+			progress[strings.TrimPrefix(rec, members)] = p
 		}
 	}
 	return rot, progress, nil

@@ -16,13 +16,13 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/klog/v2"
 
-	"github.com/kubestore/kubestore/cacher"
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/datadir"
+	"github.com/kubestore/kubestore/records"
 )
 
 // The records of an update's commit in etcd, among kubestore's own
-// (cacher.StateKey).
+// (package records).
 const (
 	// dataFormatRecord is the data's own record of its format, written at
 	// the commit of an update that raises it; absent, the data is of
@@ -55,7 +55,7 @@ func RecordRelease(ctx context.Context, c *clientv3.Client, prefix, member, vers
 	if err != nil {
 		return err
 	}
-	if _, err := c.Put(ctx, cacher.StateKey(prefix, releasesRecord+member), string(data)); err != nil {
+	if err := records.New(c, prefix).PutState(ctx, releasesRecord+member, data); err != nil {
 		return fmt.Errorf("recording this member's release: %w", err)
 	}
 	return nil
@@ -72,20 +72,21 @@ func membersNotReading(ctx context.Context, c *clientv3.Client, prefix string, f
 		return nil, nil
 	}
 	var behind []string
+	st := records.New(c, prefix)
 	for _, m := range list.Members {
 		name := m.Name
 		if name == "" {
 			name = fmt.Sprintf("%x (not started yet)", m.ID)
 		}
-		resp, err := c.Get(ctx, cacher.StateKey(prefix, releasesRecord+m.Name))
+		rec, err := st.GetState(ctx, releasesRecord+m.Name)
 		if err != nil {
 			return nil, err
 		}
 		var r Release
 		switch {
-		case m.Name == "" || len(resp.Kvs) == 0:
+		case m.Name == "" || rec == nil:
 			behind = append(behind, name+" (no release recorded)")
-		case json.Unmarshal(resp.Kvs[0].Value, &r) != nil:
+		case json.Unmarshal(rec, &r) != nil:
 			behind = append(behind, name+" (an unreadable release record)")
 		case r.Reads < format:
 			behind = append(behind, fmt.Sprintf("%s (kubestore %s, reads format %d)", name, r.Version, r.Reads))
@@ -112,9 +113,9 @@ func StopOnNewerFormat(ctx context.Context, c *clientv3.Client, prefix, version 
 // watchDataFormat calls fn with each format the data's record is given,
 // until fn returns false or ctx is done.
 func watchDataFormat(ctx context.Context, c *clientv3.Client, prefix string, fn func(format int) bool) {
-	key := cacher.StateKey(prefix, dataFormatRecord)
+	rec := records.New(c, prefix).Record(dataFormatRecord)
 	for ctx.Err() == nil {
-		for resp := range c.Watch(clientv3.WithRequireLeader(ctx), key) {
+		for resp := range rec.Watch(clientv3.WithRequireLeader(ctx), 0) {
 			for _, ev := range resp.Events {
 				if f, err := strconv.Atoi(string(ev.Kv.Value)); ev.Type == clientv3.EventTypePut && err == nil && !fn(f) {
 					return
@@ -159,23 +160,23 @@ func init() {
 
 // DataFormat is the format the data in etcd says it is of.
 func DataFormat(ctx context.Context, c *clientv3.Client, prefix string) (int, error) {
-	resp, err := c.Get(ctx, cacher.StateKey(prefix, dataFormatRecord))
+	rec, err := records.New(c, prefix).GetState(ctx, dataFormatRecord)
 	if err != nil {
 		return 0, fmt.Errorf("reading the data's format: %w", err)
 	}
-	if len(resp.Kvs) == 0 {
+	if rec == nil {
 		return 1, nil
 	}
-	f, err := strconv.Atoi(string(resp.Kvs[0].Value))
+	f, err := strconv.Atoi(string(rec))
 	if err != nil || f < 1 {
-		return 0, fmt.Errorf("the data's format record %s is %q: only kubestore writes it", resp.Kvs[0].Key, resp.Kvs[0].Value)
+		return 0, fmt.Errorf("the data's format record %s is %q: only kubestore writes it", dataFormatRecord, rec)
 	}
 	return f, nil
 }
 
 // SetDataFormat records in etcd that the data is of format.
 func SetDataFormat(ctx context.Context, c *clientv3.Client, prefix string, format int) error {
-	if _, err := c.Put(ctx, cacher.StateKey(prefix, dataFormatRecord), strconv.Itoa(format)); err != nil {
+	if err := records.New(c, prefix).PutState(ctx, dataFormatRecord, []byte(strconv.Itoa(format))); err != nil {
 		return fmt.Errorf("recording the data's format: %w", err)
 	}
 	return nil
@@ -274,7 +275,7 @@ func Commit(ctx context.Context, c *clientv3.Client, dir datadir.Dir, prefix, ve
 // own records are not objects.
 func rewriteEveryKey(ctx context.Context, c *clientv3.Client, prefix string) (int, error) {
 	const batchKeys, batchBytes = 64, 512 << 10
-	own := cacher.StateKey(prefix, "") + "/"
+	own := records.Prefix(prefix)
 	from, end := prefix+"/", clientv3.GetPrefixRangeEnd(prefix+"/")
 	n := 0
 	for {
@@ -350,12 +351,12 @@ func RequestCommit(ctx context.Context, c *clientv3.Client, prefix string) error
 	if err != nil {
 		return err
 	}
-	key := cacher.StateKey(prefix, commitRequestRecord)
-	put, err := c.Put(ctx, key, commitRequested+" by "+member)
+	rec := records.New(c, prefix).Record(commitRequestRecord)
+	put, err := rec.Put(ctx, []byte(commitRequested+" by "+member))
 	if err != nil {
 		return fmt.Errorf("asking the server to commit: %w", err)
 	}
-	for resp := range c.Watch(ctx, key, clientv3.WithRev(put.Header.Revision+1)) {
+	for resp := range rec.Watch(ctx, put+1) {
 		if err := resp.Err(); err != nil {
 			return err
 		}
@@ -378,15 +379,15 @@ func RequestCommit(ctx context.Context, c *clientv3.Client, prefix string) error
 // server stopped, and the update it meant may have been left since (a
 // fallback). It returns when ctx is done.
 func CommitRequests(ctx context.Context, c *clientv3.Client, prefix string, commit func() error) {
-	key := cacher.StateKey(prefix, commitRequestRecord)
+	rec := records.New(c, prefix).Record(commitRequestRecord)
 	var from int64
 	var member string
 	for from == 0 {
 		var err error
 		if member, err = localMember(ctx, c); err == nil {
-			var resp *clientv3.DeleteResponse
-			if resp, err = c.Delete(ctx, key); err == nil {
-				from = resp.Header.Revision + 1
+			var deleted int64
+			if deleted, err = rec.Delete(ctx); err == nil {
+				from = deleted + 1
 			}
 		}
 		if err != nil && !sleep(ctx, time.Second) {
@@ -394,7 +395,7 @@ func CommitRequests(ctx context.Context, c *clientv3.Client, prefix string, comm
 		}
 	}
 	for ctx.Err() == nil {
-		for w := range c.Watch(clientv3.WithRequireLeader(ctx), key, clientv3.WithRev(from)) {
+		for w := range rec.Watch(clientv3.WithRequireLeader(ctx), from) {
 			if w.Err() != nil {
 				break
 			}
@@ -405,11 +406,13 @@ func CommitRequests(ctx context.Context, c *clientv3.Client, prefix string, comm
 				}
 				// The answer is written only if the request is still
 				// the one answered.
-				answer := clientv3.OpDelete(key)
-				if err := commit(); err != nil {
-					answer = clientv3.OpPut(key, commitFailed+err.Error())
+				var err error
+				if failed := commit(); failed != nil {
+					_, err = rec.PutAt(ctx, []byte(commitFailed+failed.Error()), ev.Kv.ModRevision)
+				} else {
+					_, err = rec.DeleteAt(ctx, ev.Kv.ModRevision)
 				}
-				if _, err := c.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", ev.Kv.ModRevision)).Then(answer).Commit(); err != nil {
+				if err != nil {
 					klog.ErrorS(err, "Answering kubestore update commit")
 				}
 			}

@@ -9,10 +9,10 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/kubestore/kubestore/cacher"
 	"github.com/kubestore/kubestore/cacher/cachertest"
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/datadir"
+	"github.com/kubestore/kubestore/records"
 )
 
 // embeddedEtcd is the real embedded etcd behind cacher.Backend, on a temp
@@ -47,7 +47,7 @@ func TestCommitRewritesEveryKey(t *testing.T) {
 	if _, err := c.Put(ctx, leased, "event", clientv3.WithLease(lease.ID)); err != nil {
 		t.Fatal(err)
 	}
-	own := cacher.StateKey(prefix, "some-record")
+	own := records.Prefix(prefix) + "some-record"
 	if _, err := c.Put(ctx, own, "kubestore's"); err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestCommitRewritesEveryKey(t *testing.T) {
 		if err := dir.RecordRestore("0.1.0", 1); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.Delete(ctx, cacher.StateKey(prefix, dataFormatRecord)); err != nil {
+		if _, err := c.Delete(ctx, records.Prefix(prefix)+dataFormatRecord); err != nil {
 			t.Fatal(err)
 		}
 		if err := dir.RecordStart("0.2.0", &datadir.Update{From: "0.1.0", To: "0.2.0"}); err != nil {
@@ -96,7 +96,7 @@ func TestCommitRewritesEveryKey(t *testing.T) {
 				if kv.ModRevision > rev {
 					t.Errorf("run %d: kubestore's own record %s was rewritten", run, key)
 				}
-			case kv.ModRevision <= rev && key != cacher.StateKey(prefix, dataFormatRecord):
+			case kv.ModRevision <= rev && key != records.Prefix(prefix)+dataFormatRecord:
 				t.Errorf("run %d: %s not rewritten (mod revision %d, the commit began after %d)", run, key, kv.ModRevision, rev)
 			case key == leased && kv.Lease != int64(lease.ID):
 				t.Errorf("run %d: %s lost its lease: %x, want %x", run, key, kv.Lease, lease.ID)

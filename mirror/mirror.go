@@ -109,7 +109,7 @@ type Stores interface {
 }
 
 // State keeps the mirror's records in the local etcd, under kubestore's
-// own prefix (cacher.StateKey): each stream's last upstream
+// own prefix (package records): each stream's last upstream
 // resourceVersion, the rules' records, the node's pending offline writes,
 // the queued Events and the uids deleted through the edge.
 type State interface {

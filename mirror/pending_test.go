@@ -10,16 +10,16 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kubestore/kubestore/cacher"
 	"github.com/kubestore/kubestore/cacher/cachertest"
 	"github.com/kubestore/kubestore/config"
+	"github.com/kubestore/kubestore/records"
 )
 
-// stateBackend is the real store of the mirror's records: the embedded
-// etcd behind cacher.Backend, on a temp dir.
-func stateBackend(t *testing.T) *cacher.Backend {
+// stateBackend is the real store of the mirror's records: kubestore's
+// records on the embedded etcd behind cacher.Backend, on a temp dir.
+func stateBackend(t *testing.T) *records.Store {
 	t.Helper()
-	return cachertest.Open(t, func(c *config.Config) { c.Etcd.QuotaBackendBytes = 64 << 20 })
+	return cachertest.Records(cachertest.Open(t, func(c *config.Config) { c.Etcd.QuotaBackendBytes = 64 << 20 }))
 }
 
 // The node's pending writes survive a restart (they are in etcd), one

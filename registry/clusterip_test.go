@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubestore/kubestore/cacher/cachertest"
 )
 
 // Families and policy as upstream defaults and checks them
@@ -68,7 +70,7 @@ func TestDefaultFamilies(t *testing.T) {
 // row saw it so, and records an IP a Service holds without one.
 func TestRepairOnce(t *testing.T) {
 	ctx := t.Context()
-	b := openTestBackend(t)
+	b := cachertest.Records(openTestBackend(t))
 	c, err := NewClusterIPs(ctx, []netip.Prefix{netip.MustParsePrefix("10.0.0.0/24")}, b)
 	if err != nil {
 		t.Fatal(err)

@@ -62,7 +62,7 @@ func controllerDescriptors() []controllerDescriptor {
 			shared: "one collector, elected with the etcd election " + gc.ElectionKey + " (no write while held); deletes with uid and resourceVersion preconditions",
 			start: func(b *builder, s *Server, _ func(string) bool) error {
 				loopback, local := workerLoopback(b.gs.LoopbackClientConfig), b.api.ListerWatcher
-				lead, identity := b.storage.Lead, b.processIdentity()
+				lead, identity := b.records.Lead, b.processIdentity()
 				s.addWorker("kubestore-garbage-collector", func(ctx context.Context) {
 					if err := gc.RunWithLeaderElection(ctx, loopback, local, lead, identity); err != nil {
 						klog.ErrorS(err, "Garbage collector")
@@ -86,7 +86,7 @@ func controllerDescriptors() []controllerDescriptor {
 			},
 			start: func(b *builder, s *Server, enabled func(string) bool) error {
 				accounts, rootCA := enabled(config.ControllerServiceAccount), enabled(config.ControllerRootCAPublisher)
-				loopback, st, keys := workerLoopback(b.gs.LoopbackClientConfig), b.storage, b.saKeys
+				loopback, st, keys := workerLoopback(b.gs.LoopbackClientConfig), b.records, b.saKeys
 				core := func(resource string, selector fields.Selector) cache.ListerWatcher {
 					return b.listerWatcher(corev1.SchemeGroupVersion.WithResource(resource), selector)
 				}
@@ -128,7 +128,7 @@ func controllerDescriptors() []controllerDescriptor {
 				ctx, cancel := context.WithTimeout(context.Background(), b.cfg.Etcd.StartTimeout.Duration)
 				defer cancel()
 				var err error
-				if b.clusterIPs, err = registry.NewClusterIPs(ctx, b.cc.ServiceCIDRs(), b.storage); err != nil {
+				if b.clusterIPs, err = registry.NewClusterIPs(ctx, b.cc.ServiceCIDRs(), b.records); err != nil {
 					return fmt.Errorf("service cluster IPs: %w", err)
 				}
 				return nil
@@ -151,7 +151,7 @@ func (b *builder) listerWatcher(gvr schema.GroupVersionResource, selector fields
 }
 
 // processIdentity names this process in the etcd elections it campaigns
-// in (cacher.Backend.Lead): its node, its site and its data dir, the same
+// in (records.Store.Lead): its node, its site and its data dir, the same
 // across restarts, so that a killed holder's election is taken over by its
 // restart at once; two processes never share a data dir.
 func (b *builder) processIdentity() string {

@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/registry/generic"
 
-	"github.com/kubestore/kubestore/cacher"
 	"github.com/kubestore/kubestore/mirror"
+	"github.com/kubestore/kubestore/records"
 	"github.com/kubestore/kubestore/registry"
 )
 
@@ -130,7 +130,7 @@ func (b *builder) mirror() error {
 	}
 	stores := &mirrorStores{backend: b.storage, kinds: b.kinds, builtin: b.c.RESTOptionsGetter, crds: b.crds,
 		stores: map[schema.GroupResource]*mirror.Store{}}
-	m, err := mirror.New(b.cfg.Mirror, stores, b.storage)
+	m, err := mirror.New(b.cfg.Mirror, stores, b.records)
 	if err != nil {
 		return err
 	}
@@ -138,7 +138,7 @@ func (b *builder) mirror() error {
 	if b.cfg.Site.Enabled() || b.cfg.Etcd.External() {
 		identity := b.processIdentity()
 		m.SetElector(func(ctx context.Context, key string, fn func(context.Context)) {
-			b.storage.Lead(ctx, key, identity, fn)
+			b.records.Lead(ctx, key, identity, fn)
 		})
 	}
 	b.undo(stores.close)
@@ -172,4 +172,4 @@ func mirrorz(m *mirror.Mirror) http.Handler {
 }
 
 var _ mirror.Stores = (*mirrorStores)(nil)
-var _ mirror.State = (*cacher.Backend)(nil)
+var _ mirror.State = (*records.Store)(nil)

@@ -11,8 +11,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/klog/v2"
 
-	"github.com/kubestore/kubestore/cacher"
 	"github.com/kubestore/kubestore/datadir"
+	"github.com/kubestore/kubestore/records"
 	"github.com/kubestore/kubestore/site"
 )
 
@@ -50,10 +50,10 @@ type peerRestart struct {
 // reconcile takes this member's turn when it needs one and it is free;
 // trusted are the CAs (DER) the member trusts now.
 func (p *peerRestart) reconcile(ctx context.Context, trusted [][]byte) error {
-	key := cacher.StateKey(p.prefix, peerRestartKey)
+	turn := records.New(p.client, p.prefix).Record(peerRestartKey)
 	if !p.released {
 		// The turn this member took before it started again.
-		if _, err := p.client.Txn(ctx).If(clientv3.Compare(clientv3.Value(key), "=", p.member)).Then(clientv3.OpDelete(key)).Commit(); err != nil {
+		if _, err := turn.DeleteIf(ctx, []byte(p.member)); err != nil {
 			return err
 		}
 		p.released = true
@@ -72,14 +72,7 @@ func (p *peerRestart) reconcile(ctx context.Context, trusted [][]byte) error {
 			return nil
 		}
 	}
-	lease, err := p.client.Grant(ctx, peerRestartLease)
-	if err != nil {
-		return err
-	}
-	txn, err := p.client.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, p.member, clientv3.WithLease(lease.ID))).Commit()
-	if err != nil || !txn.Succeeded {
-		_, _ = p.client.Revoke(context.WithoutCancel(ctx), lease.ID)
+	if mine, err := turn.Claim(ctx, p.member, peerRestartLease); err != nil || !mine {
 		return err // another member's turn
 	}
 	p.restart(fmt.Sprintf("etcd's peer port trusts the CA %s, which this member no longer trusts", stale))

@@ -44,6 +44,7 @@ import (
 	"github.com/kubestore/kubestore/datadir"
 	"github.com/kubestore/kubestore/manifests"
 	"github.com/kubestore/kubestore/mirror"
+	"github.com/kubestore/kubestore/records"
 	"github.com/kubestore/kubestore/registry"
 	"github.com/kubestore/kubestore/server/openapi"
 	"github.com/kubestore/kubestore/serviceaccount"
@@ -60,17 +61,15 @@ const certRenewalPeriod = 12 * time.Hour
 type Storage interface {
 	RESTOptionsGetter(r cacher.Resources) generic.RESTOptionsGetter
 	CustomResourcesRESTOptionsGetter(transformer func(schema.GroupResource) value.Transformer) generic.RESTOptionsGetter
-	// RawStore and the state records are the mirror's.
+	// RawStore is the mirror's.
 	RawStore(getter generic.RESTOptionsGetter, gr schema.GroupResource, newFunc, newListFunc func() runtime.Object) (*cacher.RawStore, error)
-	mirror.State
-	registry.IPRecords
 	Check(ctx context.Context) error
 	Endpoints() []string
 	// Client is the shared etcd client (a site's joins change the
-	// membership through it).
+	// membership through it; kubestore's own records are on it).
 	Client() *clientv3.Client
-	// Lead runs fn while this process holds an etcd election.
-	Lead(ctx context.Context, key, identity string, fn func(term context.Context))
+	// Prefix is --etcd-prefix.
+	Prefix() string
 	Failed() <-chan struct{}
 	Failure() error
 }
@@ -146,7 +145,7 @@ var failAt func(step string) error
 // and the listeners are closed.
 func New(cc config.Completed, storage Storage, ln *Listeners) (_ *Server, err error) {
 	cfg := cc.Config()
-	b := &builder{cc: cc, cfg: cfg, storage: storage, ln: ln, dir: datadir.Dir(cfg.DataDir)}
+	b := &builder{cc: cc, cfg: cfg, storage: storage, records: records.New(storage.Client(), storage.Prefix()), ln: ln, dir: datadir.Dir(cfg.DataDir)}
 	defer func() {
 		if err != nil {
 			for i := len(b.cleanup) - 1; i >= 0; i-- {
@@ -187,6 +186,8 @@ type builder struct {
 	cc      config.Completed
 	cfg     config.Config
 	storage Storage
+	// records are kubestore's own records, on storage's client.
+	records *records.Store
 	ln      *Listeners
 	dir     datadir.Dir
 	cleanup []func()
@@ -249,7 +250,7 @@ func (b *builder) pki() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.Etcd.StartTimeout.Duration)
 	defer cancel()
-	if err := b.saKeys.Publish(ctx, b.storage); err != nil {
+	if err := b.saKeys.Publish(ctx, b.records); err != nil {
 		return fmt.Errorf("publishing the service account key: %w", err)
 	}
 	return nil
@@ -475,7 +476,7 @@ func (b *builder) workers() error {
 			}
 		}, certRenewalPeriod)
 	})
-	rotation := &caRotation{dir: dir, pki: pki, st: b.storage, keys: keys, member: cfg.Site.Name(),
+	rotation := &caRotation{dir: dir, pki: pki, st: b.records, keys: keys, member: cfg.Site.Name(),
 		kubeconfig: func() error { return pki.WriteKubeconfig(dir.Kubeconfig(), url) }}
 	if cfg.Site.Enabled() {
 		// etcd read ca.crt at its start, and nothing changed it since: the

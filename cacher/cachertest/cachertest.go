@@ -9,6 +9,7 @@ import (
 
 	"github.com/kubestore/kubestore/cacher"
 	"github.com/kubestore/kubestore/config"
+	"github.com/kubestore/kubestore/records"
 )
 
 // Open starts a cacher.Backend on the embedded etcd of a new temporary
@@ -37,3 +38,6 @@ func Open(t testing.TB, configure ...func(*config.Config)) *cacher.Backend {
 	t.Cleanup(b.Close)
 	return b
 }
+
+// Records is the store of kubestore's own records on b's etcd.
+func Records(b *cacher.Backend) *records.Store { return records.New(b.Client(), b.Prefix()) }

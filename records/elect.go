@@ -1,4 +1,4 @@
-package cacher
+package records
 
 import (
 	"context"
@@ -20,7 +20,7 @@ const electionTTL = 10 // seconds
 const electionRetry = 2 * time.Second
 
 // Lead runs fn while this process holds the election key, an etcd
-// election (concurrency.Election) under kubestore's own records: one holder
+// election (concurrency.Election) under the records (elections/<key>): one holder
 // at a time among every process on this etcd. fn's context ends with the
 // term (the holder's lease lost, or ctx ended); Lead then campaigns again,
 // until ctx ends. identity names this process's holder: a holder of the
@@ -30,9 +30,9 @@ const electionRetry = 2 * time.Second
 // Holding costs etcd no write: the session's lease is kept alive by
 // keepalives, which etcd does not persist (a Lease object renewed through
 // the API is a write each time).
-func (b *Backend) Lead(ctx context.Context, key, identity string, fn func(term context.Context)) {
+func (s *Store) Lead(ctx context.Context, key, identity string, fn func(term context.Context)) {
 	for ctx.Err() == nil {
-		won, err := b.leadOnce(ctx, key, identity, fn)
+		won, err := s.leadOnce(ctx, key, identity, fn)
 		if ctx.Err() != nil {
 			return
 		}
@@ -52,18 +52,18 @@ func (b *Backend) Lead(ctx context.Context, key, identity string, fn func(term c
 }
 
 // leadOnce campaigns once and runs fn for the term won, which began at won.
-func (b *Backend) leadOnce(ctx context.Context, key, identity string, fn func(context.Context)) (won time.Time, err error) {
+func (s *Store) leadOnce(ctx context.Context, key, identity string, fn func(context.Context)) (won time.Time, err error) {
 	// The session outlives ctx so that Close can still revoke its lease:
 	// a stopped holder hands over at once.
-	sess, err := concurrency.NewSession(b.client.Client, concurrency.WithTTL(electionTTL), concurrency.WithContext(context.WithoutCancel(ctx)))
+	sess, err := concurrency.NewSession(s.client, concurrency.WithTTL(electionTTL), concurrency.WithContext(context.WithoutCancel(ctx)))
 	if err != nil {
 		return won, err
 	}
 	defer sess.Close()
-	el := concurrency.NewElection(sess, b.stateKey("elections/"+key))
+	el := concurrency.NewElection(sess, s.key("elections/"+key))
 	if resp, err := el.Leader(ctx); err == nil && len(resp.Kvs) > 0 {
 		if kv := resp.Kvs[0]; string(kv.Value) == identity && clientv3.LeaseID(kv.Lease) != sess.Lease() {
-			if _, err := b.client.Client.Revoke(ctx, clientv3.LeaseID(kv.Lease)); err != nil {
+			if _, err := s.client.Revoke(ctx, clientv3.LeaseID(kv.Lease)); err != nil {
 				return won, err
 			}
 		}

@@ -1,4 +1,4 @@
-package cacher_test
+package records_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 // A term that ends at once (fn returns, as a failing controller's would)
 // is followed by a pause before the next campaign, each an etcd write.
 func TestLeadPausesAfterAShortTerm(t *testing.T) {
-	b := cachertest.Open(t)
+	b := cachertest.Records(cachertest.Open(t))
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	var terms atomic.Int32
@@ -28,7 +28,7 @@ func TestLeadPausesAfterAShortTerm(t *testing.T) {
 // Two holders of different identities on one etcd: one term at a time;
 // when the holder's term ends, the other leads without a pause.
 func TestLeadOneHolderAtATime(t *testing.T) {
-	b := cachertest.Open(t)
+	b := cachertest.Records(cachertest.Open(t))
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var (
