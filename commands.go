@@ -58,9 +58,9 @@ func serve(c *cli.Context) error {
 	// An external etcd's data is shared with the other kubestores on it:
 	// no data directory speaks for it.
 	dir, version, embedded := datadir.Dir(cfg.DataDir), server.BuildInfo().Version, !cfg.Etcd.External()
-	var data dataBefore
+	var data maintenance.DataBefore
 	if embedded {
-		if data, err = checkDataFormat(c.Context, cc, dir, version); err != nil {
+		if data, err = maintenance.CheckDataFormat(c.Context, cc, dir, version); err != nil {
 			return err
 		}
 	}
@@ -82,9 +82,9 @@ func serve(c *cli.Context) error {
 	}
 	defer backend.Close()
 	if embedded {
-		err := agreeOnDataFormat(ctx, cfg.Etcd.Prefix, backend.Client(), dir, data, version)
+		err := maintenance.AgreeOnDataFormat(ctx, cfg.Etcd.Prefix, backend.Client(), dir, data, version)
 		if err == nil {
-			err = recordStart(ctx, cc, dir, data.record, version)
+			err = maintenance.RecordStart(ctx, cc, dir, data, version)
 		}
 		if err == nil && cfg.Site.Enabled() {
 			err = maintenance.RecordRelease(ctx, backend.Client(), cfg.Etcd.Prefix, cfg.Site.Name(), version)

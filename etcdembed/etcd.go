@@ -337,3 +337,6 @@ func (s *Server) Close() {
 		}
 	})
 }
+
+// DBPath is the embedded member's database file (etcd's snap/db) in dir.
+func DBPath(dir datadir.Dir) string { return filepath.Join(dir.Etcd(), "member", "snap", "db") }

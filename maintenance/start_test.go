@@ -1,4 +1,4 @@
-package main
+package maintenance
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/datadir"
+	"github.com/kubestore/kubestore/etcdembed"
 )
 
 // An update on a device without room for the pre-update snapshot (the
@@ -18,7 +19,7 @@ import (
 // in test/e2e takes one on a device with room.)
 func TestUpdateWithoutRoomForSnapshot(t *testing.T) {
 	dir := datadir.Dir(t.TempDir())
-	db := filepath.Join(dir.Etcd(), "member", "snap", "db")
+	db := etcdembed.DBPath(dir)
 	if err := os.MkdirAll(filepath.Dir(db), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func TestUpdateWithoutRoomForSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := recordStart(t.Context(), cc, dir, last, "0.2.0"); err != nil {
+	if err := RecordStart(t.Context(), cc, dir, DataBefore{record: last}, "0.2.0"); err != nil {
 		t.Fatalf("an update without room: %v, want a start", err)
 	}
 	if _, err := os.Stat(dir.PreUpdateSnapshot()); !os.IsNotExist(err) {
