@@ -110,15 +110,28 @@ func shortTempDir(t *testing.T) string {
 	return dir
 }
 
-// freePort is a TCP port on loopback that nothing listens on right now.
+// freePorts are n loopback ports free now.
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var out []int
+	var lns []net.Listener
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		must(t, err)
+		lns = append(lns, ln)
+		out = append(out, ln.Addr().(*net.TCPAddr).Port)
+	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+	return out
+}
+
+// freePort is a TCP port on loopback that nothing listens on right now
+// (freePorts).
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return freePorts(t, 1)[0]
 }
 
 // eventually polls cond until it holds or timeout has passed, and reports

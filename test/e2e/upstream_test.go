@@ -105,23 +105,6 @@ func tail(s string, n int) string {
 	return s[len(s)-n:]
 }
 
-// freePorts are n loopback ports free now.
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	var out []int
-	var lns []net.Listener
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		must(t, err)
-		lns = append(lns, ln)
-		out = append(out, ln.Addr().(*net.TCPAddr).Port)
-	}
-	for _, ln := range lns {
-		ln.Close()
-	}
-	return out
-}
-
 // cluster is a real Kubernetes control plane on loopback: etcd,
 // kube-apiserver and kube-controller-manager running the controllers a
 // node's life depends on (node-lifecycle: NotReady, taints and pod
