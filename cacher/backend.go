@@ -143,8 +143,8 @@ func (b *Backend) Failure() error {
 // Endpoints are the etcd client URLs in use.
 func (b *Backend) Endpoints() []string { return b.client.Endpoints() }
 
-// Client is the shared etcd client, for operator tooling (snapshot,
-// defrag) and tests.
+// Client is the shared etcd client: kubestore's own records (package
+// records), a site's joins and health, operator tooling and tests use it.
 func (b *Backend) Client() *etcdclient.Client { return b.client.Client }
 
 // Prefix is --etcd-prefix, under which every key of this store lives

@@ -192,7 +192,8 @@ func (b *Backend) decorator(cached bool, budget config.Budget) generic.StorageDe
 		if err != nil {
 			return nil, nil, fmt.Errorf("creating etcd store for %s: %w", sc.GroupResource, err)
 		}
-		// Every write passes the resource's budget, then the heap watermark.
+		// A create passes the heap watermark first, then the resource's budget;
+		// every other write the budget alone.
 		guard := func(s storage.Interface) (storage.Interface, func()) {
 			s, stopBudget := withBudget(s, sc.GroupResource, budget, resourcePrefix, keyFunc)
 			return withHeapGuard(s, sc.GroupResource, b.heap), stopBudget

@@ -43,7 +43,8 @@ var ErrRemoved = fmt.Errorf("this member was removed from its site: with --%s an
 // ErrStopped means the member stopped while it served, without Close.
 var ErrStopped = errors.New("embedded etcd stopped")
 
-// Server is a running single-member embedded etcd.
+// Server is the running embedded etcd member: a gateway's own, or one
+// member of its site's cluster.
 type Server struct {
 	etcd         *embed.Etcd
 	endpoint     string

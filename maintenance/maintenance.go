@@ -1,6 +1,8 @@
 // Package maintenance holds the operator's commands on kubestore's etcd:
-// defragmentation, snapshot save and snapshot restore, and an update's
-// commit and way back (update.go), with the server's part in them.
+// defragmentation, snapshot save and snapshot restore; a site's member
+// list, remove and cluster reset (members.go); the CA's rotation (ca.go);
+// and an update's start checks (start.go), commit and way back
+// (update.go), with the server's part in each.
 //
 // Online commands talk to the running server's embedded etcd over the unix
 // socket in its data directory (or to --etcd-servers). When no server runs

@@ -597,11 +597,13 @@ func (s *Server) Kubeconfig() string { return s.kubeconfig }
 //
 //  0. A stop asked for during the start first waits for the post-start
 //     hooks (waitStarted).
-//  1. /readyz fails and kubestore's workers stop and are waited for: the
-//     namespace controller, the certificate signing request controllers,
-//     the manifests applier, the certificate renewal,
-//     the mirror (each stream records where it stopped), the unix socket
-//     (its connections, watches included, are closed within a quarter of
+//  1. /readyz fails and kubestore's workers (addWorker) stop and are
+//     waited for: the controllers (namespace, garbage collector,
+//     ServiceAccount, certificate signing requests, ClusterIP repair), the
+//     node authorizer's graph, the certificate renewal, the CA rotation,
+//     the manifests applier, the site's health, the memory release, the
+//     mirror (each stream records where it stopped), the unix socket (its
+//     connections, watches included, are closed within a quarter of
 //     --shutdown-timeout).
 //  2. The HTTPS listener stops accepting; watches end at once so clients
 //     reconnect elsewhere; in-flight requests finish (a quarter of

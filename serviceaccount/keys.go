@@ -40,7 +40,7 @@ const KeyFile = "service-account.key"
 
 // State is where each kubestore publishes its token verification key and
 // CA, so that several kubestores on one etcd accept each other's tokens
-// and publish one CA bundle (package cacher's state records).
+// and publish one CA bundle (kubestore's own records: package records).
 type State interface {
 	PutState(ctx context.Context, name string, value []byte) error
 	ListState(ctx context.Context, prefix string) (map[string][]byte, error)
