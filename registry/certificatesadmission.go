@@ -33,7 +33,7 @@ import (
 // named by the signer, or by its domain and "/*" (kubernetes.io/*). See
 // k8s.io/kubernetes plugin/pkg/admission/certificates and
 // pkg/certauthorization. NodeRestriction of PodCertificateRequests is not
-// here: kubestore has neither the Node authorizer nor NodeRestriction.
+// here: it is access/noderestriction's.
 type certificatesAdmission struct {
 	*admission.Handler
 	az authorizer.UnconditionalAuthorizer

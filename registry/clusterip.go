@@ -22,8 +22,8 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// IPRecords keep one record per allocated ClusterIP in etcd (package
-// cacher's state records): uniqueness is an atomic create, across
+// IPRecords keep one record per allocated ClusterIP in etcd (kubestore's
+// own records: package records): uniqueness is an atomic create, across
 // restarts and across kubestores sharing one etcd, as kube-apiserver's
 // IPAddress-based allocator (KEP-1880) makes it with one IPAddress object
 // per IP.

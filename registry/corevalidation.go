@@ -165,10 +165,7 @@ func validateContainerResourceName(name corev1.ResourceName, path *field.Path) f
 // validateResourceName is upstream's validateResourceName: a qualified
 // name, and a standard one when it has no domain.
 func validateResourceName(name corev1.ResourceName, path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	for _, msg := range utilvalidation.IsQualifiedName(string(name)) {
-		errs = append(errs, field.Invalid(path, name, msg))
-	}
+	errs := invalidEach(path, name, utilvalidation.IsQualifiedName(string(name)))
 	if len(errs) != 0 {
 		return errs
 	}
@@ -236,9 +233,7 @@ func validateCSIDriverName(name string, path *field.Path) field.ErrorList {
 	if len(name) > 63 {
 		errs = append(errs, field.TooLong(path, "", 63))
 	}
-	for _, msg := range utilvalidation.IsDNS1123Subdomain(strings.ToLower(name)) {
-		errs = append(errs, field.Invalid(path, name, msg))
-	}
+	errs = append(errs, invalidEach(path, name, utilvalidation.IsDNS1123Subdomain(strings.ToLower(name)))...)
 	return errs
 }
 

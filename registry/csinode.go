@@ -164,9 +164,7 @@ func validateStorageHealth(h storagev1.StorageHealth, path *field.Path) field.Er
 		if len(c.Reason) == 0 {
 			errs = append(errs, field.Required(p.Child("reason"), ""))
 		} else {
-			for _, msg := range metav1validation.IsValidConditionReason(c.Reason) {
-				errs = append(errs, field.Invalid(p.Child("reason"), c.Reason, msg))
-			}
+			errs = append(errs, invalidEach(p.Child("reason"), c.Reason, metav1validation.IsValidConditionReason(c.Reason))...)
 			if len(c.Reason) > 256 {
 				errs = append(errs, field.TooLong(p.Child("reason"), c.Reason, 256))
 			}

@@ -123,9 +123,7 @@ func validateEndpointAddress(a corev1.EndpointAddress, path *field.Path) field.E
 		errs = append(errs, dnsLabel(path.Child("hostname"), a.Hostname)...)
 	}
 	if a.NodeName != nil {
-		for _, msg := range validation.NameIsDNSSubdomain(*a.NodeName, false) {
-			errs = append(errs, field.Invalid(path.Child("nodeName"), *a.NodeName, msg))
-		}
+		errs = append(errs, invalidEach(path.Child("nodeName"), *a.NodeName, validation.NameIsDNSSubdomain(*a.NodeName, false))...)
 	}
 	return errs
 }

@@ -132,9 +132,7 @@ func validateSliceEndpoints(endpoints []discoveryv1.Endpoint, t discoveryv1.Addr
 			}
 		}
 		if e.NodeName != nil {
-			for _, msg := range validation.NameIsDNSSubdomain(*e.NodeName, false) {
-				errs = append(errs, field.Invalid(p.Child("nodeName"), *e.NodeName, msg))
-			}
+			errs = append(errs, invalidEach(p.Child("nodeName"), *e.NodeName, validation.NameIsDNSSubdomain(*e.NodeName, false))...)
 		}
 		topology := p.Child("deprecatedTopology")
 		if len(e.DeprecatedTopology) > maxEndpointTopology {
@@ -163,9 +161,7 @@ func validateZoneHints(zones []discoveryv1.ForZone, path *field.Path) field.Erro
 			errs = append(errs, field.Duplicate(p, z.Name))
 		}
 		seen.Insert(z.Name)
-		for _, msg := range utilvalidation.IsValidLabelValue(z.Name) {
-			errs = append(errs, field.Invalid(p, z.Name, msg))
-		}
+		errs = append(errs, invalidEach(p, z.Name, utilvalidation.IsValidLabelValue(z.Name))...)
 	}
 	return errs
 }

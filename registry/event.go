@@ -109,9 +109,7 @@ func validateEvent(obj runtime.Object) field.ErrorList {
 	if e.ReportingController == "" {
 		errs = append(errs, field.Required(reporter, ""))
 	}
-	for _, msg := range utilvalidation.IsQualifiedName(e.ReportingController) {
-		errs = append(errs, field.Invalid(reporter, e.ReportingController, msg))
-	}
+	errs = append(errs, invalidEach(reporter, e.ReportingController, utilvalidation.IsQualifiedName(e.ReportingController))...)
 	for _, f := range []struct {
 		path     string
 		value    string

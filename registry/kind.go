@@ -184,28 +184,28 @@ func (d *resourceDef) predicate(label labels.Selector, field fields.Selector) st
 // protocols are the protocols of container, service and endpoint ports.
 var protocols = sets.New(corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP)
 
-func dnsLabel(path *field.Path, value string) field.ErrorList {
+// invalidEach is an Invalid error at path for each message of an
+// apimachinery validator (utilvalidation.IsDNS1123Label, ...), in order,
+// as upstream's validation reports them. value is reported as given: its
+// type is part of the error.
+func invalidEach(path *field.Path, value any, msgs []string) field.ErrorList {
 	var errs field.ErrorList
-	for _, msg := range utilvalidation.IsDNS1123Label(value) {
+	for _, msg := range msgs {
 		errs = append(errs, field.Invalid(path, value, msg))
 	}
 	return errs
+}
+
+func dnsLabel(path *field.Path, value string) field.ErrorList {
+	return invalidEach(path, value, utilvalidation.IsDNS1123Label(value))
 }
 
 func qualifiedName(path *field.Path, value string) field.ErrorList {
-	var errs field.ErrorList
-	for _, msg := range utilvalidation.IsQualifiedName(value) {
-		errs = append(errs, field.Invalid(path, value, msg))
-	}
-	return errs
+	return invalidEach(path, value, utilvalidation.IsQualifiedName(value))
 }
 
 func portNumber(path *field.Path, port int32) field.ErrorList {
-	var errs field.ErrorList
-	for _, msg := range utilvalidation.IsValidPortNum(int(port)) {
-		errs = append(errs, field.Invalid(path, port, msg))
-	}
-	return errs
+	return invalidEach(path, port, utilvalidation.IsValidPortNum(int(port)))
 }
 
 func ptrTo[T any](v T) *T { return &v }
@@ -216,15 +216,11 @@ func validateData(str map[string]string, bin map[string][]byte, strField, binFie
 	var errs field.ErrorList
 	size := 0
 	for k, v := range str {
-		for _, msg := range utilvalidation.IsConfigMapKey(k) {
-			errs = append(errs, field.Invalid(field.NewPath(strField).Key(k), k, msg))
-		}
+		errs = append(errs, invalidEach(field.NewPath(strField).Key(k), k, utilvalidation.IsConfigMapKey(k))...)
 		size += len(v)
 	}
 	for k, v := range bin {
-		for _, msg := range utilvalidation.IsConfigMapKey(k) {
-			errs = append(errs, field.Invalid(field.NewPath(binField).Key(k), k, msg))
-		}
+		errs = append(errs, invalidEach(field.NewPath(binField).Key(k), k, utilvalidation.IsConfigMapKey(k))...)
 		if _, dup := str[k]; dup {
 			errs = append(errs, field.Invalid(field.NewPath(binField).Key(k), k, "duplicate of key present in "+strField))
 		}

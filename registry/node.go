@@ -87,9 +87,7 @@ func validateNodeSpec(s *corev1.NodeSpec) field.ErrorList {
 	seen := map[corev1.TaintEffect]sets.Set[string]{}
 	for i, t := range s.Taints {
 		p := path.Child("taints").Index(i)
-		for _, msg := range utilvalidation.IsQualifiedName(t.Key) {
-			errs = append(errs, field.Invalid(p.Child("key"), t.Key, msg))
-		}
+		errs = append(errs, invalidEach(p.Child("key"), t.Key, utilvalidation.IsQualifiedName(t.Key))...)
 		if msgs := utilvalidation.IsValidLabelValue(t.Value); len(msgs) > 0 {
 			errs = append(errs, field.Invalid(p.Child("value"), t.Value, strings.Join(msgs, ";")))
 		}

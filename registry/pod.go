@@ -397,9 +397,7 @@ func validatePodSpec(s *corev1.PodSpec, path *field.Path) field.ErrorList {
 		errs = append(errs, field.NotSupported(path.Child("dnsPolicy"), s.DNSPolicy, sets.List(dnsPolicies)))
 	}
 	if s.NodeName != "" {
-		for _, msg := range validation.NameIsDNSSubdomain(s.NodeName, false) {
-			errs = append(errs, field.Invalid(path.Child("nodeName"), s.NodeName, msg))
-		}
+		errs = append(errs, invalidEach(path.Child("nodeName"), s.NodeName, validation.NameIsDNSSubdomain(s.NodeName, false))...)
 	}
 	if s.ActiveDeadlineSeconds != nil && *s.ActiveDeadlineSeconds <= 0 {
 		errs = append(errs, field.Invalid(path.Child("activeDeadlineSeconds"), *s.ActiveDeadlineSeconds, "must be greater than 0"))
@@ -458,9 +456,7 @@ func validateContainers(cs []corev1.Container, path *field.Path, names sets.Set[
 		for j, port := range c.Ports {
 			pp := p.Child("ports").Index(j)
 			if port.Name != "" {
-				for _, msg := range utilvalidation.IsValidPortName(port.Name) {
-					errs = append(errs, field.Invalid(pp.Child("name"), port.Name, msg))
-				}
+				errs = append(errs, invalidEach(pp.Child("name"), port.Name, utilvalidation.IsValidPortName(port.Name))...)
 				if portNames.Has(port.Name) {
 					errs = append(errs, field.Duplicate(pp.Child("name"), port.Name))
 				}

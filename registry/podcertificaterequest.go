@@ -34,7 +34,8 @@ import (
 // certificates.k8s.io/v1 has only the stub PKCS#10 request, not v1beta1's
 // pkixPublicKey and proofOfPossession.
 
-// Limits of upstream's pkg/apis/certificates/types.go.
+// Limits of upstream's pkg/apis/certificates/types.go, and the default of
+// maxExpirationSeconds (pkg/apis/certificates/v1/zz_generated.defaults.go).
 const (
 	maxStubPKCS10RequestSize          = 10 * 1024
 	maxCertificateChainSize           = 100 * 1024
@@ -111,17 +112,11 @@ func validatePCR(req *certificatesv1.PodCertificateRequest) field.ErrorList {
 	if req.Spec.UnverifiedUserAnnotations != nil {
 		errs = append(errs, validateUserAnnotations(req.Spec.UnverifiedUserAnnotations, spec.Child("unverifiedUserAnnotations"))...)
 	}
-	for _, msg := range apivalidation.NameIsDNSSubdomain(req.Spec.PodName, false) {
-		errs = append(errs, field.Invalid(spec.Child("podName"), req.Spec.PodName, msg))
-	}
+	errs = append(errs, invalidEach(spec.Child("podName"), req.Spec.PodName, apivalidation.NameIsDNSSubdomain(req.Spec.PodName, false))...)
 	errs = append(errs, validateUID(spec.Child("podUID"), string(req.Spec.PodUID))...)
-	for _, msg := range apivalidation.ValidateServiceAccountName(req.Spec.ServiceAccountName, false) {
-		errs = append(errs, field.Invalid(spec.Child("serviceAccountName"), req.Spec.ServiceAccountName, msg))
-	}
+	errs = append(errs, invalidEach(spec.Child("serviceAccountName"), req.Spec.ServiceAccountName, apivalidation.ValidateServiceAccountName(req.Spec.ServiceAccountName, false))...)
 	errs = append(errs, validateUID(spec.Child("serviceAccountUID"), string(req.Spec.ServiceAccountUID))...)
-	for _, msg := range apivalidation.NameIsDNSSubdomain(string(req.Spec.NodeName), false) {
-		errs = append(errs, field.Invalid(spec.Child("nodeName"), req.Spec.NodeName, msg))
-	}
+	errs = append(errs, invalidEach(spec.Child("nodeName"), req.Spec.NodeName, apivalidation.NameIsDNSSubdomain(string(req.Spec.NodeName), false))...)
 	errs = append(errs, validateUID(spec.Child("nodeUID"), string(req.Spec.NodeUID))...)
 
 	max := req.Spec.MaxExpirationSeconds
@@ -152,7 +147,8 @@ func validateUID(path *field.Path, uid string) field.ErrorList {
 	return nil
 }
 
-// validateUserAnnotations is upstream's ValidateUserAnnotations: every key
+// validateUserAnnotations is upstream's ValidateUserAnnotations
+// (pkg/apis/core/validation/validation.go): every key
 // domain-prefixed, the whole within the annotations' size limit.
 func validateUserAnnotations(annotations map[string]string, path *field.Path) field.ErrorList {
 	var errs field.ErrorList

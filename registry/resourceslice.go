@@ -254,19 +254,11 @@ func validatePoolName(name string, path *field.Path) field.ErrorList {
 }
 
 func dnsSubdomain(path *field.Path, value string) field.ErrorList {
-	var errs field.ErrorList
-	for _, msg := range utilvalidation.IsDNS1123Subdomain(value) {
-		errs = append(errs, field.Invalid(path, value, msg))
-	}
-	return errs
+	return invalidEach(path, value, utilvalidation.IsDNS1123Subdomain(value))
 }
 
 func validateSliceNodeName(name string, path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	for _, msg := range apimachineryvalidation.NameIsDNSSubdomain(name, false) {
-		errs = append(errs, field.Invalid(path, name, msg))
-	}
-	return errs
+	return invalidEach(path, name, apimachineryvalidation.NameIsDNSSubdomain(name, false))
 }
 
 // validateNodeSelector is upstream's ValidateNodeSelector
@@ -334,11 +326,7 @@ func validateNodeFieldSelectorRequirement(rq corev1.NodeSelectorRequirement, pat
 }
 
 func labelValue(path *field.Path, value string) field.ErrorList {
-	var errs field.ErrorList
-	for _, msg := range utilvalidation.IsValidLabelValue(value) {
-		errs = append(errs, field.Invalid(path, value, msg))
-	}
-	return errs
+	return invalidEach(path, value, utilvalidation.IsValidLabelValue(value))
 }
 
 func haveListAttributes(spec *resourcev1.ResourceSliceSpec) bool {
@@ -831,9 +819,7 @@ func validateCIdentifier(id string, path *field.Path) field.ErrorList {
 	if len(id) > resourcev1.DeviceMaxIDLength {
 		errs = append(errs, field.TooLong(path, "", resourcev1.DeviceMaxIDLength))
 	}
-	for _, msg := range content.IsCIdentifier(id) {
-		errs = append(errs, field.Invalid(path, id, msg))
-	}
+	errs = append(errs, invalidEach(path, id, content.IsCIdentifier(id))...)
 	return errs
 }
 

@@ -121,9 +121,7 @@ func validateServiceSpec(s *corev1.ServiceSpec) field.ErrorList {
 		if s.ExternalName == "" {
 			errs = append(errs, field.Required(path.Child("externalName"), "for type ExternalName"))
 		} else {
-			for _, msg := range utilvalidation.IsDNS1123Subdomain(strings.TrimSuffix(s.ExternalName, ".")) {
-				errs = append(errs, field.Invalid(path.Child("externalName"), s.ExternalName, msg))
-			}
+			errs = append(errs, invalidEach(path.Child("externalName"), s.ExternalName, utilvalidation.IsDNS1123Subdomain(strings.TrimSuffix(s.ExternalName, ".")))...)
 		}
 	case len(s.Ports) == 0 && !headless:
 		errs = append(errs, field.Required(path.Child("ports"), ""))
@@ -161,9 +159,7 @@ func validateServiceSpec(s *corev1.ServiceSpec) field.ErrorList {
 		case intstr.Int:
 			errs = append(errs, portNumber(pp.Child("targetPort"), p.TargetPort.IntVal)...)
 		case intstr.String:
-			for _, msg := range utilvalidation.IsValidPortName(p.TargetPort.StrVal) {
-				errs = append(errs, field.Invalid(pp.Child("targetPort"), p.TargetPort.StrVal, msg))
-			}
+			errs = append(errs, invalidEach(pp.Child("targetPort"), p.TargetPort.StrVal, utilvalidation.IsValidPortName(p.TargetPort.StrVal))...)
 		}
 		if p.NodePort != 0 {
 			errs = append(errs, portNumber(pp.Child("nodePort"), p.NodePort)...)
@@ -192,12 +188,8 @@ func validateServiceSpec(s *corev1.ServiceSpec) field.ErrorList {
 	}
 	errs = append(errs, validateSessionAffinity(s, path)...)
 	for k, v := range s.Selector {
-		for _, msg := range utilvalidation.IsQualifiedName(k) {
-			errs = append(errs, field.Invalid(path.Child("selector"), k, msg))
-		}
-		for _, msg := range utilvalidation.IsValidLabelValue(v) {
-			errs = append(errs, field.Invalid(path.Child("selector").Key(k), v, msg))
-		}
+		errs = append(errs, invalidEach(path.Child("selector"), k, utilvalidation.IsQualifiedName(k))...)
+		errs = append(errs, invalidEach(path.Child("selector").Key(k), v, utilvalidation.IsValidLabelValue(v))...)
 	}
 	return errs
 }

@@ -80,9 +80,7 @@ func validateVolumeAttachment(va *storagev1.VolumeAttachment) field.ErrorList {
 	spec := field.NewPath("spec")
 	errs := validateCSIDriverName(va.Spec.Attacher, spec.Child("attacher"))
 	errs = append(errs, validateVolumeAttachmentSource(&va.Spec.Source, spec.Child("source"))...)
-	for _, msg := range validation.NameIsDNSSubdomain(va.Spec.NodeName, false) {
-		errs = append(errs, field.Invalid(spec.Child("nodeName"), va.Spec.NodeName, msg))
-	}
+	errs = append(errs, invalidEach(spec.Child("nodeName"), va.Spec.NodeName, validation.NameIsDNSSubdomain(va.Spec.NodeName, false))...)
 
 	status := field.NewPath("status")
 	var size int64
@@ -96,9 +94,7 @@ func validateVolumeAttachment(va *storagev1.VolumeAttachment) field.ErrorList {
 	errs = append(errs, validateVolumeError(va.Status.DetachError, status.Child("detachError"))...)
 
 	if name := va.Spec.Source.PersistentVolumeName; name != nil {
-		for _, msg := range validation.NameIsDNSSubdomain(*name, false) {
-			errs = append(errs, field.Invalid(field.NewPath("spec.source.persistentVolumeName"), *name, msg))
-		}
+		errs = append(errs, invalidEach(field.NewPath("spec.source.persistentVolumeName"), *name, validation.NameIsDNSSubdomain(*name, false))...)
 	}
 	return errs
 }
@@ -225,9 +221,7 @@ func validateInlinePersistentVolumeSpec(spec *corev1.PersistentVolumeSpec, path 
 		if len(*name) == 0 {
 			errs = append(errs, field.Required(path.Child("volumeAttributesClassName"), "an empty string is disallowed"))
 		} else {
-			for _, msg := range validation.NameIsDNSSubdomain(*name, false) {
-				errs = append(errs, field.Invalid(path.Child("volumeAttributesClassName"), *name, msg))
-			}
+			errs = append(errs, invalidEach(path.Child("volumeAttributesClassName"), *name, validation.NameIsDNSSubdomain(*name, false))...)
 		}
 		if spec.CSI == nil {
 			errs = append(errs, field.Required(path.Child("csi"), "has to be specified when using volumeAttributesClassName"))
@@ -257,9 +251,7 @@ func validateCSIPersistentVolumeSource(csi *corev1.CSIPersistentVolumeSource, pa
 		if len(ref.ref.Name) == 0 {
 			errs = append(errs, field.Required(p.Child("name"), ""))
 		} else {
-			for _, msg := range utilvalidation.IsDNS1123Subdomain(ref.ref.Name) {
-				errs = append(errs, field.Invalid(p.Child("name"), ref.ref.Name, msg))
-			}
+			errs = append(errs, invalidEach(p.Child("name"), ref.ref.Name, utilvalidation.IsDNS1123Subdomain(ref.ref.Name))...)
 		}
 		if len(ref.ref.Namespace) == 0 {
 			errs = append(errs, field.Required(p.Child("namespace"), ""))
