@@ -42,6 +42,7 @@ import (
 	"github.com/kubestore/kubestore/cacher"
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/datadir"
+	"github.com/kubestore/kubestore/maintenance"
 	"github.com/kubestore/kubestore/manifests"
 	"github.com/kubestore/kubestore/mirror"
 	"github.com/kubestore/kubestore/records"
@@ -92,6 +93,11 @@ type Server struct {
 	// restart receives why the server asks to be started again.
 	restart chan string
 }
+
+// ErrRestart ends Server.Run when the server asks to be started again
+// (kubestore's main starts it in place of the process): the embedded etcd
+// reads some of its configuration only at its start.
+var ErrRestart = errors.New("starting again")
 
 // requestRestart stops the server, which then returns ErrRestart.
 func (s *Server) requestRestart(reason string) {
@@ -476,8 +482,8 @@ func (b *builder) workers() error {
 			}
 		}, certRenewalPeriod)
 	})
-	rotation := &caRotation{dir: dir, pki: pki, st: b.records, keys: keys, member: cfg.Site.Name(),
-		kubeconfig: func() error { return pki.WriteKubeconfig(dir.Kubeconfig(), url) }}
+	rotation := maintenance.NewCARotation(dir, pki, b.records, keys, cfg.Site.Name(),
+		func() error { return pki.WriteKubeconfig(dir.Kubeconfig(), url) })
 	if cfg.Site.Enabled() {
 		// etcd read ca.crt at its start, and nothing changed it since: the
 		// rotation's worker starts below.
@@ -485,13 +491,13 @@ func (b *builder) workers() error {
 		if err != nil {
 			return err
 		}
-		rotation.peer = &peerRestart{dir: dir, client: b.storage.Client(), prefix: cfg.Etcd.Prefix, member: cfg.Site.Name(),
-			trust: []*x509.Certificate{signing}, restart: s.requestRestart}
+		trust := []*x509.Certificate{signing}
 		if previous != nil {
-			rotation.peer.trust = append(rotation.peer.trust, previous)
+			trust = append(trust, previous)
 		}
+		rotation.RestartPeerPort(b.storage.Client(), cfg.Etcd.Prefix, trust, s.requestRestart)
 	}
-	s.addWorker("kubestore-ca-rotation", rotation.run)
+	s.addWorker("kubestore-ca-rotation", rotation.Run)
 	if sock := b.ln.unix; sock != nil {
 		grace := cfg.Server.ShutdownTimeout.Duration / 4
 		s.addWorker("kubestore-unix-socket", func(ctx context.Context) { sock.serve(ctx, gs.Handler, grace) })

@@ -1,10 +1,9 @@
-package server
+package maintenance
 
 import (
 	"bytes"
 	"context"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -15,11 +14,6 @@ import (
 	"github.com/kubestore/kubestore/records"
 	"github.com/kubestore/kubestore/site"
 )
-
-// ErrRestart ends Server.Run when the server asks to be started again
-// (kubestore's main starts it in place of the process): the embedded etcd
-// reads some of its configuration only at its start.
-var ErrRestart = errors.New("starting again")
 
 // peerRestartLease bounds how long one member's restart holds the site's
 // turn (peerRestartKey) if it never comes back to release it.

@@ -1,4 +1,4 @@
-package server
+package maintenance
 
 import (
 	"bytes"
@@ -9,10 +9,12 @@ import (
 	"slices"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/klog/v2"
 
 	"github.com/kubestore/kubestore/access"
 	"github.com/kubestore/kubestore/datadir"
+	"github.com/kubestore/kubestore/records"
 	"github.com/kubestore/kubestore/serviceaccount"
 )
 
@@ -20,11 +22,12 @@ import (
 // its CA (kubestore ca rotate): one read of one key.
 const caRotationPoll = 3 * time.Second
 
-// caRotation takes the steps of a rotation of the CA (access.Rotation)
-// that its record in etcd asks for: the PKI's files, the leaves issued
-// anew, the admin kubeconfig, the bundle of kube-root-ca.crt; then records
-// where this member stands, for kubestore ca finish and status.
-type caRotation struct {
+// CARotation is a server's part in a rotation of its CA (CARotate,
+// access.Rotation): it takes the steps the rotation's record in etcd asks
+// for (the PKI's files, the leaves issued anew, the admin kubeconfig, the
+// bundle of kube-root-ca.crt), then records where this member stands, for
+// kubestore ca finish and status.
+type CARotation struct {
 	dir        datadir.Dir
 	pki        *access.PKI
 	st         caRecords
@@ -32,7 +35,7 @@ type caRotation struct {
 	member     string
 	kubeconfig func() error
 	// peer restarts a site's member whose etcd peer port trusts a CA it
-	// dropped (nil without a site).
+	// dropped (nil without a site: RestartPeerPort).
 	peer *peerRestart
 	// reported is the progress last recorded; recalled, whether the
 	// clients of the previous CA recorded before a restart were read back.
@@ -46,9 +49,24 @@ type caRecords interface {
 	GetState(ctx context.Context, name string) ([]byte, error)
 }
 
-// run reconciles every caRotationPoll, and at once when a client of the
+// NewCARotation is the rotation's part of the server of member (a site's
+// member name, "" alone) on dir with pki, its records in st: keys publishes
+// the CA bundle, kubeconfig writes the admin kubeconfig anew.
+func NewCARotation(dir datadir.Dir, pki *access.PKI, st *records.Store, keys *serviceaccount.Keys, member string, kubeconfig func() error) *CARotation {
+	return &CARotation{dir: dir, pki: pki, st: st, keys: keys, member: member, kubeconfig: kubeconfig}
+}
+
+// RestartPeerPort makes r, on a site's member whose etcd trusts the CAs
+// trust since its start, have the server started again (restart) once the
+// peer port trusts a CA the member dropped, the members taking turns
+// through client's etcd (records under prefix).
+func (r *CARotation) RestartPeerPort(client *clientv3.Client, prefix string, trust []*x509.Certificate, restart func(reason string)) {
+	r.peer = &peerRestart{dir: r.dir, client: client, prefix: prefix, member: r.member, trust: trust, restart: restart}
+}
+
+// Run reconciles every caRotationPoll, and at once when a client of the
 // previous CA was seen, until ctx ends.
-func (r *caRotation) run(ctx context.Context) {
+func (r *CARotation) Run(ctx context.Context) {
 	t := time.NewTicker(caRotationPoll)
 	defer t.Stop()
 	for {
@@ -64,7 +82,7 @@ func (r *caRotation) run(ctx context.Context) {
 	}
 }
 
-func (r *caRotation) reconcile(ctx context.Context) error {
+func (r *CARotation) reconcile(ctx context.Context) error {
 	if r.peer != nil {
 		trusted := [][]byte{r.pki.Signing()}
 		if previous := r.pki.Previous(); previous != nil {
@@ -131,7 +149,7 @@ func (r *caRotation) reconcile(ctx context.Context) error {
 }
 
 // report records p under key, unless it is what was recorded last.
-func (r *caRotation) report(ctx context.Context, key string, p access.RotationProgress) error {
+func (r *CARotation) report(ctx context.Context, key string, p access.RotationProgress) error {
 	progress, err := json.Marshal(p)
 	if err != nil || bytes.Equal(progress, r.reported) {
 		return err
@@ -145,7 +163,7 @@ func (r *caRotation) report(ctx context.Context, key string, p access.RotationPr
 
 // recall reads back the clients of the previous CA this member recorded
 // before a restart: the finish names them until they renewed.
-func (r *caRotation) recall(ctx context.Context, key string) error {
+func (r *CARotation) recall(ctx context.Context, key string) error {
 	data, err := r.st.GetState(ctx, key)
 	if err != nil {
 		return err
