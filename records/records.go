@@ -14,7 +14,7 @@
 //
 //	record                         owner            what it holds
 //	mirror/<rule>/<ns>             mirror           a stream's last upstream resourceVersion (checkpoint)
-//	mirror-rules/<rule>            mirror           a rule's selectors, to notice a changed rule
+//	mirror-rules/<rule>            mirror           the resource of each rule run, to find a removed rule's copies
 //	mirror-configured@<node>       mirror           the shared rules a gateway of a site runs
 //	mirror-pending@<node>/…        mirror           the node's offline writes, until reconciled
 //	mirror-events@<node>/…         mirror           the node's agents' Events, queued for the upstream
@@ -22,8 +22,8 @@
 //	clusterip-range, clusterip/<ip> registry        the Service CIDR and each allocated ClusterIP
 //	serviceaccount-keys/<kid>      serviceaccount   each member's token-signing public key
 //	ca-bundle/<hash>               serviceaccount   each CA certificate the site trusts
-//	ca-rotation/<hash>[/members/…] maintenance, server  a CA rotation and each member's progress
-//	site-peer-restart              server           whose turn it is to restart its peer port
+//	ca-rotation/<hash>[/members/…] maintenance      a CA rotation and each member's progress
+//	site-peer-restart              maintenance      whose turn it is to restart its peer port
 //	site-releases/<member>         maintenance      the release each member runs and the format it reads
 //	data-format                    maintenance      the format the data is in (an update's commit)
 //	update-commit                  maintenance      a commit request and its answer
