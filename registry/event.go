@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -31,6 +32,11 @@ func eventDef() *resourceDef {
 		fieldLabels: []string{"involvedObject.kind", "involvedObject.namespace", "involvedObject.name", "involvedObject.uid",
 			"involvedObject.apiVersion", "involvedObject.resourceVersion", "involvedObject.fieldPath",
 			"reason", "reportingComponent", "source", "type"},
+		// ValidateEventCreate (pkg/apis/core/validation/events.go) checks
+		// the metadata of events.k8s.io/v1 requests only (see
+		// validateEventRequest); for the others kube-apiserver's generic
+		// ValidateCreate checks names are path segments.
+		nameFunc:            path.ValidatePathSegmentName,
 		validate:            validateEvent,
 		validateRequest:     validateEventRequest,
 		alsoServedAs:        []servedAs{eventsV1()},

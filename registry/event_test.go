@@ -59,6 +59,8 @@ func TestEventValidate(t *testing.T) {
 		{"message too long", event("test", metav1.NamespaceSystem, node, newStyle, func(e *corev1.Event) { e.Message = strings.Repeat("a", 1025) }), false},
 		{"message at the limit", event("test", metav1.NamespaceSystem, node, newStyle, func(e *corev1.Event) { e.Message = strings.Repeat("a", 1024) }), true},
 		{"missing action", event("test", metav1.NamespaceSystem, node, newStyle, func(e *corev1.Event) { e.Action = "" }), false},
+		{"name with a colon (a path segment)", event("p.17a:1", metav1.NamespaceDefault, node), true},
+		{"name with a slash", event("a/b", metav1.NamespaceDefault, node), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -178,6 +178,14 @@ func validateEventRequest(gv schema.GroupVersion, obj, old runtime.Object) field
 		}
 		return errs
 	}
+	// ValidateEventCreate's ValidateObjectMeta with NameIsDNSSubdomain;
+	// the rest of the metadata is checked for every version.
+	if len(e.GenerateName) != 0 {
+		errs = append(errs, invalidEach(field.NewPath("metadata", "generateName"), e.GenerateName, apimachineryvalidation.NameIsDNSSubdomain(e.GenerateName, true))...)
+	}
+	if len(e.Name) != 0 {
+		errs = append(errs, invalidEach(field.NewPath("metadata", "name"), e.Name, apimachineryvalidation.NameIsDNSSubdomain(e.Name, false))...)
+	}
 	errs = append(errs, validateEventSeries(e)...)
 	if e.EventTime.IsZero() {
 		errs = append(errs, field.Required(field.NewPath("eventTime"), ""))

@@ -60,6 +60,8 @@ func TestValidateEventRequest(t *testing.T) {
 		{"source set", func(e *corev1.Event) { e.Source.Host = "h" }, "source"},
 		{"series of one", func(e *corev1.Event) { e.Series = &corev1.EventSeries{Count: 1, LastObservedTime: now} }, "series.count"},
 		{"series without time", func(e *corev1.Event) { e.Series = &corev1.EventSeries{Count: 2} }, "series.lastObservedTime"},
+		{"name not a subdomain", func(e *corev1.Event) { e.Name = "p.17a:1" }, "metadata.name"},
+		{"generateName not a subdomain", func(e *corev1.Event) { e.Name, e.GenerateName = "", "a:" }, "metadata.generateName"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := valid()

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/diff"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -841,12 +842,119 @@ func TestPodValidate(t *testing.T) {
 		{name: "invalid fractional extended resource in container request", opts: []func(*corev1.Pod){ctr(func(c *corev1.Container) {
 			c.Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{"example.com/a": resource.MustParse("500m")}}
 		})}, err: "must be an integer"},
+		{name: "dnsPolicy None without dnsConfig", opts: []func(*corev1.Pod){spec(func(s *corev1.PodSpec) { s.DNSPolicy = corev1.DNSNone })},
+			err: "spec.dnsConfig: Required value: must provide `dnsConfig` when `dnsPolicy` is None"},
+		{name: "dnsPolicy None without nameservers", opts: []func(*corev1.Pod){spec(func(s *corev1.PodSpec) {
+			s.DNSPolicy, s.DNSConfig = corev1.DNSNone, &corev1.PodDNSConfig{Searches: []string{"example.com"}}
+		})}, err: "spec.dnsConfig.nameservers: Required value"},
+		{name: "dnsPolicy None with dnsConfig", opts: []func(*corev1.Pod){spec(func(s *corev1.PodSpec) {
+			s.DNSPolicy, s.DNSConfig = corev1.DNSNone, &corev1.PodDNSConfig{Nameservers: []string{"1.2.3.4"}, Searches: []string{"example.com."}, Options: []corev1.PodDNSConfigOption{{Name: "ndots"}}}
+		})}},
+		{name: "dnsConfig invalid nameserver", opts: []func(*corev1.Pod){spec(func(s *corev1.PodSpec) {
+			s.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"invalid"}}
+		})}, err: "spec.dnsConfig.nameservers[0]: Invalid value"},
+		{name: "dnsConfig empty option name", opts: []func(*corev1.Pod){spec(func(s *corev1.PodSpec) {
+			s.DNSConfig = &corev1.PodDNSConfig{Options: []corev1.PodDNSConfigOption{{}}}
+		})}, err: "spec.dnsConfig.options[0]: Required value"},
+		{name: "subPath with ..", opts: []func(*corev1.Pod){spec(func(s *corev1.PodSpec) {
+			s.Volumes = []corev1.Volume{{Name: "v"}}
+			s.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "v", MountPath: "/v", SubPath: "../x"}}
+		})}, err: "spec.containers[0].volumeMounts.subPath: Invalid value: \"../x\": must not contain '..'"},
+		{name: "absolute subPath", opts: []func(*corev1.Pod){spec(func(s *corev1.PodSpec) {
+			s.Volumes = []corev1.Volume{{Name: "v"}}
+			s.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "v", MountPath: "/v", SubPath: "/x"}}
+		})}, err: "spec.containers[0].volumeMounts.subPath: Invalid value: \"/x\": must be a relative path"},
+		{name: "subPath with dots in a name", opts: []func(*corev1.Pod){spec(func(s *corev1.PodSpec) {
+			s.Volumes = []corev1.Volume{{Name: "v"}}
+			s.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "v", MountPath: "/v", SubPath: "a..b/c"}}
+		})}},
+		{name: "hostPath type", opts: []func(*corev1.Pod){spec(func(s *corev1.PodSpec) {
+			s.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp", Type: ptrTo(corev1.HostPathSocket)}}}}
+		})}},
+		{name: "invalid hostPath type", opts: []func(*corev1.Pod){spec(func(s *corev1.PodSpec) {
+			s.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp", Type: ptrTo(corev1.HostPathType("Folder"))}}}}
+		})}, err: "spec.volumes[0].hostPath.type: Unsupported value"},
+		{name: "hostPath with ..", opts: []func(*corev1.Pod){spec(func(s *corev1.PodSpec) {
+			s.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/a/../b"}}}}
+		})}, err: "spec.volumes[0].hostPath.path: Invalid value"},
+		{name: "invalid nodeSelector key", opts: []func(*corev1.Pod){spec(func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"bad key": "v"} })},
+			err: "spec.nodeSelector: Invalid value"},
+		{name: "invalid nodeSelector value", opts: []func(*corev1.Pod){spec(func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"k": "bad value"} })},
+			err: "spec.nodeSelector: Invalid value"},
+		{name: "toleration with unknown operator", opts: []func(*corev1.Pod){spec(func(s *corev1.PodSpec) {
+			s.Tolerations = []corev1.Toleration{{Key: "k", Operator: "Maybe", Value: "v"}}
+		})}, err: "spec.tolerations[0].operator: Unsupported value"},
+		{name: "toleration Exists with a value", opts: []func(*corev1.Pod){spec(func(s *corev1.PodSpec) {
+			s.Tolerations = []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists, Value: "v"}}
+		})}, err: "spec.tolerations[0].operator: Invalid value"},
+		{name: "toleration with unknown effect", opts: []func(*corev1.Pod){spec(func(s *corev1.PodSpec) {
+			s.Tolerations = []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists, Effect: "Sometimes"}}
+		})}, err: "spec.tolerations[0].effect: Unsupported value"},
+		{name: "invalid hostname", opts: []func(*corev1.Pod){spec(func(s *corev1.PodSpec) { s.Hostname = "Bad_Host" })}, err: "spec.hostname: Invalid value"},
+		{name: "subdomain not a label", opts: []func(*corev1.Pod){spec(func(s *corev1.PodSpec) { s.Subdomain = "a.b" })}, err: "spec.subdomain: Invalid value"},
+		{name: "env valueFrom with two sources", opts: []func(*corev1.Pod){ctr(func(c *corev1.Container) {
+			c.Env = []corev1.EnvVar{{Name: "e", ValueFrom: &corev1.EnvVarSource{
+				FieldRef:        &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"},
+				ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}, Key: "k"},
+			}}}
+		})}, err: "spec.containers[0].env[0].valueFrom: Invalid value: \"\": may not have more than one field specified at a time"},
+		{name: "env valueFrom with a value", opts: []func(*corev1.Pod){ctr(func(c *corev1.Container) {
+			c.Env = []corev1.EnvVar{{Name: "e", Value: "v", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}}}
+		})}, err: "spec.containers[0].env[0].valueFrom: Invalid value: \"\": may not be specified when `value` is not empty"},
+		{name: "env valueFrom without a source", opts: []func(*corev1.Pod){ctr(func(c *corev1.Container) {
+			c.Env = []corev1.EnvVar{{Name: "e", ValueFrom: &corev1.EnvVarSource{}}}
+		})}, err: "spec.containers[0].env[0].valueFrom: Invalid value"},
+		{name: "env fieldRef of a label", opts: []func(*corev1.Pod){ctr(func(c *corev1.Container) {
+			c.Env = []corev1.EnvVar{{Name: "e", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.labels['app']"}}}}
+		})}},
+		{name: "env fieldRef of all labels", opts: []func(*corev1.Pod){ctr(func(c *corev1.Container) {
+			c.Env = []corev1.EnvVar{{Name: "e", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.labels"}}}}
+		})}, err: "spec.containers[0].env[0].valueFrom.fieldRef.fieldPath: Unsupported value: \"metadata.labels\""},
+		{name: "env fieldRef of spec.host", opts: []func(*corev1.Pod){ctr(func(c *corev1.Container) {
+			c.Env = []corev1.EnvVar{{Name: "e", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "spec.host"}}}}
+		})}},
+		{name: "env fieldRef of an unknown field", opts: []func(*corev1.Pod){ctr(func(c *corev1.Container) {
+			c.Env = []corev1.EnvVar{{Name: "e", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "spec.nope"}}}}
+		})}, err: "spec.containers[0].env[0].valueFrom.fieldRef.fieldPath: Invalid value: \"spec.nope\": error converting fieldPath: field label not supported: spec.nope"},
+		{name: "liveness probe without a handler", opts: []func(*corev1.Pod){ctr(func(c *corev1.Container) {
+			c.LivenessProbe = &corev1.Probe{PeriodSeconds: 10, SuccessThreshold: 1}
+		})}, err: "spec.containers[0].livenessProbe: Required value: must specify a handler type"},
+		{name: "probe with two handlers", opts: []func(*corev1.Pod){ctr(func(c *corev1.Container) {
+			c.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}, TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(80)}}}
+		})}, err: "spec.containers[0].readinessProbe.tcpSocket: Forbidden: may not specify more than 1 handler type"},
+		{name: "liveness probe success threshold 2", opts: []func(*corev1.Pod){ctr(func(c *corev1.Container) {
+			c.LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}, SuccessThreshold: 2}
+		})}, err: "spec.containers[0].livenessProbe.successThreshold: Invalid value: 2: must be 1"},
+		{name: "negative runAsUser", opts: []func(*corev1.Pod){spec(func(s *corev1.PodSpec) {
+			s.SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptrTo(int64(-1))}
+		})}, err: "spec.securityContext.runAsUser: Invalid value: -1"},
+		{name: "negative supplemental group", opts: []func(*corev1.Pod){spec(func(s *corev1.PodSpec) {
+			s.SecurityContext = &corev1.PodSecurityContext{SupplementalGroups: []int64{1, -1}}
+		})}, err: "spec.securityContext.supplementalGroups[1]: Invalid value: -1"},
+		{name: "hostNetwork with hostPort not containerPort", opts: []func(*corev1.Pod){spec(func(s *corev1.PodSpec) {
+			s.HostNetwork = true
+			s.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: 8080}}
+		})}, err: "spec.containers[0].ports[0].hostPort: Invalid value: 8080: must match `containerPort` when `hostNetwork` is true"},
+		{name: "hostNetwork with hostPort defaulted", opts: []func(*corev1.Pod){spec(func(s *corev1.PodSpec) {
+			s.HostNetwork = true
+			s.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80}}
+		})}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			errorsContain(t, validateCreate(t, podDef(), makePod("foo", tt.opts...)), tt.err)
 		})
 	}
+}
+
+// SetDefaults_Pod: a negative terminationGracePeriodSeconds becomes 1,
+// which validates.
+func TestDefaultPodNegativeTerminationGracePeriod(t *testing.T) {
+	p := makePod("foo", func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptrTo(int64(-2)) })
+	if got := p.Spec.TerminationGracePeriodSeconds; got == nil || *got != 1 {
+		t.Errorf("terminationGracePeriodSeconds = %v, want 1", got)
+	}
+	errorsContain(t, validateCreate(t, podDef(), p), "")
 }
 
 // The selectable fields of upstream's PodToSelectableFields

@@ -12,6 +12,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -212,6 +213,9 @@ func localSubjectAccessReview(ctx context.Context, az authorizer.Authorizer, r *
 	meta.Namespace = ""
 	errs := validateReviewMeta(meta)
 	errs = append(errs, validateSubjectSpec(r.Spec, spec)...)
+	if r.Spec.ResourceAttributes != nil && r.Spec.ResourceAttributes.Namespace != r.Namespace {
+		errs = append(errs, field.Invalid(spec.Child("resourceAttributes", "namespace"), r.Spec.ResourceAttributes.Namespace, "must match metadata.namespace"))
+	}
 	if r.Spec.NonResourceAttributes != nil {
 		errs = append(errs, field.Invalid(spec.Child("nonResourceAttributes"), r.Spec.NonResourceAttributes, "disallowed on this kind of request"))
 	}
@@ -222,7 +226,7 @@ func localSubjectAccessReview(ctx context.Context, az authorizer.Authorizer, r *
 	if namespace == "" {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("namespace is required on this type: %v", namespace))
 	}
-	if namespace != r.Spec.ResourceAttributes.Namespace {
+	if namespace != r.Namespace {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("spec.resourceAttributes.namespace must match namespace: %v", namespace))
 	}
 	r.Status = decide(ctx, az, attributes(subject(r.Spec), r.Spec.ResourceAttributes, nil))
@@ -310,7 +314,59 @@ func validateAttributes(res *authorizationv1.ResourceAttributes, nonRes *authori
 	case res == nil && nonRes == nil:
 		return field.ErrorList{field.Invalid(spec.Child("resourceAttributes"), nonRes, "exactly one of nonResourceAttributes or resourceAttributes must be specified")}
 	}
-	return nil
+	return validateResourceAttributes(res, spec.Child("resourceAttributes"))
+}
+
+// validateResourceAttributes is upstream's validateResourceAttributes
+// (pkg/apis/authorization/validation/validation.go).
+func validateResourceAttributes(res *authorizationv1.ResourceAttributes, path *field.Path) field.ErrorList {
+	if res == nil {
+		return nil
+	}
+	errs := validateFieldSelectorAttributes(res.FieldSelector, path.Child("fieldSelector"))
+	return append(errs, validateLabelSelectorAttributes(res.LabelSelector, path.Child("labelSelector"))...)
+}
+
+// validateFieldSelectorAttributes is upstream's
+// validateFieldSelectorAttributes (validation.go).
+func validateFieldSelectorAttributes(selector *authorizationv1.FieldSelectorAttributes, path *field.Path) field.ErrorList {
+	if selector == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if len(selector.RawSelector) > 0 && len(selector.Requirements) > 0 {
+		errs = append(errs, field.Invalid(path.Child("rawSelector"), selector.RawSelector, "may not specified at the same time as requirements"))
+	}
+	if len(selector.RawSelector) == 0 && len(selector.Requirements) == 0 {
+		errs = append(errs, field.Required(path.Child("requirements"), fmt.Sprintf("when %s is specified, requirements or rawSelector is required", path)))
+	}
+	// AllowUnknownOperatorInRequirement enables *SubjectAccessReview requests from newer skewed clients which understand operators kube-apiserver does not know about to be authorized.
+	opts := metav1validation.FieldSelectorValidationOptions{AllowUnknownOperatorInRequirement: true}
+	for i, r := range selector.Requirements {
+		errs = append(errs, metav1validation.ValidateFieldSelectorRequirement(r, opts, path.Child("requirements").Index(i))...)
+	}
+	return errs
+}
+
+// validateLabelSelectorAttributes is upstream's
+// validateLabelSelectorAttributes (validation.go).
+func validateLabelSelectorAttributes(selector *authorizationv1.LabelSelectorAttributes, path *field.Path) field.ErrorList {
+	if selector == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if len(selector.RawSelector) > 0 && len(selector.Requirements) > 0 {
+		errs = append(errs, field.Invalid(path.Child("rawSelector"), selector.RawSelector, "may not specified at the same time as requirements"))
+	}
+	if len(selector.RawSelector) == 0 && len(selector.Requirements) == 0 {
+		errs = append(errs, field.Required(path.Child("requirements"), fmt.Sprintf("when %s is specified, requirements or rawSelector is required", path)))
+	}
+	// AllowUnknownOperatorInRequirement enables *SubjectAccessReview requests from newer skewed clients which understand operators kube-apiserver does not know about to be authorized.
+	opts := metav1validation.LabelSelectorValidationOptions{AllowUnknownOperatorInRequirement: true}
+	for i, r := range selector.Requirements {
+		errs = append(errs, metav1validation.ValidateLabelSelectorRequirement(r, opts, path.Child("requirements").Index(i))...)
+	}
+	return errs
 }
 
 // validateSubjectSpec is upstream's ValidateSubjectAccessReviewSpec.

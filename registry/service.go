@@ -20,7 +20,9 @@ import (
 // Services are stored and served as on a cluster. Their cluster IPs are
 // allocated from --service-cluster-ip-range (ClusterIPs) while the
 // service-cluster-ip-allocator runs; node ports are not allocated (a
-// client may set them).
+// client may set them). Names are DNS labels, as ValidateServiceCreate
+// (pkg/apis/core/validation/validation.go) checks them under
+// RelaxedServiceNameValidation, GA and locked on in 1.37.
 func serviceDef() *resourceDef {
 	return &resourceDef{
 		gvr:                 corev1.SchemeGroupVersion.WithResource("services"),
@@ -32,12 +34,13 @@ func serviceDef() *resourceDef {
 		keyPrefix:           "services/specs",
 		newFunc:             func() runtime.Object { return &corev1.Service{} },
 		newListFunc:         func() runtime.Object { return &corev1.ServiceList{} },
-		nameFunc:            apivalidation.NameIsDNS1035Label,
+		nameFunc:            apivalidation.NameIsDNSLabel,
 		defaults:            func(obj any) { defaultService(obj.(*corev1.Service)) },
 		fields:              serviceFields,
 		fieldLabels:         []string{"spec.clusterIP", "spec.type"},
 		validate:            func(obj runtime.Object) field.ErrorList { return validateServiceSpec(&obj.(*corev1.Service).Spec) },
 		validateUpdate:      validateServiceUpdate,
+		prepareForUpdate:    prepareServiceUpdate,
 		allowCreateOnUpdate: true,
 		returnDeletedObject: true,
 		status: &statusDef{
@@ -187,11 +190,100 @@ func validateServiceSpec(s *corev1.ServiceSpec) field.ErrorList {
 		}
 	}
 	errs = append(errs, validateSessionAffinity(s, path)...)
+	errs = append(errs, validateServiceExternalIPs(s, path)...)
+	errs = append(errs, validateLoadBalancerSourceRanges(s, path)...)
+	errs = append(errs, validateServiceExternalTrafficPolicy(s, path)...)
+	if s.InternalTrafficPolicy != nil && !supportedServiceInternalTrafficPolicy.Has(*s.InternalTrafficPolicy) {
+		errs = append(errs, field.NotSupported(path.Child("internalTrafficPolicy"), *s.InternalTrafficPolicy, sets.List(supportedServiceInternalTrafficPolicy)))
+	}
+	if s.IPFamilyPolicy != nil && !supportedServiceIPFamilyPolicy.Has(*s.IPFamilyPolicy) {
+		errs = append(errs, field.NotSupported(path.Child("ipFamilyPolicy"), s.IPFamilyPolicy, sets.List(supportedServiceIPFamilyPolicy)))
+	}
 	for k, v := range s.Selector {
 		errs = append(errs, invalidEach(path.Child("selector"), k, utilvalidation.IsQualifiedName(k))...)
 		errs = append(errs, invalidEach(path.Child("selector").Key(k), v, utilvalidation.IsValidLabelValue(v))...)
 	}
 	return errs
+}
+
+// Upstream's supported values (pkg/apis/core/validation/validation.go).
+var (
+	supportedServiceInternalTrafficPolicy = sets.New(corev1.ServiceInternalTrafficPolicyCluster, corev1.ServiceInternalTrafficPolicyLocal)
+	supportedServiceIPFamilyPolicy        = sets.New(corev1.IPFamilyPolicySingleStack, corev1.IPFamilyPolicyPreferDualStack, corev1.IPFamilyPolicyRequireDualStack)
+	validExternalTrafficPolicies          = sets.New(corev1.ServiceExternalTrafficPolicyCluster, corev1.ServiceExternalTrafficPolicyLocal)
+)
+
+// validateServiceExternalIPs is ValidateService's check of
+// spec.externalIPs (validation.go), with StrictIPCIDRValidation on (its
+// default in 1.37) and, on create as on update, no old addresses let
+// through.
+func validateServiceExternalIPs(s *corev1.ServiceSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, ip := range s.ExternalIPs {
+		idxPath := path.Child("externalIPs").Index(i)
+		if ipErrs := utilvalidation.IsValidIPForLegacyField(idxPath, ip, true, nil); len(ipErrs) != 0 {
+			errs = append(errs, ipErrs...)
+		} else {
+			// For historical reasons, this uses ValidateEndpointIP even
+			// though that is not exactly the appropriate set of checks.
+			errs = append(errs, endpointIP(idxPath, ip)...)
+		}
+	}
+	return errs
+}
+
+// validateLoadBalancerSourceRanges is ValidateService's check of
+// spec.loadBalancerSourceRanges (validation.go), under upstream's field
+// name "LoadBalancerSourceRanges"; the annotation is not checked.
+func validateLoadBalancerSourceRanges(s *corev1.ServiceSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if len(s.LoadBalancerSourceRanges) == 0 {
+		return nil
+	}
+	fieldPath := path.Child("LoadBalancerSourceRanges")
+	if s.Type != corev1.ServiceTypeLoadBalancer {
+		errs = append(errs, field.Forbidden(fieldPath, "may only be used when `type` is 'LoadBalancer'"))
+	}
+	for idx, value := range s.LoadBalancerSourceRanges {
+		// Note: due to a historical accident around transition from the
+		// annotation value, these values are allowed to be space-padded.
+		value = strings.TrimSpace(value)
+		errs = append(errs, utilvalidation.IsValidCIDRForLegacyField(fieldPath.Index(idx), value, true, nil)...)
+	}
+	return errs
+}
+
+// serviceExternallyAccessible is upstream's ExternallyAccessible
+// (pkg/api/service/util.go).
+func serviceExternallyAccessible(s *corev1.ServiceSpec) bool {
+	return s.Type == corev1.ServiceTypeLoadBalancer || s.Type == corev1.ServiceTypeNodePort ||
+		(s.Type == corev1.ServiceTypeClusterIP && len(s.ExternalIPs) > 0)
+}
+
+// prepareServiceUpdate is the externalTrafficPolicy part of
+// upstream's dropTypeDependentFields (pkg/registry/core/service/strategy.go):
+// a user switching to a type that doesn't need it, and not changing it,
+// loses it.
+func prepareServiceUpdate(obj, oldObj runtime.Object) {
+	s, old := &obj.(*corev1.Service).Spec, &oldObj.(*corev1.Service).Spec
+	if serviceExternallyAccessible(old) && !serviceExternallyAccessible(s) && s.ExternalTrafficPolicy == old.ExternalTrafficPolicy {
+		s.ExternalTrafficPolicy = ""
+	}
+}
+
+// validateServiceExternalTrafficPolicy is upstream's
+// validateServiceExternalTrafficPolicy (validation.go) without its
+// healthCheckNodePort checks (kubestore allocates no health check node
+// port) and without requiring the policy where it is missing.
+func validateServiceExternalTrafficPolicy(s *corev1.ServiceSpec, path *field.Path) field.ErrorList {
+	externallyAccessible := serviceExternallyAccessible(s)
+	switch {
+	case !externallyAccessible && s.ExternalTrafficPolicy != "":
+		return field.ErrorList{field.Invalid(path.Child("externalTrafficPolicy"), s.ExternalTrafficPolicy, "may only be set for externally-accessible services")}
+	case externallyAccessible && s.ExternalTrafficPolicy != "" && !validExternalTrafficPolicies.Has(s.ExternalTrafficPolicy):
+		return field.ErrorList{field.NotSupported(path.Child("externalTrafficPolicy"), s.ExternalTrafficPolicy, sets.List(validExternalTrafficPolicies))}
+	}
+	return nil
 }
 
 // maxClientIPAffinitySeconds is upstream's MaxClientIPServiceAffinitySeconds

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"context"
 	"reflect"
 	"strings"
 	"testing"
@@ -124,7 +125,8 @@ func TestServiceValidate(t *testing.T) {
 		{name: "missing name", opts: []func(*corev1.Service){func(s *corev1.Service) { s.Name = "" }}, err: "metadata.name"},
 		{name: "invalid name", opts: []func(*corev1.Service){func(s *corev1.Service) { s.Name = "-123" }}, err: "metadata.name"},
 		{name: "too long name", opts: []func(*corev1.Service){func(s *corev1.Service) { s.Name = strings.Repeat("a", 64) }}, err: "metadata.name"},
-		{name: "name is a DNS-1035 label, not a subdomain", opts: []func(*corev1.Service){func(s *corev1.Service) { s.Name = "a.b" }}, err: "metadata.name"},
+		{name: "name is a DNS label, not a subdomain", opts: []func(*corev1.Service){func(s *corev1.Service) { s.Name = "a.b" }}, err: "metadata.name"},
+		{name: "name starting with a digit (RelaxedServiceNameValidation)", opts: []func(*corev1.Service){func(s *corev1.Service) { s.Name = "1svc" }}},
 		{name: "nil selector", opts: []func(*corev1.Service){func(s *corev1.Service) { s.Spec.Selector = nil }}},
 		{name: "invalid selector", opts: []func(*corev1.Service){func(s *corev1.Service) { s.Spec.Selector["NoSpecialCharsLike=Equals"] = "bar" }}, err: "spec.selector"},
 		{name: "missing session affinity", changed: func(s *corev1.Service) { s.Spec.SessionAffinity = "" }, err: "spec.sessionAffinity: Required value"},
@@ -173,6 +175,28 @@ func TestServiceValidate(t *testing.T) {
 			err: "spec.sessionAffinityConfig.clientIP.timeoutSeconds: Invalid value"},
 		{name: "ClientIP affinity timeout over a day", opts: []func(*corev1.Service){clientIP(ptrTo(int32(86401)))},
 			err: "spec.sessionAffinityConfig.clientIP.timeoutSeconds: Invalid value"},
+		{name: "externalTrafficPolicy on a ClusterIP service", changed: func(s *corev1.Service) { s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal },
+			err: "spec.externalTrafficPolicy: Invalid value: \"Local\": may only be set for externally-accessible services"},
+		{name: "externalTrafficPolicy with externalIPs", changed: func(s *corev1.Service) {
+			s.Spec.ExternalIPs, s.Spec.ExternalTrafficPolicy = []string{"1.2.3.4"}, corev1.ServiceExternalTrafficPolicyLocal
+		}},
+		{name: "invalid externalTrafficPolicy", opts: []func(*corev1.Service){typ(corev1.ServiceTypeNodePort)},
+			changed: func(s *corev1.Service) { s.Spec.ExternalTrafficPolicy = "Nearby" }, err: "spec.externalTrafficPolicy: Unsupported value"},
+		{name: "invalid internalTrafficPolicy", changed: func(s *corev1.Service) {
+			s.Spec.InternalTrafficPolicy = ptrTo(corev1.ServiceInternalTrafficPolicy("Nearby"))
+		},
+			err: "spec.internalTrafficPolicy: Unsupported value"},
+		{name: "invalid ipFamilyPolicy", changed: func(s *corev1.Service) { s.Spec.IPFamilyPolicy = ptrTo(corev1.IPFamilyPolicy("Maybe")) },
+			err: "spec.ipFamilyPolicy: Unsupported value"},
+		{name: "invalid externalIP", changed: func(s *corev1.Service) { s.Spec.ExternalIPs = []string{"not-an-ip"} }, err: "spec.externalIPs[0]: Invalid value"},
+		{name: "loopback externalIP", changed: func(s *corev1.Service) { s.Spec.ExternalIPs = []string{"127.0.0.1"} },
+			err: "spec.externalIPs[0]: Invalid value: \"127.0.0.1\": may not be in the loopback range"},
+		{name: "loadBalancerSourceRanges", opts: []func(*corev1.Service){typ(corev1.ServiceTypeLoadBalancer)},
+			changed: func(s *corev1.Service) { s.Spec.LoadBalancerSourceRanges = []string{" 10.0.0.0/8 ", "fd00::/64"} }},
+		{name: "invalid loadBalancerSourceRanges", opts: []func(*corev1.Service){typ(corev1.ServiceTypeLoadBalancer)},
+			changed: func(s *corev1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/33"} }, err: "spec.LoadBalancerSourceRanges[0]: Invalid value"},
+		{name: "loadBalancerSourceRanges on a ClusterIP service", changed: func(s *corev1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/8"} },
+			err: "spec.LoadBalancerSourceRanges: Forbidden: may only be used when `type` is 'LoadBalancer'"},
 		{name: "affinity config without ClientIP affinity", changed: func(s *corev1.Service) {
 			s.Spec.SessionAffinityConfig = &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: ptrTo(int32(10))}}
 		}, err: "spec.sessionAffinityConfig: Forbidden"},
@@ -279,4 +303,17 @@ func TestServiceFields(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("fields = %v, want %v", got, want)
 	}
+}
+
+// dropTypeDependentFields: a NodePort service turned ClusterIP loses the
+// externalTrafficPolicy it did not change, and then validates.
+func TestServiceDropExternalTrafficPolicy(t *testing.T) {
+	old := makeService(func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeNodePort })
+	s := old.DeepCopy()
+	s.Spec.Type = corev1.ServiceTypeClusterIP
+	newStrategy(nil, serviceDef()).PrepareForUpdate(context.Background(), s, old)
+	if s.Spec.ExternalTrafficPolicy != "" {
+		t.Errorf("externalTrafficPolicy = %q, want it dropped", s.Spec.ExternalTrafficPolicy)
+	}
+	errorsContain(t, validateUpdate(t, serviceDef(), s, old), "")
 }

@@ -27,30 +27,6 @@ import (
 // listed here and on a listed one that no longer differs.
 var knownDifferences = map[string]string{
 	// kubestore accepts what kube-apiserver refuses, or answers another code.
-	"pod/dns-none-without-config":                            "kubestore bug: accepts dnsPolicy None without dnsConfig, which kube-apiserver refuses (spec.dnsConfig required)",
-	"pod/volume-mount-relative-subpath":                      "kubestore bug: accepts a volumeMount subPath containing '..', which kube-apiserver refuses",
-	"pod/host-path-type-invalid":                             "kubestore bug: accepts an unknown hostPath type, which kube-apiserver refuses (Unsupported value)",
-	"pod/node-selector-key-invalid":                          "kubestore bug: does not validate spec.nodeSelector keys; kube-apiserver refuses an invalid label key",
-	"pod/toleration-operator-invalid":                        "kubestore bug: does not validate pod tolerations; kube-apiserver refuses an unknown operator",
-	"pod/toleration-exists-with-value":                       "kubestore bug: does not validate pod tolerations; kube-apiserver refuses a value with operator Exists",
-	"pod/toleration-effect-invalid":                          "kubestore bug: does not validate pod tolerations; kube-apiserver refuses an unknown effect",
-	"pod/hostname-invalid":                                   "kubestore bug: does not validate spec.hostname; kube-apiserver requires a DNS label",
-	"pod/subdomain-invalid":                                  "kubestore bug: does not validate spec.subdomain; kube-apiserver requires a DNS label",
-	"pod/env-value-from-two-sources":                         "kubestore bug: accepts an env valueFrom with two sources, which kube-apiserver refuses",
-	"pod/env-field-path-unsupported":                         "kubestore bug: accepts an env fieldRef of an unsupported field path, which kube-apiserver refuses",
-	"pod/liveness-probe-no-handler":                          "kubestore bug: accepts a probe without a handler, which kube-apiserver refuses",
-	"pod/security-context-run-as-user-negative":              "kubestore bug: accepts a negative securityContext.runAsUser, which kube-apiserver refuses",
-	"pod/host-network-port-mismatch":                         "kubestore bug: accepts hostNetwork with hostPort != containerPort, which kube-apiserver refuses",
-	"service/external-traffic-policy-on-cluster-ip":          "kubestore bug: accepts externalTrafficPolicy on a ClusterIP Service, which kube-apiserver refuses",
-	"service/internal-traffic-policy-invalid":                "kubestore bug: accepts an unknown internalTrafficPolicy, which kube-apiserver refuses",
-	"service/ip-family-policy-invalid":                       "kubestore bug: accepts an unknown ipFamilyPolicy, which kube-apiserver refuses",
-	"service/external-ips-invalid":                           "kubestore bug: does not validate spec.externalIPs; kube-apiserver refuses a value that is not an IP",
-	"service/load-balancer-source-ranges-invalid":            "kubestore bug: does not validate spec.loadBalancerSourceRanges; kube-apiserver refuses an invalid CIDR",
-	"subjectaccessreview/label-selector-invalid":             "kubestore bug: does not validate resourceAttributes.labelSelector requirements; kube-apiserver refuses an invalid key",
-	"localsubjectaccessreview/attributes-namespace-mismatch": "kubestore bug: refuses a resourceAttributes.namespace other than the request's with 400 BadRequest, kube-apiserver with 422 Invalid naming spec.resourceAttributes.namespace",
-	"pod/termination-grace-negative":                         "kubestore bug: refuses a negative terminationGracePeriodSeconds (422); kube-apiserver accepts it and sets it to 1",
-	"service/name-starts-with-digit":                         "kubestore bug: validates Service names as DNS-1035 labels; kube-apiserver 1.37 (RelaxedServiceNameValidation) accepts DNS-1123 labels such as 1svc",
-	"event/name-with-colon":                                  "kubestore bug: validates core/v1 Event names as DNS subdomains; kube-apiserver accepts an Event name with a colon",
 	// What kubestore does not serve.
 	"pod/priority-class-invalid": "kubestore serves no PriorityClasses and has no Priority admission: kube-apiserver refuses a pod naming an unknown class (403) before validation, kubestore accepts it without checking the class name",
 	// Both refuse, with the same code and reason, naming other fields.
