@@ -1061,16 +1061,10 @@ func validateReadinessProbe(probe *corev1.Probe, path *field.Path) field.ErrorLi
 	return errs
 }
 
-// validateStartupProbe is upstream's validateStartupProbe (validation.go).
+// validateStartupProbe is upstream's validateStartupProbe (validation.go):
+// the checks of a liveness probe.
 func validateStartupProbe(probe *corev1.Probe, path *field.Path) field.ErrorList {
-	if probe == nil {
-		return nil
-	}
-	errs := validateProbe(probe, path)
-	if probe.SuccessThreshold != 1 {
-		errs = append(errs, field.Invalid(path.Child("successThreshold"), probe.SuccessThreshold, "must be 1"))
-	}
-	return errs
+	return validateLivenessProbe(probe, path)
 }
 
 // validateProbe is upstream's validateProbe (validation.go), with the

@@ -333,19 +333,10 @@ func validateFieldSelectorAttributes(selector *authorizationv1.FieldSelectorAttr
 	if selector == nil {
 		return nil
 	}
-	var errs field.ErrorList
-	if len(selector.RawSelector) > 0 && len(selector.Requirements) > 0 {
-		errs = append(errs, field.Invalid(path.Child("rawSelector"), selector.RawSelector, "may not specified at the same time as requirements"))
-	}
-	if len(selector.RawSelector) == 0 && len(selector.Requirements) == 0 {
-		errs = append(errs, field.Required(path.Child("requirements"), fmt.Sprintf("when %s is specified, requirements or rawSelector is required", path)))
-	}
-	// AllowUnknownOperatorInRequirement enables *SubjectAccessReview requests from newer skewed clients which understand operators kube-apiserver does not know about to be authorized.
 	opts := metav1validation.FieldSelectorValidationOptions{AllowUnknownOperatorInRequirement: true}
-	for i, r := range selector.Requirements {
-		errs = append(errs, metav1validation.ValidateFieldSelectorRequirement(r, opts, path.Child("requirements").Index(i))...)
-	}
-	return errs
+	return validateSelectorAttributes(selector.RawSelector, selector.Requirements, path, func(r metav1.FieldSelectorRequirement, p *field.Path) field.ErrorList {
+		return metav1validation.ValidateFieldSelectorRequirement(r, opts, p)
+	})
 }
 
 // validateLabelSelectorAttributes is upstream's
@@ -354,17 +345,27 @@ func validateLabelSelectorAttributes(selector *authorizationv1.LabelSelectorAttr
 	if selector == nil {
 		return nil
 	}
+	opts := metav1validation.LabelSelectorValidationOptions{AllowUnknownOperatorInRequirement: true}
+	return validateSelectorAttributes(selector.RawSelector, selector.Requirements, path, func(r metav1.LabelSelectorRequirement, p *field.Path) field.ErrorList {
+		return metav1validation.ValidateLabelSelectorRequirement(r, opts, p)
+	})
+}
+
+// validateSelectorAttributes is what upstream's two selector attributes'
+// validations share: a raw selector or requirements, not both, each
+// requirement valid. Unknown operators are allowed in requirements: a newer
+// client may know operators kube-apiserver does not, and still be
+// authorized.
+func validateSelectorAttributes[R any](raw string, requirements []R, path *field.Path, validate func(R, *field.Path) field.ErrorList) field.ErrorList {
 	var errs field.ErrorList
-	if len(selector.RawSelector) > 0 && len(selector.Requirements) > 0 {
-		errs = append(errs, field.Invalid(path.Child("rawSelector"), selector.RawSelector, "may not specified at the same time as requirements"))
+	if len(raw) > 0 && len(requirements) > 0 {
+		errs = append(errs, field.Invalid(path.Child("rawSelector"), raw, "may not specified at the same time as requirements"))
 	}
-	if len(selector.RawSelector) == 0 && len(selector.Requirements) == 0 {
+	if len(raw) == 0 && len(requirements) == 0 {
 		errs = append(errs, field.Required(path.Child("requirements"), fmt.Sprintf("when %s is specified, requirements or rawSelector is required", path)))
 	}
-	// AllowUnknownOperatorInRequirement enables *SubjectAccessReview requests from newer skewed clients which understand operators kube-apiserver does not know about to be authorized.
-	opts := metav1validation.LabelSelectorValidationOptions{AllowUnknownOperatorInRequirement: true}
-	for i, r := range selector.Requirements {
-		errs = append(errs, metav1validation.ValidateLabelSelectorRequirement(r, opts, path.Child("requirements").Index(i))...)
+	for i, r := range requirements {
+		errs = append(errs, validate(r, path.Child("requirements").Index(i))...)
 	}
 	return errs
 }
