@@ -171,7 +171,7 @@ func malformedCases() []malformedCase {
 	post("name: generateName invalid", mfCMs, mfJSON, mfConfigMapMeta(`"generateName":"Bad_"`), 422, invalid, "metadata.generateName")
 	post("name: pod name not a DNS subdomain", mfPods, mfJSON, []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"P!"},"spec":{"containers":[{"name":"c","image":"i"}]}}`), 422, invalid, "metadata.name")
 	post("name: namespace with dot", mfNamespaces, mfJSON, []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"a.b"}}`), 422, invalid, "metadata.name", "a.b")
-	post("name: service name starts with digit", mfServices, mfJSON, []byte(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"1svc"},"spec":{"ports":[{"port":80}]}}`), 422, invalid, "metadata.name")
+	post("name: service name not a DNS label", mfServices, mfJSON, []byte(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"svc.a"},"spec":{"ports":[{"port":80}]}}`), 422, invalid, "metadata.name", "svc.a")
 	post("label: key with space", mfCMs, mfJSON, mfConfigMapMeta(`"name":"l1","labels":{"a b":"c"}`), 422, invalid, "metadata.labels", "a b")
 	post("label: value too long", mfCMs, mfJSON, mfConfigMapMeta(`"name":"l2","labels":{"a":"`+longLabel+`"}`), 422, invalid, "metadata.labels", "63")
 	post("label: value with slash", mfCMs, mfJSON, mfConfigMapMeta(`"name":"l3","labels":{"a":"b/c"}`), 422, invalid, "metadata.labels", "b/c")
