@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -88,10 +89,24 @@ func (d Dir) RaftLogLost() string { return filepath.Join(string(d), "etcd-log-lo
 func (d Dir) SiteJoin() string { return filepath.Join(string(d), "site-join.json") }
 func (d Dir) lockFile() string { return filepath.Join(string(d), "lock") }
 
-// HasEtcdData reports whether the directory holds an etcd member.
+// HasEtcdData reports whether the directory holds an etcd member: its
+// WAL, which is how etcd itself decides (wal.Exist). A member directory
+// without one is a first start cut short before etcd acknowledged
+// anything: etcd creates member/ and its database before the WAL, and
+// starts such a member afresh. Taking it for a member made a site's joiner
+// killed in that moment found a site of its own at its next start
+// (TestSitePowerCutOneMember found it).
 func (d Dir) HasEtcdData() bool {
-	_, err := os.Stat(filepath.Join(d.Etcd(), "member"))
-	return err == nil
+	names, err := os.ReadDir(filepath.Join(d.Etcd(), "member", "wal"))
+	if err != nil {
+		return false
+	}
+	for _, n := range names {
+		if !n.IsDir() && strings.HasSuffix(n.Name(), ".wal") {
+			return true
+		}
+	}
+	return false
 }
 
 // ErrLocked means another kubestore process is using the directory.

@@ -299,3 +299,36 @@ func TestMoveEtcdAsideKeepsEveryCopy(t *testing.T) {
 		t.Errorf("the copies hold %v, want each of the three", seen)
 	}
 }
+
+// A member directory is etcd's data only once it holds a WAL, as etcd
+// decides: a first start killed before etcd created the WAL left member/
+// and its database, and etcd starts such a member afresh.
+func TestHasEtcdDataIsTheWAL(t *testing.T) {
+	d := datadir.Dir(t.TempDir())
+	if d.HasEtcdData() {
+		t.Error("an empty directory holds etcd data")
+	}
+	snap := filepath.Join(d.Etcd(), "member", "snap")
+	if err := os.MkdirAll(snap, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(snap, "db"), []byte("bolt"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(d.Etcd(), "member", "wal.tmp"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if d.HasEtcdData() {
+		t.Error("member/ with a database and no WAL holds etcd data: a joiner cut there founds a site of its own")
+	}
+	wal := filepath.Join(d.Etcd(), "member", "wal")
+	if err := os.MkdirAll(wal, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(wal, "0000000000000000-0000000000000000.wal"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if !d.HasEtcdData() {
+		t.Error("a member with a WAL holds no etcd data")
+	}
+}

@@ -95,7 +95,11 @@ func TestJoinRefusesAServerThatIsNotAMember(t *testing.T) {
 // (every member lost its tail in one power cut), nothing is moved aside.
 func TestLostLogDataStaysUntilTheSiteAnswers(t *testing.T) {
 	dir := datadir.Dir(t.TempDir())
-	if err := os.MkdirAll(filepath.Join(dir.Etcd(), "member"), 0o700); err != nil {
+	wal := filepath.Join(dir.Etcd(), "member", "wal")
+	if err := os.MkdirAll(wal, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(wal, "0000000000000000-0000000000000000.wal"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(dir.RaftLogLost(), []byte("tocommit(12) is out of range [lastIndex(9)]\n"), 0o600); err != nil {
