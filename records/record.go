@@ -20,9 +20,6 @@ func (s *Store) Record(name string) Record {
 	return Record{client: s.client, name: name, key: s.key(name)}
 }
 
-// Name is the record's name.
-func (r Record) Name() string { return r.name }
-
 // Get reads the record: its value and the revision of its last change;
 // nil and 0 when there is none.
 func (r Record) Get(ctx context.Context) ([]byte, int64, error) {
