@@ -106,7 +106,7 @@ func (m *Mirror) applyObject(ctx context.Context, r *rule, store *Store, u *unst
 		if how.overPending {
 			return false
 		}
-		rec, ok := m.pending.get(r.gr, a.GetNamespace(), a.GetName())
+		rec, ok := m.up.pending.get(r.gr, a.GetNamespace(), a.GetName())
 		return ok && (!rec.has(ownDelete) || rec.UID == string(a.GetUID()))
 	}
 	if how.absent && !held() {
@@ -292,15 +292,6 @@ func (m *Mirror) localObjects(ctx context.Context, r *rule, store *Store, namesp
 		return nil
 	})
 	return out, err
-}
-
-// mirroredBy is the rule that mirrored obj, or nil when obj is local.
-func (m *Mirror) mirroredBy(obj metav1.Object) *rule {
-	name, ok := obj.GetAnnotations()[mirrored.AnnotationRule]
-	if !ok {
-		return nil
-	}
-	return m.rule(name)
 }
 
 var namespaces = schema.GroupResource{Resource: "namespaces"}

@@ -13,7 +13,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -58,7 +57,7 @@ func (q queuedEvent) key() string { return outboxState + q.Namespace + "/" + q.N
 // after it comes back when not, durably (the queue is in the local etcd)
 // and bounded.
 type outbox struct {
-	m    *Mirror
+	u    *uplink
 	wake chan struct{}
 
 	mu    sync.Mutex
@@ -66,8 +65,8 @@ type outbox struct {
 	bytes int
 }
 
-func newOutbox(m *Mirror) *outbox {
-	return &outbox{m: m, wake: make(chan struct{}, 1), queue: map[string]queuedEvent{}}
+func newOutbox(u *uplink) *outbox {
+	return &outbox{u: u, wake: make(chan struct{}, 1), queue: map[string]queuedEvent{}}
 }
 
 // isEvents reports whether gr is the Events: core/v1's and events.k8s.io's
@@ -78,7 +77,7 @@ func isEvents(gr schema.GroupResource) bool { return gr == coreEvents || gr == e
 // if it is about an object a rule mirrors.
 func (o *outbox) written(ctx context.Context, namespace, name string) {
 	ev, size, err := o.event(ctx, namespace, name)
-	if err != nil || ev == nil || !o.m.mirroredObject(ctx, ev.InvolvedObject) {
+	if err != nil || ev == nil || !o.u.mirroredObject(ctx, ev.InvolvedObject) {
 		return
 	}
 	q := queuedEvent{Namespace: namespace, Name: name, Bytes: size, Queued: time.Now()}
@@ -91,7 +90,7 @@ func (o *outbox) written(ctx context.Context, namespace, name string) {
 		return
 	}
 	data, _ := json.Marshal(q)
-	if err := o.m.state.PutState(ctx, o.durable(q.key()), data); err != nil {
+	if err := o.u.state.PutState(ctx, o.durable(q.key()), data); err != nil {
 		klog.V(2).InfoS("Mirror: queueing an Event for the upstream", "namespace", namespace, "name", name, "err", err)
 		return
 	}
@@ -157,14 +156,14 @@ func (o *outbox) signal() {
 
 // forget deletes a queued Event's record.
 func (o *outbox) forget(ctx context.Context, q queuedEvent) {
-	if err := o.m.state.DeleteState(ctx, o.durable(q.key())); err != nil {
+	if err := o.u.state.DeleteState(ctx, o.durable(q.key())); err != nil {
 		klog.V(2).InfoS("Mirror: forgetting a queued Event", "namespace", q.Namespace, "name", q.Name, "err", err)
 	}
 }
 
 // event reads a local Event and its size.
 func (o *outbox) event(ctx context.Context, namespace, name string) (*corev1.Event, int, error) {
-	store, err := o.m.stores.Store(ctx, coreEvents)
+	store, err := o.u.stores.Store(ctx, coreEvents)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -182,30 +181,25 @@ func (o *outbox) event(ctx context.Context, namespace, name string) (*corev1.Eve
 	return ev, ev.Size(), nil
 }
 
-// mirroredObject reports whether ref names an object a rule mirrored (or
-// the node's pending delete of one).
-func (m *Mirror) mirroredObject(ctx context.Context, ref corev1.ObjectReference) bool {
+// mirroredObject reports whether ref names an object a rule mirrors, or
+// one the node deleted while the link was down.
+func (u *uplink) mirroredObject(ctx context.Context, ref corev1.ObjectReference) bool {
+	return u.pendingDelete(ctx, ref) || u.down.mirrors(ctx, ref)
+}
+
+// pendingDelete reports whether ref names an object whose final delete by
+// the node is pending.
+func (u *uplink) pendingDelete(ctx context.Context, ref corev1.ObjectReference) bool {
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
 		return false
 	}
-	for _, r := range m.rules {
-		store, err := m.stores.Store(ctx, r.gr)
-		if err != nil || store.GVK.Kind != ref.Kind || store.GVK.Group != gv.Group {
+	for _, rec := range u.pending.all() {
+		if !rec.has(ownDelete) || rec.Name != ref.Name {
 			continue
 		}
-		ns := ref.Namespace
-		if !store.Namespaced {
-			ns = ""
-		}
-		if rec, ok := m.pending.get(r.gr, ns, ref.Name); ok && rec.has(ownDelete) {
-			return true
-		}
-		obj := store.New()
-		if err := store.Get(ctx, store.Key(ns, ref.Name), storage.GetOptions{}, obj); err != nil {
-			continue
-		}
-		if a, err := meta.Accessor(obj); err == nil && m.mirroredBy(a) != nil {
+		store, err := u.stores.Store(ctx, rec.gr())
+		if err == nil && store.GVK.Kind == ref.Kind && store.GVK.Group == gv.Group && (!store.Namespaced || rec.Namespace == ref.Namespace) {
 			return true
 		}
 	}
@@ -216,17 +210,17 @@ func (m *Mirror) mirroredObject(ctx context.Context, ref corev1.ObjectReference)
 // under the node's own prefix, so that gateways sharing one store each
 // send their own agents' Events.
 func (o *outbox) durable(key string) string {
-	return nodeState(outboxState, o.m.node) + strings.TrimPrefix(key, outboxState)
+	return nodeState(outboxState, o.u.node) + strings.TrimPrefix(key, outboxState)
 }
 
 // load reads the queue this node left; that of a release before queues
 // were kept per node is moved under the node's.
 func (o *outbox) load(ctx context.Context) error {
-	own, err := o.m.state.ListState(ctx, nodeState(outboxState, o.m.node))
+	own, err := o.u.state.ListState(ctx, nodeState(outboxState, o.u.node))
 	if err != nil {
 		return err
 	}
-	legacy, err := o.m.state.ListState(ctx, outboxState)
+	legacy, err := o.u.state.ListState(ctx, outboxState)
 	if err != nil {
 		return err
 	}
@@ -237,10 +231,10 @@ func (o *outbox) load(ctx context.Context) error {
 		if !strings.HasPrefix(key, outboxState) {
 			continue // a node's, listed with them: the prefix is not a directory
 		}
-		if err := o.m.state.PutState(ctx, o.durable(key), data); err != nil {
+		if err := o.u.state.PutState(ctx, o.durable(key), data); err != nil {
 			return err
 		}
-		if err := o.m.state.DeleteState(ctx, key); err != nil {
+		if err := o.u.state.DeleteState(ctx, key); err != nil {
 			return err
 		}
 		own[o.durable(key)] = data
@@ -266,14 +260,14 @@ func (o *outbox) run(ctx context.Context) {
 		klog.ErrorS(err, "Mirror: reading the queued Events")
 	}
 	for {
-		if o.m.Connected() {
+		if o.u.Connected() {
 			o.send(ctx)
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-o.wake:
-		case <-o.m.linkComesUp():
+		case <-o.u.linkComesUp():
 		case <-time.After(reconcileEvery):
 		}
 	}
@@ -286,14 +280,14 @@ func (o *outbox) send(ctx context.Context) {
 	all := o.sortedLocked()
 	o.mu.Unlock()
 	for _, q := range all {
-		if ctx.Err() != nil || !o.m.Connected() {
+		if ctx.Err() != nil || !o.u.Connected() {
 			return
 		}
 		outcome, err := o.sendOne(ctx, q)
 		if err != nil {
 			if isNetworkError(err) || statusCode(err) >= http.StatusInternalServerError {
 				if unreachable(err) {
-					o.m.reached(err)
+					o.u.reached(err)
 				}
 				return
 			}
@@ -334,7 +328,7 @@ func (o *outbox) sendOne(ctx context.Context, q queuedEvent) (string, error) {
 	}
 	store := &Store{GVK: corev1.SchemeGroupVersion.WithKind("Event"), Namespaced: true}
 	u := forUpstream(data, store)
-	up := o.m.dyn.Resource(coreEventsGVR).Namespace(q.Namespace)
+	up := o.u.dyn.Resource(coreEventsGVR).Namespace(q.Namespace)
 	for range 5 {
 		_, err = up.Create(ctx, u, metav1.CreateOptions{})
 		if !apierrors.IsAlreadyExists(err) {
@@ -371,7 +365,7 @@ func (o *outbox) queued() (int, int) {
 
 // serveEvent serves a local agent's write of an Event, then queues the
 // Event for the upstream if it is about a mirrored object.
-func (m *Mirror) serveEvent(next http.Handler, w http.ResponseWriter, r *http.Request, info *request.RequestInfo, decoder runtime.Decoder, maxBody int64) {
+func (u *uplink) serveEvent(next http.Handler, w http.ResponseWriter, r *http.Request, info *request.RequestInfo, decoder runtime.Decoder, maxBody int64) {
 	name := info.Name
 	if info.Verb == "create" {
 		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
@@ -389,6 +383,6 @@ func (m *Mirror) serveEvent(next http.Handler, w http.ResponseWriter, r *http.Re
 	cw := &codeWriter{ResponseWriter: w}
 	next.ServeHTTP(cw, r)
 	if name != "" && cw.written/100 == 2 {
-		m.events.written(r.Context(), info.Namespace, name)
+		u.events.written(r.Context(), info.Namespace, name)
 	}
 }

@@ -117,9 +117,9 @@ func (m *Mirror) updateMetrics(context.Context) {
 	} else {
 		connected.Set(0)
 	}
-	n, _ := m.events.queued()
+	n, _ := m.up.events.queued()
 	eventsQueued.Set(float64(n))
-	recs := m.pending.all()
+	recs := m.up.pending.all()
 	pendingObjects.Set(float64(len(recs)))
 	if len(recs) > 0 {
 		pendingAge.Set(time.Since(recs[0].Since).Seconds())

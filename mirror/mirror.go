@@ -36,9 +36,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net"
-	"net/http"
-	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -52,7 +49,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -120,35 +116,30 @@ type State interface {
 	DeleteState(ctx context.Context, name string) error
 }
 
-// Mirror mirrors the rules' objects and forwards writes to them.
+// Mirror mirrors the rules' objects and forwards writes to them. It
+// holds the two flows: downstream, the streams that copy the upstream's
+// objects into the local store (stream.go, apply.go, references.go), and
+// the uplink, the node's writes going up (uplink.go). Both reach the
+// upstream through one link (link.go).
 type Mirror struct {
-	host   string
-	dyn    dynamic.Interface
-	raw    rest.Interface
+	*link
 	stores Stores
 	state  State
 	node   string
 	rules  []*rule
+	// up is the uplink: write-through, the node's pending offline writes
+	// and their reconciliation, the Event outbox.
+	up *uplink
 
 	// noWatchList is set once the upstream refused a WatchList: it is too
 	// old or has the feature off, and every relist lists.
 	noWatchList atomic.Bool
-	linkUp      atomic.Bool
-	// probed is when the probe last asked (its goroutine's only).
-	probed time.Time
-	// upNow is closed when the link comes up: streams waiting to retry
-	// go at once.
-	upNow chan struct{}
 
 	mu      sync.Mutex
 	streams map[string]*stream
 	refs    *references
-	// pending are the node's own writes made while the link was down, to
-	// reconcile; deleted the uids of objects the upstream deleted.
-	pending *pending
+	// deleted are the uids of objects the upstream deleted.
 	deleted deletedUIDs
-	// events sends the node's agents' Events upstream.
-	events *outbox
 	// elect, when set, runs each rule's streams only while this process
 	// leads the rule (SetElector).
 	elect Elector
@@ -198,28 +189,11 @@ func New(cfg config.Mirror, stores Stores, state State) (*Mirror, error) {
 	if err != nil {
 		return nil, err
 	}
-	upstream.UserAgent = userAgent
-	if err := healthChecked(upstream); err != nil {
-		return nil, fmt.Errorf("upstream client: %w", err)
-	}
-	// Starting the streams of a node's references opens a watch each, as
-	// the kubelet's configmap and secret managers do.
-	upstream.QPS, upstream.Burst = 50, 100
-	dyn, err := dynamic.NewForConfig(upstream)
+	l, err := newLink(upstream)
 	if err != nil {
-		return nil, fmt.Errorf("upstream client: %w", err)
+		return nil, err
 	}
-	rawCfg := dynamic.ConfigFor(upstream)
-	raw, err := rest.UnversionedRESTClientFor(rawCfg)
-	if err != nil {
-		return nil, fmt.Errorf("upstream client: %w", err)
-	}
-	host := upstream.Host
-	if u, err := url.Parse(host); err == nil && u.Host != "" {
-		host = u.Host
-	}
-	m := &Mirror{host: host, dyn: dyn, raw: raw, stores: stores, state: state, pending: newPending(state, cfg.EffectiveNodeName()),
-		node: cfg.EffectiveNodeName(), streams: map[string]*stream{}, upNow: make(chan struct{})}
+	m := &Mirror{link: l, stores: stores, state: state, node: cfg.EffectiveNodeName(), streams: map[string]*stream{}}
 	for _, r := range cfg.Rules {
 		label, field := r.Selectors(m.node)
 		ls, err := labels.Parse(label)
@@ -256,7 +230,7 @@ func New(cfg config.Mirror, stores Stores, state State) (*Mirror, error) {
 		}
 	}
 	m.refs = newReferences(m)
-	m.events = newOutbox(m)
+	m.up = newUplink(m, l, stores, state, m.node)
 	registerMetrics()
 	return m, nil
 }
@@ -274,55 +248,6 @@ func LoadUpstream(cfg config.Mirror) (*rest.Config, error) {
 // Upstream names the upstream in messages: its host and port.
 func (m *Mirror) Upstream() string { return m.host }
 
-// rulesFor are the rules of gr.
-func (m *Mirror) rulesFor(gr schema.GroupResource) []*rule {
-	var out []*rule
-	for _, r := range m.rules {
-		if r.gr == gr {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// rule is the rule named name. The name of a rule that selects by the
-// node on another gateway of the site (<base>@<other node>), or as a
-// release before per-node names wrote it (<base>), resolves to this
-// gateway's rule of that base: its objects are mirrored, of the same
-// resource, and a write to them is forwarded.
-func (m *Mirror) rule(name string) *rule {
-	for _, r := range m.rules {
-		if r.name == name {
-			return r
-		}
-	}
-	base, _, _ := strings.Cut(name, "@")
-	for _, r := range m.rules {
-		if r.nodeScoped() && r.base == base {
-			return r
-		}
-	}
-	return nil
-}
-
-// nodeScoped reports whether r selects by this gateway's node.
-func (r *rule) nodeScoped() bool { return r.name != r.base }
-
-// owns reports whether a local copy annotated with rule name ann is r's:
-// annotated with r's name, or, for a rule that selects by the node, with
-// the name of a release before per-node names (its base) and in r's
-// selection (the node's own; another node's copies are not r's).
-func (r *rule) owns(store *Store, ann string, obj runtime.Object) bool {
-	if ann == r.name {
-		return true
-	}
-	if !r.nodeScoped() || ann != r.base {
-		return false
-	}
-	ls, fs, err := store.Attrs(obj)
-	return err == nil && r.labels.Matches(ls) && r.fields.Matches(fs)
-}
-
 // Run mirrors until ctx ends, then persists where each stream stopped.
 func (m *Mirror) Run(ctx context.Context) {
 	klog.InfoS("Mirroring the upstream", "upstream", m.host, "node", m.node, "rules", len(m.rules))
@@ -331,9 +256,7 @@ func (m *Mirror) Run(ctx context.Context) {
 	}
 	// The node's writes of a previous run that were not reconciled: their
 	// objects stay as the node left them until they are.
-	if err := m.pending.load(ctx); err != nil {
-		klog.ErrorS(err, "Mirror: reading the node's pending writes")
-	}
+	m.up.load(ctx)
 	m.loadDeleted(ctx)
 	// The references of the pods already mirrored first: a referenced
 	// object no pod needs any more is deleted before anything is synced.
@@ -347,7 +270,7 @@ func (m *Mirror) Run(ctx context.Context) {
 		}
 		wg.Go(func() { m.runRule(ctx, r) })
 	}
-	wg.Add(5)
+	wg.Add(4)
 	go func() {
 		defer wg.Done()
 		for {
@@ -361,15 +284,11 @@ func (m *Mirror) Run(ctx context.Context) {
 	}()
 	go func() {
 		defer wg.Done()
-		m.events.run(ctx)
+		m.up.run(ctx)
 	}()
 	go func() {
 		defer wg.Done()
 		wait.UntilWithContext(ctx, m.updateMetrics, time.Second)
-	}()
-	go func() {
-		defer wg.Done()
-		m.reconcileLoop(ctx)
 	}()
 	go func() {
 		defer wg.Done()
@@ -405,129 +324,6 @@ func (m *Mirror) allStreams() []*stream {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].id() < out[j].id() })
 	return out
-}
-
-// linkComesUp is closed when the link next comes up.
-func (m *Mirror) linkComesUp() <-chan struct{} {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.upNow
-}
-
-// probeEvery is how often the link is tried while it is down: one cheap
-// request, where every stream retrying on its own back-off would reconnect
-// seconds late, or make many. While it is up it is tried every
-// upProbeEvery, with upProbeTimeout to answer: a link that hangs
-// (connections open, nothing moves) fails that, on top of the HTTP/2 pings
-// of the upstream's connections (pingEvery).
-const (
-	probeEvery     = 2 * time.Second
-	upProbeEvery   = 10 * time.Second
-	upProbeTimeout = 3 * time.Second
-)
-
-// probe asks the upstream for /version; an API server's answer, even a
-// refusal below 500, means it is up, and the streams go; no answer in
-// time, or one that is not an API server's, means it is down.
-func (m *Mirror) probe(ctx context.Context) {
-	timeout := probeEvery
-	if m.linkUp.Load() {
-		if time.Since(m.probed) < upProbeEvery {
-			return
-		}
-		timeout = upProbeTimeout
-	}
-	m.probed = time.Now()
-	pctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	data, err := m.raw.Get().AbsPath("/version").DoRaw(pctx)
-	if err == nil {
-		// An answer an API server gives: its version, as JSON.
-		var v struct {
-			GitVersion string `json:"gitVersion"`
-		}
-		if json.Unmarshal(data, &v) != nil || v.GitVersion == "" {
-			err = errUnreadable{fmt.Errorf("the upstream's /version is not an API server's: %.40q", data)}
-		}
-	}
-	if ctx.Err() == nil {
-		m.reached(err)
-	}
-}
-
-// errUnreadable is an answer no API server gives (a broken proxy, a
-// captive portal): the upstream is not reachable.
-type errUnreadable struct{ error }
-
-func (e errUnreadable) Unwrap() error { return e.error }
-
-// HTTP/2 health checks of the upstream's connections: one that reads
-// nothing for pingEvery is pinged, and closed when the ping is not
-// answered within pingTimeout, failing the watches and writes on it.
-const (
-	pingEvery   = 5 * time.Second
-	pingTimeout = 5 * time.Second
-	dialTimeout = 5 * time.Second
-)
-
-// healthChecked gives cfg a transport of its own that pings its HTTP/2
-// connections (client-go's default waits 30 s, then 15 s more) and gives
-// up dialling and TLS handshakes after dialTimeout. A kubeconfig whose
-// credentials come from an exec plugin keeps client-go's transport (its
-// certificates are not a static TLS config) and relies on the probe.
-func healthChecked(cfg *rest.Config) error {
-	if cfg.ExecProvider != nil || cfg.Transport != nil || cfg.WrapTransport != nil {
-		return nil
-	}
-	tlsConfig, err := rest.TLSConfigFor(cfg)
-	if err != nil {
-		return err
-	}
-	proxy := cfg.Proxy
-	if proxy == nil {
-		proxy = http.ProxyFromEnvironment
-	}
-	cfg.Transport = &http.Transport{
-		Proxy:               proxy,
-		DialContext:         (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext,
-		TLSClientConfig:     tlsConfig,
-		TLSHandshakeTimeout: dialTimeout,
-		ForceAttemptHTTP2:   true,
-		MaxIdleConnsPerHost: 25,
-		IdleConnTimeout:     90 * time.Second,
-		HTTP2:               &http.HTTP2Config{SendPingTimeout: pingEvery, PingTimeout: pingTimeout},
-	}
-	// The transport holds the TLS settings now; client-go refuses both.
-	cfg.TLSClientConfig = rest.TLSClientConfig{}
-	return nil
-}
-
-// Connected reports whether the link is up: the upstream answered the
-// last request a stream or a forwarded write made.
-func (m *Mirror) Connected() bool { return m.linkUp.Load() }
-
-// reached records whether the upstream answered a request; err is the
-// request's outcome. Errors with an HTTP answer below 500 (403, 410) mean
-// it did.
-func (m *Mirror) reached(err error) {
-	if errors.As(err, new(localError)) {
-		return
-	}
-	// An upstream that answers 5xx serves nothing either: the link counts
-	// as down, so the probe finds its recovery within seconds instead of
-	// each stream at the end of its back-off.
-	up := err == nil || errors.Is(err, errExpired) || !isNetworkError(err) && statusCode(err) < http.StatusInternalServerError
-	if m.linkUp.Swap(up) != up {
-		if up {
-			klog.InfoS("Upstream link up", "upstream", m.host)
-			m.mu.Lock()
-			close(m.upNow)
-			m.upNow = make(chan struct{})
-			m.mu.Unlock()
-		} else {
-			klog.InfoS("Upstream link down; serving local data, refusing writes to mirrored objects", "upstream", m.host, "err", err)
-		}
-	}
 }
 
 // Problems are the streams that are not connected and synced, each with
@@ -566,13 +362,7 @@ func (m *Mirror) Report() []string {
 			out = append(out, fmt.Sprintf("skipped %s %s: %s", s.id(), key, strings.ReplaceAll(st.skipped[key], "\n", " ")))
 		}
 	}
-	now := time.Now()
-	for _, rec := range m.pending.all() {
-		out = append(out, rec.describe(now))
-	}
-	n, bytes := m.events.queued()
-	out = append(out, fmt.Sprintf("events queued=%d bytes=%d", n, bytes))
-	return slices.Clip(out)
+	return slices.Clip(append(out, m.up.report()...))
 }
 
 // ruleRecord is what the local etcd keeps of each rule the mirror runs: a

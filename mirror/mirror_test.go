@@ -251,7 +251,7 @@ func TestUpstreamBody(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := httptest.NewRequest(http.MethodPut, "/api/v1/namespaces/ns/pods/p", nil)
 			r.Header.Set("Content-Type", tc.contentType)
-			wt := &writeThrough{m: m, r: r, info: &request.RequestInfo{Verb: tc.verb, Name: "p", Namespace: "ns"},
+			wt := &writeThrough{u: m.up, r: r, info: &request.RequestInfo{Verb: tc.verb, Name: "p", Namespace: "ns"},
 				gr: schema.GroupResource{Resource: "pods"}, body: []byte(tc.body), local: local}
 			got, _, err := wt.upstreamBody()
 			if tc.want == "" {

@@ -154,7 +154,7 @@ func TestDeletedUIDsSurviveARestart(t *testing.T) {
 // The outbox counts each queued Event once, however many writes of it
 // queue it side by side.
 func TestOutboxBytesUnderConcurrency(t *testing.T) {
-	o := newOutbox(&Mirror{})
+	o := newOutbox(&uplink{})
 	var wg sync.WaitGroup
 	for i := range 200 {
 		wg.Go(func() {

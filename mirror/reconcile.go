@@ -44,17 +44,17 @@ const reconcileTimeout = 2 * forwardTimeout
 
 // reconcileLoop reconciles the pending writes whenever the link comes up,
 // and every reconcileEvery while some are pending, until ctx ends.
-func (m *Mirror) reconcileLoop(ctx context.Context) {
+func (u *uplink) reconcileLoop(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-m.linkComesUp():
-			m.pending.retryAll()
+		case <-u.linkComesUp():
+			u.pending.retryAll()
 		case <-time.After(reconcileEvery):
 		}
-		if m.Connected() {
-			m.reconcile(ctx)
+		if u.Connected() {
+			u.reconcile(ctx)
 		}
 	}
 }
@@ -64,17 +64,17 @@ func (m *Mirror) reconcileLoop(ctx context.Context) {
 // back with a growing wait while the others go on; only a failure to
 // reach the upstream at all (refused, reset) stops the round, and marks
 // the link down.
-func (m *Mirror) reconcile(ctx context.Context) {
+func (u *uplink) reconcile(ctx context.Context) {
 	now := time.Now()
-	for _, rec := range m.pending.all() {
-		if ctx.Err() != nil || !m.Connected() {
+	for _, rec := range u.pending.all() {
+		if ctx.Err() != nil || !u.Connected() {
 			return
 		}
-		if !m.pending.due(rec, now) {
+		if !u.pending.due(rec, now) {
 			continue
 		}
-		if err := m.reconcileRecord(ctx, rec); err != nil && unreachable(err) {
-			m.reached(err)
+		if err := u.reconcileRecord(ctx, rec); err != nil && unreachable(err) {
+			u.reached(err)
 			return
 		}
 	}
@@ -84,18 +84,18 @@ func (m *Mirror) reconcile(ctx context.Context) {
 // write of the node to the object forwarded while the record is pending
 // calls it first, so that the upstream gets the node's writes in their
 // order. It returns the error of a reconciliation to try again.
-func (m *Mirror) reconcileRecord(ctx context.Context, rec pendingRecord) error {
-	unlock := m.pending.lock(rec)
+func (u *uplink) reconcileRecord(ctx context.Context, rec pendingRecord) error {
+	unlock := u.pending.lock(rec)
 	defer unlock()
-	rec, ok := m.pending.get(rec.gr(), rec.Namespace, rec.Name)
+	rec, ok := u.pending.get(rec.gr(), rec.Namespace, rec.Name)
 	if !ok {
 		return nil
 	}
-	m.pending.begin(rec)
-	outcome, err := m.reconcileOne(ctx, rec)
+	u.pending.begin(rec)
+	outcome, err := u.reconcileOne(ctx, rec)
 	if err != nil {
 		if retryable(err) {
-			wait := m.pending.failed(rec)
+			wait := u.pending.failed(rec)
 			klog.V(2).InfoS("Mirror: the upstream cannot take the node's offline write yet", "resource", rec.Resource,
 				"namespace", rec.Namespace, "name", rec.Name, "err", err, "retryIn", wait)
 			return err
@@ -103,13 +103,13 @@ func (m *Mirror) reconcileRecord(ctx context.Context, rec pendingRecord) error {
 		klog.InfoS("Mirror: the upstream refused the node's offline write; its state stands", "resource", rec.Resource,
 			"namespace", rec.Namespace, "name", rec.Name, "err", err)
 		outcome = reconciledRefused
-		if err := m.refetch(ctx, rec); err != nil {
-			m.pending.failed(rec)
+		if err := u.refetch(ctx, rec); err != nil {
+			u.pending.failed(rec)
 			klog.V(2).InfoS("Mirror: reading the upstream's state after a refusal", "resource", rec.Resource, "name", rec.Name, "err", err)
 			return err
 		}
 	}
-	cleared, err := m.pending.clear(ctx, rec)
+	cleared, err := u.pending.clear(ctx, rec)
 	if err != nil {
 		klog.V(2).InfoS("Mirror: clearing a reconciled write", "resource", rec.Resource, "name", rec.Name, "err", err)
 		return localError{err}
@@ -149,8 +149,8 @@ func statusCode(err error) int {
 }
 
 // upstreamClient is the upstream's client of the object of rec.
-func (m *Mirror) upstreamClient(store *Store, namespace string) dynamic.ResourceInterface {
-	r := m.dyn.Resource(store.GVR)
+func (u *uplink) upstreamClient(store *Store, namespace string) dynamic.ResourceInterface {
+	r := u.dyn.Resource(store.GVR)
 	if store.Namespaced {
 		return r.Namespace(namespace)
 	}
@@ -165,24 +165,24 @@ func (m *Mirror) upstreamClient(store *Store, namespace string) dynamic.Resource
 // Node's volumesAttached, a pod's DisruptionTarget), and a field both
 // changed takes the node's value. Each try reads both sides again. A final
 // delete follows the terminal status written before it.
-func (m *Mirror) reconcileOne(ctx context.Context, rec pendingRecord) (string, error) {
-	r := m.rule(rec.Rule)
+func (u *uplink) reconcileOne(ctx context.Context, rec pendingRecord) (string, error) {
+	r := u.down.rule(rec.Rule)
 	if r == nil {
 		return reconciledGone, nil
 	}
-	store, err := m.stores.Store(ctx, rec.gr())
+	store, err := u.stores.Store(ctx, rec.gr())
 	if err != nil {
 		return "", localError{err}
 	}
 	ctx, cancel := context.WithTimeout(ctx, reconcileTimeout)
 	defer cancel()
-	up := m.upstreamClient(store, rec.Namespace)
+	up := u.upstreamClient(store, rec.Namespace)
 	if rec.has(ownDelete) {
-		return m.reconcileFinalDelete(ctx, r, store, up, rec)
+		return u.reconcileFinalDelete(ctx, r, store, up, rec)
 	}
 	created := rec.has(ownCreate)
 	for range 5 {
-		local, lu, err := m.localCopy(ctx, store, rec)
+		local, lu, err := u.localCopy(ctx, store, rec)
 		if err != nil {
 			return "", err
 		}
@@ -192,10 +192,10 @@ func (m *Mirror) reconcileOne(ctx context.Context, rec pendingRecord) (string, e
 		cur, err := up.Get(ctx, rec.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			if !created {
-				return reconciledGone, m.refetch(ctx, rec)
+				return reconciledGone, u.refetch(ctx, rec)
 			}
 			obj := forUpstream(lu, store)
-			if err := m.upstreamOwners(ctx, obj); err != nil {
+			if err := u.upstreamOwners(ctx, obj); err != nil {
 				return "", err
 			}
 			answer, err := up.Create(ctx, obj, metav1.CreateOptions{})
@@ -205,7 +205,7 @@ func (m *Mirror) reconcileOne(ctx context.Context, rec pendingRecord) (string, e
 			if err != nil {
 				return "", err
 			}
-			return reconciledPushed, m.applyReconciled(ctx, r, store, answer, true)
+			return reconciledPushed, u.applyReconciled(ctx, r, store, answer, true)
 		}
 		if err != nil {
 			return "", err
@@ -214,7 +214,7 @@ func (m *Mirror) reconcileOne(ctx context.Context, rec pendingRecord) (string, e
 			// Deleted and created again upstream: the node wrote to the
 			// object that went. The new one stands, and replaces the
 			// local copy.
-			return reconciledRecreated, m.applyReconciled(ctx, r, store, cur, true)
+			return reconciledRecreated, u.applyReconciled(ctx, r, store, cur, true)
 		}
 		var base json.RawMessage
 		if !created {
@@ -234,7 +234,7 @@ func (m *Mirror) reconcileOne(ctx context.Context, rec pendingRecord) (string, e
 				return "", err
 			}
 		}
-		return reconciledPushed, m.applyReconciled(ctx, r, store, answer, created)
+		return reconciledPushed, u.applyReconciled(ctx, r, store, answer, created)
 	}
 	return "", apierrors.NewConflict(rec.gr(), rec.Name, fmt.Errorf("changed upstream at every one of 5 tries"))
 }
@@ -242,10 +242,10 @@ func (m *Mirror) reconcileOne(ctx context.Context, rec pendingRecord) (string, e
 // reconcileFinalDelete replays a pod's final delete, as the kubelet makes
 // it (grace 0, the pod's uid as precondition), after the status the node
 // wrote before it: a Job counts the pod by the phase it ended in.
-func (m *Mirror) reconcileFinalDelete(ctx context.Context, r *rule, store *Store, up dynamic.ResourceInterface, rec pendingRecord) (string, error) {
+func (u *uplink) reconcileFinalDelete(ctx context.Context, r *rule, store *Store, up dynamic.ResourceInterface, rec pendingRecord) (string, error) {
 	if rec.has(ownStatus) {
 		status := rec.Final
-		if _, lu, err := m.localCopy(ctx, store, rec); err != nil {
+		if _, lu, err := u.localCopy(ctx, store, rec); err != nil {
 			return "", err
 		} else if lu != nil {
 			// Still there locally (a finalizer holds it): its status is
@@ -261,11 +261,11 @@ func (m *Mirror) reconcileFinalDelete(ctx context.Context, r *rule, store *Store
 		cur, err := up.Get(ctx, rec.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
-			return reconciledGone, m.refetch(ctx, rec)
+			return reconciledGone, u.refetch(ctx, rec)
 		case err != nil:
 			return "", err
 		case string(cur.GetUID()) != rec.UID:
-			return reconciledRecreated, m.applyReconciled(ctx, r, store, cur, true)
+			return reconciledRecreated, u.applyReconciled(ctx, r, store, cur, true)
 		}
 		patch, err := nodePatch(store, rec, rec.Base, owned, cur)
 		if err != nil {
@@ -295,17 +295,17 @@ func (m *Mirror) reconcileFinalDelete(ctx context.Context, r *rule, store *Store
 	cur, err := up.Get(ctx, rec.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err) || err == nil && string(cur.GetUID()) != rec.UID:
-		m.deletedUpstream(ctx, types.UID(rec.UID))
+		u.down.deletedUpstream(ctx, types.UID(rec.UID))
 		return outcome, nil
 	case err != nil:
 		return "", err
 	}
-	return outcome, m.applyReconciled(ctx, r, store, cur, false)
+	return outcome, u.applyReconciled(ctx, r, store, cur, false)
 }
 
 // localCopy is the local copy of rec's object, typed and as a map; nil when
 // there is none.
-func (m *Mirror) localCopy(ctx context.Context, store *Store, rec pendingRecord) (metav1.Object, map[string]any, error) {
+func (u *uplink) localCopy(ctx context.Context, store *Store, rec pendingRecord) (metav1.Object, map[string]any, error) {
 	local := store.New()
 	if err := store.Get(ctx, store.Key(rec.Namespace, rec.Name), storage.GetOptions{}, local); err != nil {
 		if storage.IsNotFound(err) {
@@ -468,31 +468,31 @@ func nodePatch(store *Store, rec pendingRecord, base json.RawMessage, owned any,
 
 // applyReconciled stores the upstream's answer to a reconciled write over
 // the pending local copy.
-func (m *Mirror) applyReconciled(ctx context.Context, r *rule, store *Store, answer *unstructured.Unstructured, mayCreate bool) error {
-	_, err := m.applyObject(ctx, r, store, answer, applyHow{answer: true, mayCreate: mayCreate, overPending: true})
+func (u *uplink) applyReconciled(ctx context.Context, r *rule, store *Store, answer *unstructured.Unstructured, mayCreate bool) error {
+	_, err := u.down.applyObject(ctx, r, store, answer, applyHow{answer: true, mayCreate: mayCreate, overPending: true})
 	return err
 }
 
 // refetch stores the upstream's state of rec's object over the local copy,
 // after the upstream refused the node's write.
-func (m *Mirror) refetch(ctx context.Context, rec pendingRecord) error {
-	r := m.rule(rec.Rule)
+func (u *uplink) refetch(ctx context.Context, rec pendingRecord) error {
+	r := u.down.rule(rec.Rule)
 	if r == nil {
 		return nil
 	}
-	store, err := m.stores.Store(ctx, rec.gr())
+	store, err := u.stores.Store(ctx, rec.gr())
 	if err != nil {
 		return err
 	}
-	cur, err := m.upstreamClient(store, rec.Namespace).Get(ctx, rec.Name, metav1.GetOptions{})
+	cur, err := u.upstreamClient(store, rec.Namespace).Get(ctx, rec.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		_, err = m.remove(ctx, r, store, rec.Namespace, rec.Name, "", false)
+		_, err = u.down.remove(ctx, r, store, rec.Namespace, rec.Name, "", false)
 		return err
 	}
 	if err != nil {
 		return err
 	}
-	_, err = m.applyObject(ctx, r, store, cur, applyHow{overPending: true})
+	_, err = u.down.applyObject(ctx, r, store, cur, applyHow{overPending: true})
 	return err
 }
 
@@ -504,13 +504,13 @@ var errOwnerNotYet = errors.New("its owner is not created upstream yet")
 // offline, by their upstream uid. Its Lease and CSINode are owned by its
 // Node, which the edge knew offline by the uid it gave it: the cluster's
 // garbage collector deletes an object whose owner's uid it does not know.
-func (m *Mirror) upstreamOwners(ctx context.Context, u *unstructured.Unstructured) error {
-	refs := u.GetOwnerReferences()
+func (u *uplink) upstreamOwners(ctx context.Context, obj *unstructured.Unstructured) error {
+	refs := obj.GetOwnerReferences()
 	for i, ref := range refs {
 		if ref.APIVersion != "v1" || ref.Kind != "Node" {
 			continue
 		}
-		owner, err := m.dyn.Resource(corev1.SchemeGroupVersion.WithResource("nodes")).Get(ctx, ref.Name, metav1.GetOptions{})
+		owner, err := u.dyn.Resource(corev1.SchemeGroupVersion.WithResource("nodes")).Get(ctx, ref.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return fmt.Errorf("%w: Node %s", errOwnerNotYet, ref.Name)
 		}
@@ -520,7 +520,7 @@ func (m *Mirror) upstreamOwners(ctx context.Context, u *unstructured.Unstructure
 		refs[i].UID = owner.GetUID()
 	}
 	if len(refs) > 0 {
-		u.SetOwnerReferences(refs)
+		obj.SetOwnerReferences(refs)
 	}
 	return nil
 }

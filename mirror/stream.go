@@ -574,7 +574,7 @@ func (s *stream) synced(ctx context.Context, store *Store, rl *relisting, rv str
 		if rl.seen.Has(key) {
 			continue
 		}
-		if rec, ok := s.m.pending.get(s.rule.gr, ref.namespace, ref.name); ok && rec.has(ownCreate) {
+		if rec, ok := s.m.up.pending.get(s.rule.gr, ref.namespace, ref.name); ok && rec.has(ownCreate) {
 			// Created by the node while offline: the upstream gets it
 			// when the write is reconciled.
 			continue

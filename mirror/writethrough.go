@@ -54,6 +54,10 @@ const deleteSettle = 5 * time.Second
 // over maxBody bytes is refused (--max-request-body-bytes, which the
 // handlers behind would enforce).
 func (m *Mirror) WithWriteThrough(next http.Handler, serializer runtime.NegotiatedSerializer, decoder runtime.Decoder, maxBody int64) http.Handler {
+	return m.up.withWriteThrough(next, serializer, decoder, maxBody)
+}
+
+func (u *uplink) withWriteThrough(next http.Handler, serializer runtime.NegotiatedSerializer, decoder runtime.Decoder, maxBody int64) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info, ok := request.RequestInfoFrom(r.Context())
 		if !ok || !info.IsResourceRequest || (info.Subresource != "" && info.Subresource != "status") {
@@ -68,20 +72,20 @@ func (m *Mirror) WithWriteThrough(next http.Handler, serializer runtime.Negotiat
 		}
 		gr := schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}
 		if isEvents(gr) && info.Verb != "delete" && info.Verb != "deletecollection" {
-			m.serveEvent(next, w, r, info, decoder, maxBody)
+			u.serveEvent(next, w, r, info, decoder, maxBody)
 			return
 		}
 		if gr == namespaces && info.Verb == "delete" && info.Subresource == "" {
-			if err := m.namespaceDeletable(r.Context(), info.Name); err != nil {
+			if err := u.down.namespaceDeletable(r.Context(), info.Name); err != nil {
 				responsewriters.ErrorNegotiated(err, serializer, schema.GroupVersion{Version: info.APIVersion}, w, r)
 				return
 			}
 		}
-		if len(m.rulesFor(gr)) == 0 {
+		if len(u.down.rulesFor(gr)) == 0 {
 			next.ServeHTTP(w, r)
 			return
 		}
-		wt := &writeThrough{m: m, next: next, w: w, r: r, info: info, gr: gr, serializer: serializer, decoder: decoder,
+		wt := &writeThrough{u: u, next: next, w: w, r: r, info: info, gr: gr, serializer: serializer, decoder: decoder,
 			maxBody: maxBody, gv: schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}}
 		if !wt.serve() {
 			next.ServeHTTP(w, r)
@@ -91,7 +95,7 @@ func (m *Mirror) WithWriteThrough(next http.Handler, serializer runtime.Negotiat
 
 // writeThrough is one write to a resource some rule mirrors.
 type writeThrough struct {
-	m          *Mirror
+	u          *uplink
 	next       http.Handler
 	w          http.ResponseWriter
 	r          *http.Request
@@ -118,7 +122,7 @@ type writeThrough struct {
 // whether it did.
 func (wt *writeThrough) serve() bool {
 	ctx := wt.r.Context()
-	store, err := wt.m.stores.Store(ctx, wt.gr)
+	store, err := wt.u.stores.Store(ctx, wt.gr)
 	if errors.Is(err, ErrStopping) {
 		// Which objects are mirrored can no longer be told: none is
 		// written locally.
@@ -132,11 +136,11 @@ func (wt *writeThrough) serve() bool {
 	}
 	wt.store = store
 	if wt.info.Verb == "deletecollection" {
-		for _, rl := range wt.m.rulesFor(wt.gr) {
+		for _, rl := range wt.u.down.rulesFor(wt.gr) {
 			if rl.covers(wt.info.Namespace) {
 				wt.fail(&apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusMethodNotAllowed,
 					Reason: metav1.StatusReasonMethodNotAllowed, Message: fmt.Sprintf("deletecollection of %s in namespace %q is not supported: they are mirrored from the upstream %s; delete them one by one, or there",
-						wt.gr, wt.info.Namespace, wt.m.host)}}, "")
+						wt.gr, wt.info.Namespace, wt.u.host)}}, "")
 				return true
 			}
 		}
@@ -157,7 +161,7 @@ func (wt *writeThrough) serve() bool {
 			// Malformed: the local server answers.
 			return false
 		}
-		if wt.rule = wt.m.matching(store, wt.gr, wt.info.Namespace, obj); wt.rule == nil {
+		if wt.rule = wt.u.down.matching(store, wt.gr, wt.info.Namespace, obj); wt.rule == nil {
 			return false
 		}
 		wt.created = obj
@@ -180,7 +184,7 @@ func (wt *writeThrough) serve() bool {
 		if err != nil {
 			return false
 		}
-		if wt.rule = wt.m.mirroredBy(a); wt.rule == nil {
+		if wt.rule = wt.u.down.mirroredBy(a); wt.rule == nil {
 			return false
 		}
 		wt.local, wt.localObj = a, obj
@@ -189,7 +193,7 @@ func (wt *writeThrough) serve() bool {
 	if wt.byAKubelet() && !wt.admittedLocally() {
 		return true
 	}
-	if !wt.m.Connected() {
+	if !wt.u.Connected() {
 		wt.offline(nil)
 		return true
 	}
@@ -237,7 +241,7 @@ func (wt *writeThrough) ownWrite() ownWrite {
 	if !wt.byNode() {
 		return ownNotOwned
 	}
-	nodeName, info := wt.m.node, wt.info
+	nodeName, info := wt.u.node, wt.info
 	name := info.Name
 	if wt.created != nil {
 		name = wt.created.GetName()
@@ -292,7 +296,7 @@ func (wt *writeThrough) byNode() bool {
 		return false
 	}
 	name, isNode := node.Identity(u)
-	return slices.Contains(u.GetGroups(), user.SystemPrivilegedGroup) || isNode && name == wt.m.node
+	return slices.Contains(u.GetGroups(), user.SystemPrivilegedGroup) || isNode && name == wt.u.node
 }
 
 // finalDelete reports whether a delete of the pod of uid is the kubelet's
@@ -359,9 +363,9 @@ func (wt *writeThrough) offline(cause error) {
 		wt.finalDeleteOffline(rec)
 		return
 	}
-	applied, err := wt.m.pending.record(ctx, rec, wt.own)
+	applied, err := wt.u.pending.record(ctx, rec, wt.own)
 	if err != nil {
-		wt.fail(apierrors.NewInternalError(fmt.Errorf("recording the node's write while the upstream %s is not reachable: %w", wt.m.host, err)), "")
+		wt.fail(apierrors.NewInternalError(fmt.Errorf("recording the node's write while the upstream %s is not reachable: %w", wt.u.host, err)), "")
 		return
 	}
 	defer applied()
@@ -398,9 +402,9 @@ func (wt *writeThrough) finalDeleteOffline(rec pendingRecord) {
 	answer := newBufferedResponse()
 	wt.next.ServeHTTP(answer, wt.r)
 	if answer.code >= http.StatusOK && answer.code < http.StatusMultipleChoices {
-		applied, err := wt.m.pending.record(wt.r.Context(), rec, ownDelete)
+		applied, err := wt.u.pending.record(wt.r.Context(), rec, ownDelete)
 		if err != nil {
-			wt.fail(apierrors.NewInternalError(fmt.Errorf("recording the node's delete while the upstream %s is not reachable: %w", wt.m.host, err)), "")
+			wt.fail(apierrors.NewInternalError(fmt.Errorf("recording the node's delete while the upstream %s is not reachable: %w", wt.u.host, err)), "")
 			return
 		}
 		applied()
@@ -439,82 +443,6 @@ func (b *bufferedResponse) writeTo(w http.ResponseWriter) {
 	}
 	w.WriteHeader(b.code)
 	w.Write(b.body.Bytes()) //nolint:errcheck // the client went away
-}
-
-// namespaceDeletable refuses the deletion of a namespace that holds
-// mirrored objects: the namespace controller would delete them below the
-// mirror, a local fork the upstream never hears of.
-func (m *Mirror) namespaceDeletable(ctx context.Context, namespace string) error {
-	for _, r := range m.rules {
-		if !r.covers(namespace) {
-			continue
-		}
-		store, err := m.stores.Store(ctx, r.gr)
-		if err != nil || !store.Namespaced {
-			continue
-		}
-		local, err := m.localObjects(ctx, r, store, namespace, "")
-		if err != nil {
-			return apierrors.NewInternalError(err)
-		}
-		if len(local) > 0 {
-			return apierrors.NewConflict(namespaces, namespace, fmt.Errorf("it holds %d %s mirrored from the upstream %s by rule %s; they go when the upstream deletes them, or the rule is removed",
-				len(local), r.gr, m.host, r.name))
-		}
-	}
-	return nil
-}
-
-// covers reports whether the rule mirrors objects of namespace.
-func (r *rule) covers(namespace string) bool {
-	if len(r.cfg.Namespaces) == 0 || namespace == "" {
-		return true
-	}
-	for _, ns := range r.cfg.Namespaces {
-		if ns == namespace {
-			return true
-		}
-	}
-	return false
-}
-
-// matching is the rule that would mirror obj, of store's resource gr, or
-// nil when obj is local. A rule's selectors match as the local server's
-// list would select obj (store.Attrs: an unset spec.hostNetwork is
-// "false" there).
-func (m *Mirror) matching(store *Store, gr schema.GroupResource, namespace string, obj *unstructured.Unstructured) *rule {
-	if obj.GetNamespace() != "" {
-		namespace = obj.GetNamespace()
-	}
-	rules := m.rulesFor(gr)
-	if len(rules) == 0 {
-		return nil
-	}
-	typed, err := store.Convert(obj.Object)
-	if err != nil {
-		return nil
-	}
-	a, err := meta.Accessor(typed)
-	if err != nil {
-		return nil
-	}
-	if store.Namespaced {
-		a.SetNamespace(namespace)
-	}
-	ls, fs, err := store.Attrs(typed)
-	if err != nil {
-		return nil
-	}
-	for _, r := range rules {
-		if !r.covers(namespace) || !r.labels.Matches(ls) || !r.fields.Matches(fs) {
-			continue
-		}
-		if r.referencedBy != "" && !m.refs.referenced(r, namespace, obj.GetName()) || r.object != "" && r.object != obj.GetName() {
-			continue
-		}
-		return r
-	}
-	return nil
 }
 
 // decode reads a create or update body (JSON, YAML or protobuf).
@@ -572,7 +500,7 @@ func (wt *writeThrough) forward() {
 		wt.fail(err, "")
 		return
 	}
-	req := wt.m.raw.Verb(wt.r.Method).AbsPath(wt.r.URL.Path).SetHeader("Content-Type", contentType)
+	req := wt.u.raw.Verb(wt.r.Method).AbsPath(wt.r.URL.Path).SetHeader("Content-Type", contentType)
 	for k, vs := range wt.r.URL.Query() {
 		for _, v := range vs {
 			req.Param(k, v)
@@ -584,6 +512,9 @@ func (wt *writeThrough) forward() {
 	var code int
 	res := req.Do(ctx).StatusCode(&code)
 	raw, err := res.Raw()
+	if err != nil {
+		err = upstreamStatus(err, raw)
+	}
 	if wt.r.Context().Err() != nil {
 		// The client went away: that says nothing of the link.
 		return
@@ -597,9 +528,9 @@ func (wt *writeThrough) forward() {
 	// and the connections' pings judge a link that hangs.
 	switch {
 	case err == nil || code != 0 && code < http.StatusInternalServerError:
-		wt.m.reached(nil)
+		wt.u.reached(nil)
 	case unreachable(err):
-		wt.m.reached(err)
+		wt.u.reached(err)
 	}
 	if err != nil {
 		if isNetworkError(err) || wt.own != ownNotOwned && code >= http.StatusInternalServerError {
@@ -607,7 +538,7 @@ func (wt *writeThrough) forward() {
 			return
 		}
 		writeThroughs.WithLabelValues(fmt.Sprint(code)).Inc()
-		wt.fail(err, "upstream "+wt.m.host+": ")
+		wt.fail(err, "upstream "+wt.u.host+": ")
 		return
 	}
 	writeThroughs.WithLabelValues(fmt.Sprint(code)).Inc()
@@ -615,7 +546,7 @@ func (wt *writeThrough) forward() {
 	if err := u.UnmarshalJSON(raw); err != nil {
 		// Not an answer an API server gives: something between is broken.
 		err = errUnreadable{fmt.Errorf("reading the upstream's answer: %w", err)}
-		wt.m.reached(err)
+		wt.u.reached(err)
 		wt.offline(err)
 		return
 	}
@@ -628,7 +559,7 @@ func (wt *writeThrough) forward() {
 		// deletion's mark; a deleted object's copy goes now if it is late.
 		if u.GetKind() == "Status" {
 			if wt.local != nil {
-				wt.m.deletedUpstream(ctx, wt.local.GetUID())
+				wt.u.down.deletedUpstream(ctx, wt.local.GetUID())
 			}
 			wt.awaitDeletion(ctx)
 		}
@@ -636,11 +567,23 @@ func (wt *writeThrough) forward() {
 		return
 	}
 	how := applyHow{answer: true, mayCreate: wt.info.Verb == "create", overPending: wt.own != ownNotOwned}
-	if _, err := wt.m.applyObject(ctx, wt.rule, wt.store, u, how); err != nil {
+	if _, err := wt.u.down.applyObject(ctx, wt.rule, wt.store, u, how); err != nil {
 		wt.fail(apierrors.NewInternalError(fmt.Errorf("the upstream accepted the write, storing its answer failed (the mirror will retry): %w", err)), "")
 		return
 	}
 	wt.serveLocal(code, u.GetName())
+}
+
+// upstreamStatus is the upstream's own Status in the answer body of a
+// refused write: client-go's Raw keeps the code and a generic message
+// only, which would drop what the client needs of the refusal (an
+// Invalid's field paths, a Conflict's kind and name).
+func upstreamStatus(err error, body []byte) error {
+	var st metav1.Status
+	if json.Unmarshal(body, &st) != nil || st.Kind != "Status" || st.Status != metav1.StatusFailure {
+		return err
+	}
+	return &apierrors.StatusError{ErrStatus: st}
 }
 
 // reconciledFirst reconciles the node's pending offline writes of the
@@ -653,13 +596,13 @@ func (wt *writeThrough) reconciledFirst() bool {
 	if wt.created != nil {
 		name = wt.created.GetName()
 	}
-	rec, ok := wt.m.pending.get(wt.gr, wt.namespace(), name)
+	rec, ok := wt.u.pending.get(wt.gr, wt.namespace(), name)
 	if !ok {
 		return true
 	}
-	if err := wt.m.reconcileRecord(wt.r.Context(), rec); err != nil {
+	if err := wt.u.reconcileRecord(wt.r.Context(), rec); err != nil {
 		if unreachable(err) {
-			wt.m.reached(err)
+			wt.u.reached(err)
 		}
 		wt.offline(err)
 		return false
@@ -794,8 +737,8 @@ func (wt *writeThrough) awaitDeletion(ctx context.Context) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	if rl := wt.m.mirroredBy(wt.local); rl != nil {
-		wt.m.remove(ctx, rl, wt.store, wt.local.GetNamespace(), wt.local.GetName(), "", false) //nolint:errcheck // the stream deletes it too
+	if rl := wt.u.down.mirroredBy(wt.local); rl != nil {
+		wt.u.down.remove(ctx, rl, wt.store, wt.local.GetNamespace(), wt.local.GetName(), "", false) //nolint:errcheck // the stream deletes it too
 	}
 }
 
@@ -862,7 +805,7 @@ func (wt *writeThrough) refuse(cause error) {
 		why = " (" + cause.Error() + ")"
 	}
 	err := apierrors.NewServiceUnavailable(fmt.Sprintf("%s %s/%s is mirrored from the upstream %s, which is not reachable%s: writes to it are refused until the link is back",
-		wt.gr, wt.info.Namespace, name, wt.m.host, why))
+		wt.gr, wt.info.Namespace, name, wt.u.host, why))
 	err.ErrStatus.Details = &metav1.StatusDetails{Group: wt.gr.Group, Kind: wt.gr.Resource, Name: wt.info.Name}
 	responsewriters.ErrorNegotiated(err, wt.serializer, wt.gv, wt.w, wt.r)
 }

@@ -1,0 +1,98 @@
+package mirror
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+)
+
+// uplink is the flow from the edge to the upstream: a local write to a
+// mirrored object forwarded while the link is up and refused while it is
+// down (writethrough.go), the node's own writes applied locally while it
+// is down and kept pending (pending.go) until they are reconciled with the
+// upstream's copy (reconcile.go), and the node's agents' Events queued and
+// sent upstream (events.go). It reaches the upstream through the link it
+// shares with the streams, and the rest of the mirror only through
+// downstream.
+type uplink struct {
+	*link
+	down   downstream
+	stores Stores
+	state  State
+	node   string
+	// pending are the node's own writes made while the link was down, to
+	// reconcile.
+	pending *pending
+	// events sends the node's agents' Events upstream.
+	events *outbox
+}
+
+// downstream is what the uplink needs of the streams' side of the
+// mirror: which rule mirrors an object, and writing the upstream's answer
+// into the local store as a stream would, so that the copy a forwarded
+// write or a reconciliation leaves is the one the stream would have
+// written.
+type downstream interface {
+	// rulesFor are the rules of gr; rule the rule named name.
+	rulesFor(gr schema.GroupResource) []*rule
+	rule(name string) *rule
+	// matching is the rule that would mirror obj, nil for a local object;
+	// mirroredBy the rule whose copy obj is.
+	matching(store *Store, gr schema.GroupResource, namespace string, obj *unstructured.Unstructured) *rule
+	mirroredBy(obj metav1.Object) *rule
+	// mirrors reports whether ref names a local copy of a mirrored object.
+	mirrors(ctx context.Context, ref corev1.ObjectReference) bool
+	// namespaceDeletable refuses to delete a namespace holding copies.
+	namespaceDeletable(ctx context.Context, namespace string) error
+	// applyObject writes the upstream's u as r's copy; remove deletes the
+	// copy of namespace/name; localObjects are r's copies there.
+	applyObject(ctx context.Context, r *rule, store *Store, u *unstructured.Unstructured, how applyHow) (string, error)
+	remove(ctx context.Context, r *rule, store *Store, namespace, name, upstreamRV string, anyRule bool) (bool, error)
+	localObjects(ctx context.Context, r *rule, store *Store, namespace, name string) (map[string]localRef, error)
+	// deletedUpstream records that the upstream deleted uid.
+	deletedUpstream(ctx context.Context, uid types.UID)
+}
+
+func newUplink(down downstream, l *link, stores Stores, state State, node string) *uplink {
+	u := &uplink{link: l, down: down, stores: stores, state: state, node: node, pending: newPending(state, node)}
+	u.events = newOutbox(u)
+	return u
+}
+
+// load reads the node's writes a previous run left pending: their objects
+// stay as the node left them until they are reconciled, so the streams
+// must know them before they write.
+func (u *uplink) load(ctx context.Context) {
+	if err := u.pending.load(ctx); err != nil {
+		klog.ErrorS(err, "Mirror: reading the node's pending writes")
+	}
+}
+
+// run sends the queued Events and reconciles the pending writes until ctx
+// ends.
+func (u *uplink) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() { u.events.run(ctx) })
+	wg.Go(func() { u.reconcileLoop(ctx) })
+	wg.Wait()
+}
+
+// report is the node's pending writes and the Events queued, for
+// /mirrorz?verbose.
+func (u *uplink) report() []string {
+	var out []string
+	now := time.Now()
+	for _, rec := range u.pending.all() {
+		out = append(out, rec.describe(now))
+	}
+	n, bytes := u.events.queued()
+	return append(out, fmt.Sprintf("events queued=%d bytes=%d", n, bytes))
+}
