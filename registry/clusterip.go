@@ -4,20 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"math/big"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/apimachinery/pkg/util/wait"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/klog/v2"
 )
@@ -400,70 +397,63 @@ func (c *ClusterIPs) hooks(store *genericregistry.Store) {
 	}
 }
 
-// RepairInterval is how often Repair compares the records with the
-// Services, upstream's repair interval.
-const RepairInterval = 3 * time.Minute
-
-// Repair keeps the records true to the Services until ctx is done, as
-// upstream's repair controller (pkg/registry/core/service/ipallocator/
-// controller/repairip.go): a record whose Service is gone or holds
-// another IP (a crash between the claim and the write) is released once it
-// was seen so on two passes in a row; an IP of the range a Service holds
-// without a record (written while the allocator was off) is recorded.
-// Every write is conditional, so several kubestores may repair at once.
-func (c *ClusterIPs) Repair(ctx context.Context, services func(ctx context.Context) ([]corev1.Service, error)) {
-	suspects := map[string][]byte{}
-	wait.UntilWithContext(ctx, func(ctx context.Context) {
-		var err error
-		if suspects, err = c.repairOnce(ctx, services, suspects); err != nil {
-			klog.ErrorS(err, "Repairing the cluster IP records")
-		}
-	}, RepairInterval)
+// Allocation is the record of a cluster IP as the repair (package
+// serviceip, upstream's repair controller) reads it: the Service the IP
+// was given to.
+type Allocation struct {
+	// IP is the allocated IP; not valid when the record's name is not one
+	// as the allocator writes it.
+	IP netip.Addr
+	// Namespace and Name are the Service's the record names; both empty
+	// when the record cannot be read.
+	Namespace, Name string
+	// key and value are the record as stored: ReleaseIfUnchanged
+	// releases it only while it holds value.
+	key, value string
 }
 
-func (c *ClusterIPs) repairOnce(ctx context.Context, services func(ctx context.Context) ([]corev1.Service, error), suspects map[string][]byte) (map[string][]byte, error) {
+// Allocations lists the records of the allocated IPs.
+func (c *ClusterIPs) Allocations(ctx context.Context) ([]Allocation, error) {
 	records, err := c.records.ListState(ctx, ipRecordPrefix)
 	if err != nil {
-		return suspects, err
+		return nil, err
 	}
-	// ListState's prefix is not a directory: the range's record
-	// (clusterip-range) is listed too, and was released as an IP no
-	// Service holds 3 minutes after every start.
-	maps.DeleteFunc(records, func(name string, _ []byte) bool { return !strings.HasPrefix(name, ipRecordPrefix) })
-	list, err := services(ctx)
-	if err != nil {
-		return suspects, err
-	}
-	holders := map[string]ipRecord{}
-	for _, s := range list {
-		rec := ipRecord{Namespace: s.Namespace, Name: s.Name, UID: string(s.UID)}
-		for _, a := range serviceIPs(&s) {
-			name := ipRecordPrefix + a.String()
-			holders[name] = rec
-			if _, ok := records[name]; ok {
-				continue
-			}
-			if slices.ContainsFunc(c.cidrs, func(p netip.Prefix) bool { return p.Contains(a) }) {
-				if _, err := c.records.CreateState(ctx, name, rec.bytes()); err != nil {
-					return suspects, err
-				}
-			}
-		}
-	}
-	next := map[string][]byte{}
+	var out []Allocation
 	for name, value := range records {
+		// ListState's prefix is not a directory: the range's record
+		// (clusterip-range) is listed too, and is no IP (the repair once
+		// released it as one no Service holds, 3 minutes after every
+		// start).
+		ip, ok := strings.CutPrefix(name, ipRecordPrefix)
+		if !ok {
+			continue
+		}
+		a := Allocation{key: name, value: string(value)}
+		if addr, err := netip.ParseAddr(ip); err == nil && addr.String() == ip {
+			a.IP = addr
+		}
 		var rec ipRecord
-		if h, ok := holders[name]; ok && json.Unmarshal(value, &rec) == nil && rec.Namespace == h.Namespace && rec.Name == h.Name {
-			continue
+		if json.Unmarshal(value, &rec) == nil {
+			a.Namespace, a.Name = rec.Namespace, rec.Name
 		}
-		if prev, ok := suspects[name]; ok && string(prev) == string(value) {
-			if _, err := c.records.DeleteStateIf(ctx, name, value); err != nil {
-				return suspects, err
-			}
-			klog.InfoS("Released a cluster IP no Service holds", "ip", strings.TrimPrefix(name, ipRecordPrefix))
-			continue
-		}
-		next[name] = value
+		out = append(out, a)
 	}
-	return next, nil
+	return out, nil
+}
+
+// Record records ip as s's when ip is of the range and has no record: an
+// IP a Service holds that was written while the allocator was off.
+func (c *ClusterIPs) Record(ctx context.Context, ip netip.Addr, s *corev1.Service) error {
+	if !slices.ContainsFunc(c.cidrs, func(p netip.Prefix) bool { return p.Contains(ip) }) {
+		return nil
+	}
+	_, err := c.records.CreateState(ctx, ipRecordPrefix+ip.String(), ipRecord{Namespace: s.Namespace, Name: s.Name, UID: string(s.UID)}.bytes())
+	return err
+}
+
+// ReleaseIfUnchanged releases the IP of a when its record is still a's:
+// the repair's release of an IP no Service holds.
+func (c *ClusterIPs) ReleaseIfUnchanged(ctx context.Context, a Allocation) error {
+	_, err := c.records.DeleteStateIf(ctx, a.key, []byte(a.value))
+	return err
 }

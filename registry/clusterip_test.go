@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"context"
 	"net/netip"
 	"testing"
 
@@ -66,45 +65,54 @@ func TestDefaultFamilies(t *testing.T) {
 	}
 }
 
-// The repair releases a record no Service holds only when two passes in a
-// row saw it so, and records an IP a Service holds without one.
-func TestRepairOnce(t *testing.T) {
+// What the repair (package serviceip) reads and writes: the IP records
+// without the range's, which shares their prefix; a record written for a
+// Service; a release that finds the record changed leaves it.
+func TestAllocations(t *testing.T) {
 	ctx := t.Context()
 	b := cachertest.Records(openTestBackend(t))
 	c, err := NewClusterIPs(ctx, []netip.Prefix{netip.MustParsePrefix("10.0.0.0/24")}, b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	leaked := ipRecord{Namespace: "ns", Name: "crashed"}.bytes()
-	if ok, err := b.CreateState(ctx, ipRecordPrefix+"10.0.0.9", leaked); !ok || err != nil {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "u1"}}
+	for _, ip := range []string{"10.0.0.9", "172.16.0.1"} {
+		if err := c.Record(ctx, netip.MustParseAddr(ip), svc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ok, err := b.CreateState(ctx, ipRecordPrefix+"10.0.0.10", []byte("not json")); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
-	held := corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "old", UID: "u1"}, Spec: corev1.ServiceSpec{ClusterIP: "10.0.0.20", ClusterIPs: []string{"10.0.0.20"}}}
-	outside := corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "mirrored"}, Spec: corev1.ServiceSpec{ClusterIP: "172.16.0.1", ClusterIPs: []string{"172.16.0.1"}}}
-	services := func(context.Context) ([]corev1.Service, error) { return []corev1.Service{held, outside}, nil }
-	suspects, err := c.repairOnce(ctx, services, map[string][]byte{})
+	got, err := c.Allocations(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	records, _ := b.ListState(ctx, ipRecordPrefix)
-	if _, ok := records[ipRecordPrefix+"10.0.0.9"]; !ok {
-		t.Error("the leaked record went on the first pass")
+	byIP := map[string]Allocation{}
+	for _, a := range got {
+		byIP[a.IP.String()] = a
 	}
-	if _, ok := records[ipRecordPrefix+"10.0.0.20"]; !ok {
-		t.Error("the held IP was not recorded")
+	if len(got) != 2 || byIP["10.0.0.9"].Namespace != "ns" || byIP["10.0.0.9"].Name != "a" {
+		t.Fatalf("allocations %+v, want 10.0.0.9 of ns/a and 10.0.0.10 (the range's record and an IP outside it are none)", got)
 	}
-	if _, ok := records[ipRecordPrefix+"172.16.0.1"]; ok {
-		t.Error("an IP outside the range was recorded")
+	if a := byIP["10.0.0.10"]; a.Namespace != "" || a.Name != "" {
+		t.Errorf("an unreadable record names %s/%s", a.Namespace, a.Name)
 	}
-	if _, err := c.repairOnce(ctx, services, suspects); err != nil {
+	// Another writer changed the record since it was read.
+	stale := byIP["10.0.0.9"]
+	if err := b.PutState(ctx, ipRecordPrefix+"10.0.0.9", ipRecord{Namespace: "ns", Name: "b"}.bytes()); err != nil {
 		t.Fatal(err)
 	}
-	records, _ = b.ListState(ctx, ipRecordPrefix)
-	if _, ok := records[ipRecordPrefix+"10.0.0.9"]; ok || len(records) != 2 {
-		t.Errorf("records after the second pass: %v, want only 10.0.0.20 and the range's", records)
+	if err := c.ReleaseIfUnchanged(ctx, stale); err != nil {
+		t.Fatal(err)
 	}
-	// The range's record shares the IP records' prefix but is no IP.
-	if r, _ := b.GetState(ctx, "clusterip-range"); string(r) != "10.0.0.0/24" {
-		t.Errorf("the range's record after two passes: %q, want 10.0.0.0/24", r)
+	if r, _ := b.GetState(ctx, ipRecordPrefix+"10.0.0.9"); r == nil {
+		t.Error("a changed record was released")
+	}
+	if err := c.ReleaseIfUnchanged(ctx, byIP["10.0.0.10"]); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := b.GetState(ctx, ipRecordPrefix+"10.0.0.10"); r != nil {
+		t.Error("an unchanged record was kept")
 	}
 }

@@ -1,10 +1,7 @@
 package registry
 
 import (
-	"context"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -110,67 +107,6 @@ func TestEnsureSystemNamespaces(t *testing.T) {
 		if ns.Status.Phase != corev1.NamespaceActive || ns.Labels[corev1.LabelMetadataName] != name {
 			t.Errorf("%s: phase %q, labels %v", name, ns.Status.Phase, ns.Labels)
 		}
-	}
-}
-
-// The namespace controller empties a terminating namespace, built-in
-// content and custom, and deletes it once nothing is left.
-func TestNamespaceController(t *testing.T) {
-	api, s := newTestStorage(t)
-	createNamespace(t, api, s, "doomed")
-	nsCtx := genericapirequest.WithNamespace(t.Context(), "doomed")
-	cmStore := s.stores[s.def("ConfigMap")]
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "doomed"}}
-	if _, err := cmStore.Create(nsCtx, cm, rest.ValidateAllObjectFunc, &metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-
-	// The custom content takes two rounds to go.
-	var customCalls atomic.Int32
-	c := s.NamespaceController(func(_ context.Context, namespace string) (int, error) {
-		if namespace != "doomed" {
-			t.Errorf("custom content deleted in %q", namespace)
-		}
-		if customCalls.Add(1) == 1 {
-			return 1, nil
-		}
-		return 0, nil
-	})
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() {
-		c.Run(ctx)
-		close(done)
-	}()
-	defer func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Error("Run did not return after its context was cancelled")
-		}
-	}()
-
-	clusterCtx := genericapirequest.WithNamespace(t.Context(), "")
-	if _, _, err := s.namespaces.Delete(clusterCtx, "doomed", rest.ValidateAllObjectFunc, nil); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		_, err := s.namespaces.Get(clusterCtx, "doomed", &metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("namespace not deleted within 20s (last: %v)", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if _, err := cmStore.Get(nsCtx, "cm", &metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("config map of the deleted namespace: %v, want NotFound", err)
-	}
-	if n := customCalls.Load(); n < 2 {
-		t.Errorf("custom content deleted %d times, want at least 2", n)
 	}
 }
 

@@ -3,7 +3,9 @@
 // rules upstream keeps in k8s.io/kubernetes, transcribed one file per kind;
 // the scheme they are registered in; and their stores on the storage
 // package cacher provides, ready to install in a generic API server, with
-// the namespace lifecycle (admission, controller, system namespaces).
+// the namespace lifecycle (admission, system namespaces; the controller is
+// package namespaces) and the Services' ClusterIP allocator (its repair and
+// the default ServiceCIDR are package serviceip's).
 //
 //	api, err := registry.New()
 //	getter := backend.RESTOptionsGetter(cacher.Resources{Scheme: api.Scheme(), Serializer: api.Codecs(), KeyPrefixes: api.KeyPrefixes()})

@@ -18,8 +18,10 @@ import (
 	"github.com/kubestore/kubestore/certificates"
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/gc"
+	"github.com/kubestore/kubestore/namespaces"
 	"github.com/kubestore/kubestore/registry"
 	"github.com/kubestore/kubestore/serviceaccount"
+	"github.com/kubestore/kubestore/serviceip"
 )
 
 // controllerDescriptor is one controller kubestore runs beside the API, as
@@ -52,7 +54,8 @@ func controllerDescriptors() []controllerDescriptor {
 			reads:  "the registry's stores: namespaces from the watch cache, each namespace's contents listed and deleted through them",
 			shared: "idempotent deletes",
 			start: func(b *builder, s *Server, _ func(string) bool) error {
-				s.addWorker("kubestore-namespace-controller", b.api.NamespaceController(b.deleteCustom).Run)
+				nsStore, finalize, contents := b.api.NamespaceStores()
+				s.addWorker("kubestore-namespace-controller", namespaces.NewController(nsStore, finalize, contents, b.deleteCustom).Run)
 				return nil
 			},
 		},
@@ -193,11 +196,11 @@ func (b *builder) startControllers(s *Server) error {
 	return nil
 }
 
-// startClusterIPs starts the allocator's repair loop and the default
-// ServiceCIDR "kubernetes", which stands for the range as kube-apiserver
-// keeps it: /readyz waits for it, as upstream's start does, and then it is
-// checked every 10 s. The allocator itself is the Services' store's (see
-// builder.stores).
+// startClusterIPs starts the allocator's repair loop (serviceip.Repair) and
+// the default ServiceCIDR "kubernetes" (serviceip.DefaultServiceCIDR),
+// which stands for the range as kube-apiserver keeps it: /readyz waits for
+// it, as upstream's start does, and then it is checked every 10 s. The
+// allocator itself is the Services' store's (see builder.stores).
 func startClusterIPs(b *builder, s *Server, _ func(string) bool) error {
 	ips := b.clusterIPs
 	loopback := workerLoopback(b.gs.LoopbackClientConfig)
@@ -207,7 +210,7 @@ func startClusterIPs(b *builder, s *Server, _ func(string) bool) error {
 		if err != nil {
 			return err
 		}
-		d := registry.NewDefaultServiceCIDR(cidrs, client.ServiceCIDRs())
+		d := serviceip.NewDefaultServiceCIDR(cidrs, client.ServiceCIDRs())
 		d.Start(ctx)
 		s.workers.start(d.Run)
 		return nil
@@ -218,7 +221,7 @@ func startClusterIPs(b *builder, s *Server, _ func(string) bool) error {
 			klog.ErrorS(err, "Cluster IP repair")
 			return
 		}
-		ips.Repair(ctx, func(ctx context.Context) ([]corev1.Service, error) {
+		serviceip.Repair(ctx, ips, func(ctx context.Context) ([]corev1.Service, error) {
 			l, err := client.Services(metav1.NamespaceAll).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 			if err != nil {
 				return nil, err

@@ -161,7 +161,7 @@ func waitPublished(ctx context.Context, service *handler3.OpenAPIService, crds a
 	}
 	published := func(context.Context) (bool, error) {
 		rec := httptest.NewRecorder()
-		service.HandleDiscovery(rec, httptest.NewRequest(http.MethodGet, openAPIV3Path, nil))
+		service.HandleDiscovery(rec, httptest.NewRequest(http.MethodGet, openapi.V3Path, nil))
 		var d handler3.OpenAPIV3Discovery
 		if err := json.Unmarshal(rec.Body.Bytes(), &d); err != nil {
 			return false, nil

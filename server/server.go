@@ -44,6 +44,7 @@ import (
 	"github.com/kubestore/kubestore/datadir"
 	"github.com/kubestore/kubestore/maintenance"
 	"github.com/kubestore/kubestore/manifests"
+	"github.com/kubestore/kubestore/memory"
 	"github.com/kubestore/kubestore/mirror"
 	"github.com/kubestore/kubestore/records"
 	"github.com/kubestore/kubestore/registry"
@@ -309,7 +310,7 @@ func (b *builder) genericConfig() error {
 	// handlers see the shutdown signal); the server then waits this long
 	// for them, and as long again for the HTTP server to close.
 	c.ShutdownWatchTerminationGracePeriod = cfg.Server.ShutdownTimeout.Duration / 4
-	// /openapi/v3 is built on its first request (serveOpenAPIV3Lazily);
+	// /openapi/v3 is built on its first request (openapi.ServeV3Lazily);
 	// the config stays for server-side apply's types.
 	c.SkipOpenAPIInstallation = true
 	c.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(openapi.GetOpenAPIDefinitions, openapinamer.NewDefinitionNamer(b.kinds.Scheme()))
@@ -425,10 +426,10 @@ func (b *builder) install() error {
 		return err
 	}
 	// Every API group is installed: server-side apply's types are built
-	// from the definitions, which go now (dropDefinitions).
-	dropDefinitions(b.c.OpenAPIV3Config)
+	// from the definitions, which go now (openapi.DropDefinitions).
+	openapi.DropDefinitions(b.c.OpenAPIV3Config)
 	if b.crds != nil {
-		dropDefinitions(b.crds.openAPIV3)
+		openapi.DropDefinitions(b.crds.openAPIV3)
 	}
 	return nil
 }
@@ -460,10 +461,10 @@ func (b *builder) workers() error {
 			}
 		}
 	}
-	serveOpenAPIV3Lazily(gs, b.c.OpenAPIV3Config, openAPIBuilt)
+	openapi.ServeV3Lazily(gs, b.c.OpenAPIV3Config, openAPIBuilt)
 	v2 := genericapiserver.DefaultOpenAPIConfig(openapi.GetOpenAPIDefinitions, openapinamer.NewDefinitionNamer(b.kinds.Scheme()))
 	v2.Info.Title, v2.Info.Version = b.c.OpenAPIV3Config.Info.Title, b.c.OpenAPIV3Config.Info.Version
-	serveOpenAPIV2Lazily(gs, v2)
+	openapi.ServeV2Lazily(gs, v2)
 	keys := b.saKeys
 	gs.Handler.NonGoRestfulMux.Handle(serviceaccount.DiscoveryPath, keys.DiscoveryHandler(url+serviceaccount.JWKSPath))
 	gs.Handler.NonGoRestfulMux.Handle(serviceaccount.JWKSPath, keys.JWKSHandler())
@@ -517,7 +518,7 @@ func (b *builder) workers() error {
 	if h := b.siteHealth; h != nil {
 		s.addWorker("kubestore-site-health", h.Run)
 	}
-	s.addWorker("kubestore-release-memory", releaseMemory)
+	s.addWorker("kubestore-release-memory", memory.Release)
 	// The workers stop first when the server stops, while requests are
 	// still served: a controller's last write is not refused.
 	gs.AddPreShutdownHookOrDie("kubestore-stop-workers", func() error {

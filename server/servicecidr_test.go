@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubestore/kubestore/config"
-	"github.com/kubestore/kubestore/registry"
+	"github.com/kubestore/kubestore/serviceip"
 )
 
 // The default ServiceCIDR exists with Ready=True once /readyz is ok, as
@@ -38,7 +38,7 @@ func TestDefaultServiceCIDR(t *testing.T) {
 		t.Fatalf("%d ServiceCIDRs once ready, want the default one", len(list.Items))
 	}
 	c := list.Items[0]
-	if c.Name != registry.DefaultServiceCIDRName || strings.Join(c.Spec.CIDRs, ",") != config.DefaultServiceClusterIPRange {
+	if c.Name != serviceip.DefaultServiceCIDRName || strings.Join(c.Spec.CIDRs, ",") != config.DefaultServiceClusterIPRange {
 		t.Errorf("default ServiceCIDR %s %v, want kubernetes [%s]", c.Name, c.Spec.CIDRs, config.DefaultServiceClusterIPRange)
 	}
 	ready := apimeta.FindStatusCondition(c.Status.Conditions, networkingv1.ServiceCIDRConditionReady)
@@ -55,12 +55,12 @@ func TestDefaultServiceCIDR(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	if err := pb.Delete(ctx, registry.DefaultServiceCIDRName, metav1.DeleteOptions{}); err != nil {
+	if err := pb.Delete(ctx, serviceip.DefaultServiceCIDRName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// Deleted, created again and made Ready within an interval.
 	var seen []watch.EventType
-	deadline := time.After(registry.DefaultServiceCIDRInterval + 10*time.Second)
+	deadline := time.After(serviceip.DefaultServiceCIDRInterval + 10*time.Second)
 	for {
 		select {
 		case ev := <-w.ResultChan():
@@ -88,7 +88,7 @@ func TestDefaultServiceCIDRSeveralControllers(t *testing.T) {
 	ts := startServer(t, testConfig(t))
 	ctx := t.Context()
 	cidrs := ts.client.NetworkingV1().ServiceCIDRs()
-	if err := cidrs.Delete(ctx, registry.DefaultServiceCIDRName, metav1.DeleteOptions{}); err != nil {
+	if err := cidrs.Delete(ctx, serviceip.DefaultServiceCIDRName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	ranges, err := config.ParseServiceClusterIPRange(config.DefaultServiceClusterIPRange)
@@ -97,10 +97,10 @@ func TestDefaultServiceCIDRSeveralControllers(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	for range 4 {
-		wg.Go(func() { registry.NewDefaultServiceCIDR(ranges, cidrs).Start(ctx) })
+		wg.Go(func() { serviceip.NewDefaultServiceCIDR(ranges, cidrs).Start(ctx) })
 	}
 	wg.Wait()
-	c, err := cidrs.Get(ctx, registry.DefaultServiceCIDRName, metav1.GetOptions{})
+	c, err := cidrs.Get(ctx, serviceip.DefaultServiceCIDRName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,16 +112,16 @@ func TestDefaultServiceCIDRSeveralControllers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	registry.NewDefaultServiceCIDR(other, cidrs).Start(ctx)
-	registry.NewDefaultServiceCIDR(ranges, cidrs).Start(ctx)
-	after, err := cidrs.Get(ctx, registry.DefaultServiceCIDRName, metav1.GetOptions{})
+	serviceip.NewDefaultServiceCIDR(other, cidrs).Start(ctx)
+	serviceip.NewDefaultServiceCIDR(ranges, cidrs).Start(ctx)
+	after, err := cidrs.Get(ctx, serviceip.DefaultServiceCIDRName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if after.ResourceVersion != c.ResourceVersion {
 		t.Errorf("a Ready default ServiceCIDR was written again: %v", after)
 	}
-	if _, err := cidrs.Create(ctx, &networkingv1.ServiceCIDR{ObjectMeta: metav1.ObjectMeta{Name: registry.DefaultServiceCIDRName}, Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{"10.2.0.0/24"}}}, metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
+	if _, err := cidrs.Create(ctx, &networkingv1.ServiceCIDR{ObjectMeta: metav1.ObjectMeta{Name: serviceip.DefaultServiceCIDRName}, Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{"10.2.0.0/24"}}}, metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
 		t.Errorf("a second create: %v, want AlreadyExists", err)
 	}
 }

@@ -8,6 +8,9 @@
 // (zz_generated.openapi.bin, written from generated/ by
 // scripts/openapidata; both by make generate), decoded on each call into
 // exactly what generated.GetOpenAPIDefinitions returns (openapi_test.go).
+//
+// /openapi/v2 and /openapi/v3 are served from them as kube-apiserver serves
+// them, but built on their first request (serve.go).
 package openapi
 
 import (

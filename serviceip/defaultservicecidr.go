@@ -1,4 +1,4 @@
-package registry
+package serviceip
 
 import (
 	"context"

@@ -1,4 +1,11 @@
-package server
+// Package memory gives back what a long-running kubestore holds and no
+// longer uses, for devices where every MiB counts: the garbage and the
+// binary's pages of the start, then the heap a burst of writes or LISTs
+// left behind (Release). What bounds the memory (the Go runtime's soft
+// limit, the heap guard) is set elsewhere: main derives the limit,
+// cacher.HeapGuard refuses creates near it. Measured in
+// docs/PERFORMANCE.md.
+package memory
 
 import (
 	"context"
@@ -18,7 +25,7 @@ const startupSettleTime = 10 * time.Second
 // no longer uses.
 const trimInterval = 15 * time.Second
 
-// releaseMemory returns what only the start needed, then keeps returning
+// Release returns what only the start needed, then keeps returning
 // what a burst left behind. 10 s after the start it frees the garbage of
 // building the API (debug.FreeOSMemory) and the binary's start-up pages
 // (releaseStartupPages). Then, every trimInterval, it frees the heap again
@@ -27,7 +34,7 @@ const trimInterval = 15 * time.Second
 // the rest to the system only slowly, so after a burst of writes or LISTs
 // an idle device would otherwise stay near the burst's peak. Measured in
 // docs/PERFORMANCE.md.
-func releaseMemory(ctx context.Context) {
+func Release(ctx context.Context) {
 	select {
 	case <-ctx.Done():
 		return

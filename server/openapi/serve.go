@@ -1,4 +1,4 @@
-package server
+package openapi
 
 import (
 	"net/http"
@@ -16,8 +16,8 @@ import (
 	"k8s.io/kube-openapi/pkg/validation/spec"
 )
 
-// openAPIV3Path is where kube-apiserver serves its OpenAPI v3 documents.
-const openAPIV3Path = "/openapi/v3"
+// V3Path is where kube-apiserver serves its OpenAPI v3 documents.
+const V3Path = "/openapi/v3"
 
 // lazyOpenAPIV3 serves /openapi/v3 as kube-apiserver does, from upstream's
 // own builder (routes.OpenAPI.InstallV3), but builds the documents on the
@@ -36,17 +36,17 @@ func (l *lazyOpenAPIV3) get() *handler3.OpenAPIService {
 	return l.service
 }
 
-// serveOpenAPIV3Lazily installs /openapi/v3 on gs for the web services
+// ServeV3Lazily installs /openapi/v3 on gs for the web services
 // gs has when the first request comes; built is called with the service
 // once it exists (the custom resources add their documents to it). gs's
 // config must have SkipOpenAPIInstallation set.
-func serveOpenAPIV3Lazily(gs *genericapiserver.GenericAPIServer, cfg *common.OpenAPIV3Config, built func(*handler3.OpenAPIService)) {
+func ServeV3Lazily(gs *genericapiserver.GenericAPIServer, cfg *common.OpenAPIV3Config, built func(*handler3.OpenAPIService)) {
 	l := &lazyOpenAPIV3{build: func() *handler3.OpenAPIService {
 		klog.V(2).InfoS("Building the OpenAPI v3 documents on their first request")
 		// The definitions, generated once for every group built here
 		// and dropped with this copy of the config.
 		withDefs := *cfg
-		withDefs.Definitions = cfg.GetDefinitions(openAPIV3Ref(cfg))
+		withDefs.Definitions = cfg.GetDefinitions(v3Ref(cfg))
 		// A scratch mux: the paths are served below, by this service.
 		service := routes.OpenAPI{V3Config: &withDefs}.InstallV3(gs.Handler.GoRestfulContainer, mux.NewPathRecorderMux("openapi-v3"))
 		if built != nil {
@@ -54,47 +54,47 @@ func serveOpenAPIV3Lazily(gs *genericapiserver.GenericAPIServer, cfg *common.Ope
 		}
 		return service
 	}}
-	gs.Handler.NonGoRestfulMux.Handle(openAPIV3Path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	gs.Handler.NonGoRestfulMux.Handle(V3Path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		l.get().HandleDiscovery(w, r)
 	}))
-	gs.Handler.NonGoRestfulMux.HandlePrefix(openAPIV3Path+"/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	gs.Handler.NonGoRestfulMux.HandlePrefix(V3Path+"/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		l.get().HandleGroupVersion(w, r)
 	}))
 }
 
-// dropDefinitions drops the definitions DefaultOpenAPIV3Config generated
+// DropDefinitions drops the definitions DefaultOpenAPIV3Config generated
 // into cfg, once every API group is installed: the installs share them
 // for server-side apply's types (each would generate its own copy
 // otherwise, and keep what its types reference), and afterwards the
 // builders generate them again when they are nil
-// (k8s.io/kube-openapi/pkg/builder3), as serveOpenAPIV3Lazily does.
-func dropDefinitions(cfg *common.OpenAPIV3Config) {
+// (k8s.io/kube-openapi/pkg/builder3), as ServeV3Lazily does.
+func DropDefinitions(cfg *common.OpenAPIV3Config) {
 	cfg.Definitions = nil
 }
 
-// openAPIV3Ref is the reference DefaultOpenAPIV3Config gives definitions:
+// v3Ref is the reference DefaultOpenAPIV3Config gives definitions:
 // a schema under #/components/schemas by its definition name.
-func openAPIV3Ref(cfg *common.OpenAPIV3Config) common.ReferenceCallback {
+func v3Ref(cfg *common.OpenAPIV3Config) common.ReferenceCallback {
 	return func(name string) spec.Ref {
 		defName, _ := cfg.GetDefinitionName(name)
 		return spec.MustCreateRef("#/components/schemas/" + common.EscapeJsonPointer(defName))
 	}
 }
 
-// openAPIV2Path is where kube-apiserver serves its OpenAPI v2 document.
-const openAPIV2Path = "/openapi/v2"
+// v2Path is where kube-apiserver serves its OpenAPI v2 document.
+const v2Path = "/openapi/v2"
 
-// serveOpenAPIV2Lazily serves /openapi/v2 as kube-apiserver does, for the
+// ServeV2Lazily serves /openapi/v2 as kube-apiserver does, for the
 // built-in kinds, built on its first request as /openapi/v3 is. kubectl
 // validates an object by it when it cannot find the kind's server-side
 // field validation in /openapi/v3 (it looks for it on the kind's PATCH:
 // a kind without one, a TokenReview or a SelfSubjectAccessReview, is
 // validated on the client, from v2), so without it `kubectl create -f` of
 // such a kind fails ("failed to download openapi").
-func serveOpenAPIV2Lazily(gs *genericapiserver.GenericAPIServer, cfg *common.Config) {
+func ServeV2Lazily(gs *genericapiserver.GenericAPIServer, cfg *common.Config) {
 	var once sync.Once
 	var served http.Handler
-	gs.Handler.NonGoRestfulMux.Handle(openAPIV2Path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	gs.Handler.NonGoRestfulMux.Handle(v2Path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		once.Do(func() {
 			klog.V(2).InfoS("Building the OpenAPI v2 document on its first request")
 			doc, err := builder2.BuildOpenAPISpecFromRoutes(restfuladapter.AdaptWebServices(gs.Handler.GoRestfulContainer.RegisteredWebServices()), cfg)
@@ -107,7 +107,7 @@ func serveOpenAPIV2Lazily(gs *genericapiserver.GenericAPIServer, cfg *common.Con
 			}
 			doc.Definitions = handler.PruneDefaults(doc.Definitions)
 			m := mux.NewPathRecorderMux("openapi-v2")
-			handler.NewOpenAPIService(doc).RegisterOpenAPIVersionedService(openAPIV2Path, m)
+			handler.NewOpenAPIService(doc).RegisterOpenAPIVersionedService(v2Path, m)
 			served = m
 		})
 		served.ServeHTTP(w, r)

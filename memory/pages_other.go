@@ -1,6 +1,6 @@
 //go:build !linux
 
-package server
+package memory
 
 // releaseStartupPages is Linux-only.
 func releaseStartupPages() (int64, error) { return 0, nil }
