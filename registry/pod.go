@@ -41,8 +41,12 @@ func podDef() *resourceDef {
 			return validatePodSpec(&obj.(*corev1.Pod).Spec, field.NewPath("spec"))
 		},
 		validateUpdate: func(obj, old runtime.Object) field.ErrorList {
-			return validatePodUpdate(obj.(*corev1.Pod), old.(*corev1.Pod))
+			p, o := obj.(*corev1.Pod), old.(*corev1.Pod)
+			spec := field.NewPath("spec")
+			errs := ratchet(validatePodSpec(&p.Spec, spec), validatePodSpec(&o.Spec, spec))
+			return append(errs, validatePodUpdate(p, o)...)
 		},
+		ownUpdateValidation: true,
 		returnDeletedObject: true,
 		gracefulDelete:      podGracefulDelete,
 		status: &statusDef{
@@ -584,6 +588,33 @@ func validatePodUpdate(p, old *corev1.Pod) field.ErrorList {
 				"`spec.schedulingGates` (only removals) and `spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)"))
 	}
 	return errs
+}
+
+// ratchet drops from errs, the new spec's errors, those the old spec
+// already had (same type, field and detail): a pod stored before a check
+// existed, or by a release that allowed what this one refuses, can still
+// have its labels, finalizers or images changed, and be deleted by the
+// controllers that remove its finalizers. Upstream's ValidatePodUpdate does
+// the same by its options: it validates the new spec with those the old
+// pod needs (GetValidationOptionsFromPodSpecAndMeta in
+// pkg/api/pod/util.go: what the old pod used that newer rules refuse stays
+// allowed). A new error, in a field the update changed, is kept.
+func ratchet(errs, old field.ErrorList) field.ErrorList {
+	if len(errs) == 0 || len(old) == 0 {
+		return errs
+	}
+	had := map[string]bool{}
+	key := func(e *field.Error) string { return string(e.Type) + "\x00" + e.Field + "\x00" + e.Detail }
+	for _, e := range old {
+		had[key(e)] = true
+	}
+	var out field.ErrorList
+	for _, e := range errs {
+		if !had[key(e)] {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // validateAddedTolerations: every old toleration is still there, its

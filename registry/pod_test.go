@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 )
 
 // makePod is a valid, defaulted pod with one container, as upstream's
@@ -344,6 +345,33 @@ func TestPodValidateUpdate(t *testing.T) {
 			errorsContain(t, st.ValidateUpdate(t.Context(), tt.new, tt.old), tt.err)
 		})
 	}
+}
+
+// A pod stored with a spec this release refuses (by an older release, or
+// written below the API) keeps its errors on update, as upstream lets it
+// (GetValidationOptionsFromPodSpecAndMeta): its labels and finalizers can
+// change, and its delete complete; an error the update brings is refused.
+func TestPodUpdateRatchetsTheOldSpecsErrors(t *testing.T) {
+	st := newStrategy(nil, podDef())
+	old := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "old", Namespace: "default", ResourceVersion: "1", Finalizers: []string{"example.com/keep"}},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyAlways, DNSPolicy: corev1.DNSClusterFirst,
+			TerminationGracePeriodSeconds: ptr.To[int64](30), SchedulerName: "default-scheduler",
+			Containers: []corev1.Container{{Name: "c", Image: "pause", ImagePullPolicy: corev1.PullIfNotPresent,
+				TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+				Env:                      []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "A", Value: "2"}, {Name: "", Value: "x"}}}}},
+	}
+	if errs := st.Validate(t.Context(), old); len(errs) == 0 {
+		t.Fatal("the old pod's spec is valid: the test needs one this release refuses")
+	}
+	relabelled := old.DeepCopy()
+	relabelled.Labels = map[string]string{"app": "x"}
+	relabelled.Finalizers = nil
+	errorsContain(t, st.ValidateUpdate(t.Context(), relabelled, old), "")
+
+	unimaged := relabelled.DeepCopy()
+	unimaged.Spec.Containers[0].Image = ""
+	errorsContain(t, st.ValidateUpdate(t.Context(), unimaged, old), "spec.containers[0].image: Required value")
 }
 
 // The cases of TestPrintPod, TestPrintPodWithRestartableInitContainer,
