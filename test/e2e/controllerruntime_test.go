@@ -20,32 +20,19 @@ var operator = &goBinary{pkg: "test/e2e/operator", name: "operator"}
 
 // replica is one running operator process.
 type replica struct {
-	id     string
-	cmd    *exec.Cmd
-	out    *lockedWriter
-	exited chan struct{}
+	*process
+	id string
 }
 
 func startReplica(t *testing.T, kubeconfig, id string) *replica {
 	t.Helper()
-	r := &replica{id: id, out: &lockedWriter{w: &bytes.Buffer{}}, exited: make(chan struct{})}
-	r.cmd = exec.Command(operator.get(t), "--kubeconfig", kubeconfig, "--id", id)
-	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
-	if err := r.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { r.cmd.Wait(); close(r.exited) }()
-	t.Cleanup(func() {
-		r.cmd.Process.Kill()
-		<-r.exited
-		if t.Failed() {
-			t.Logf("operator %s output:\n%s", id, r.out.String())
-		}
-	})
-	return r
+	cmd := exec.Command(operator.get(t), "--kubeconfig", kubeconfig, "--id", id)
+	out := &lockedWriter{w: &bytes.Buffer{}}
+	cmd.Stdout, cmd.Stderr = out, out
+	return &replica{process: startProcess(t, t, "operator "+id, cmd, out, 0), id: id}
 }
 
-func (r *replica) leads() bool { return strings.Contains(r.out.String(), "LEADER "+r.id) }
+func (r *replica) leads() bool { return strings.Contains(r.logs(), "LEADER "+r.id) }
 
 var widgets = schema.GroupVersionResource{Group: "demo.kubestore.io", Version: "v1", Resource: "widgets"}
 
@@ -189,8 +176,7 @@ spec:
 	})
 
 	t.Run("leader-election", func(t *testing.T) {
-		leader.cmd.Process.Kill()
-		<-leader.exited
+		leader.kill()
 		if !eventually(60*time.Second, standby.leads) {
 			t.Fatalf("replica %s did not take over after %s was killed", standby.id, leader.id)
 		}
@@ -200,7 +186,7 @@ spec:
 		}
 		// The operator prints RECONCILED after its status update, which
 		// follows the ConfigMap's write: wait for the line, not just the write.
-		if !eventually(30*time.Second, func() bool { return strings.Contains(standby.out.String(), "RECONCILED "+standby.id+" w2") }) {
+		if !eventually(30*time.Second, func() bool { return strings.Contains(standby.logs(), "RECONCILED "+standby.id+" w2") }) {
 			t.Errorf("w2 not reconciled by the new leader %s", standby.id)
 		}
 	})

@@ -79,15 +79,9 @@ func TestHeapWatermark(t *testing.T) {
 		t.Errorf("list after an update above the watermark: %v, %v", list, err)
 	}
 	// The refusals are counted.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		metrics := p.mustKubectl("get", "--raw", "/metrics")
-		if strings.Contains(metrics, `kubestore_heap_watermark_rejections_total{resource="configmaps"}`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no kubestore_heap_watermark_rejections_total for configmaps in /metrics")
-		}
-		time.Sleep(200 * time.Millisecond)
+	if !eventually(10*time.Second, func() bool {
+		return strings.Contains(p.mustKubectl("get", "--raw", "/metrics"), `kubestore_heap_watermark_rejections_total{resource="configmaps"}`)
+	}) {
+		t.Fatal("no kubestore_heap_watermark_rejections_total for configmaps in /metrics")
 	}
 }

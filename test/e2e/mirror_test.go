@@ -14,6 +14,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -54,7 +55,9 @@ const (
 	// mirrorToken is the upstream bearer token of the mirror's identity
 	// in the forbidden-rule case.
 	mirrorToken = "edge-mirror-token-0123456789"
-	mirrorUser  = "edge-mirror"
+	// mirrorUser looks like an email address: the upstream's
+	// authenticated_user_requests counts its requests as email_id's.
+	mirrorUser = "edge-mirror@kubestore.test"
 )
 
 var (
@@ -129,22 +132,32 @@ type mirrorRule struct {
 	ReferencedBy  string   `json:"referencedBy,omitempty"`
 }
 
-// TestMirror runs issue 13's cases on one upstream kubestore, an edge
-// kubestore that mirrors it through a TCP proxy the test cuts ("the
-// link"), and a few short-lived edges for the cases that need their own.
-// The cases share the processes and run in order; each ends with the
-// edge's informers equal to the upstream's filtered state.
+// The mirror tests (issue 13) share one upstream kubestore (newMirrorEnv),
+// each in namespaces of its own, and reach it through a TCP proxy of its
+// own that it cuts at will ("the link"). TestMirror is the story of one
+// edge, edge A, whose cases run in order: initial-sync, live-changes,
+// outage, compaction-during-outage, mirrorz-after-resume, write-through,
+// custom-resource, label-selector, node-name-selectors,
+// restart-while-upstream-down and restart-after-compaction. The cases that
+// need an edge of their own are tests of their own, run beside it:
+// TestMirrorKillDuringSync, TestMirrorForbiddenRule, TestMirrorDefaultRules
+// (and TestMirrorTwoProcessesOneEtcd, mirror_shared_test.go).
+//
+// These four are parallel, as TestMirrorUnderFaults: they mostly wait
+// (for streams, quiet windows, lease and backoff timers), so make test runs
+// them side by side.
+
+// TestMirror runs issue 13's cases on edge A, a kubestore that mirrors the
+// upstream through its link; each case ends with the edge's informers
+// equal to the upstream's filtered state.
 func TestMirror(t *testing.T) {
-	// Parallel, as TestMirrorUnderFaults: both mostly wait (for streams,
-	// quiet windows, lease and backoff timers), so make test runs them
-	// side by side.
 	t.Parallel()
 	requireKubectl(t)
 	began := time.Now()
 	// tMain owns the edge's process across restarts in subtests.
 	tMain := t
 	env := newMirrorEnv(t)
-	env.seed(t)
+	seedMirror(t, env)
 
 	rules := []mirrorRule{
 		{Name: "cms", Resource: "configmaps", Namespaces: []string{"mirror-a"}},
@@ -1034,18 +1047,64 @@ func TestMirror(t *testing.T) {
 			}
 		}
 	})
-	edgeA.p.stop(30 * time.Second)
-
-	t.Run("kill-during-sync", func(t *testing.T) { testMirrorKillDuringSync(t, env) })
-	t.Run("forbidden-rule", func(t *testing.T) { testMirrorForbiddenRule(t, env) })
-	t.Run("default-rules", func(t *testing.T) { testMirrorDefaultRules(t, env) })
 	t.Logf("TestMirror took %s", time.Since(began).Round(time.Second))
 }
 
-// testMirrorKillDuringSync kills an edge with SIGKILL while it copies
-// 1,500 objects, changes some upstream, and restarts it: it must converge
-// with neither duplicates nor phantoms.
-func testMirrorKillDuringSync(t *testing.T, env *mirrorEnv) {
+// seedMirror creates what edge A's cases start from upstream, in
+// mirror-a, mirror-b, mirror-p and mirror-w: configmaps, secrets,
+// services (two labelled for the label-selector rule), two nodes and their
+// pods, a custom resource's definition and objects.
+func seedMirror(t *testing.T, env *mirrorEnv) {
+	t.Helper()
+	ctx := t.Context()
+	up := env.upCS.CoreV1()
+	env.namespaces(t, "mirror-a", "mirror-b", "mirror-p", "mirror-w")
+	parallel(t, 20, 8, func(i int) error {
+		if _, err := up.ConfigMaps("mirror-a").Create(ctx, cm("mirror-a", fmt.Sprintf("a-%02d", i), "0"), metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		_, err := up.Secrets("mirror-b").Create(ctx, secret("mirror-b", fmt.Sprintf("b-%02d", i), "0"), metav1.CreateOptions{})
+		return err
+	})
+	for _, svc := range []*corev1.Service{service("mirror-b", "svc-yes-0", "yes"), service("mirror-b", "svc-yes-1", "yes"), service("mirror-b", "svc-no", "no")} {
+		_, err := up.Services("mirror-b").Create(ctx, svc, metav1.CreateOptions{})
+		must(t, err)
+	}
+	for _, c := range []*corev1.ConfigMap{cm("mirror-b", "not-mirrored", "0"), cm("default", "upstream-only", "0")} {
+		_, err := up.ConfigMaps(c.Namespace).Create(ctx, c, metav1.CreateOptions{})
+		must(t, err)
+	}
+	for _, n := range []string{edgeNode, "edge-2"} {
+		_, err := up.Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{"kubernetes.io/hostname": n}}}, metav1.CreateOptions{})
+		must(t, err)
+	}
+	for _, p := range []*corev1.Pod{pod("mirror-p", "p-edge-1", edgeNode), pod("mirror-p", "p-edge-2", "edge-2"), pod("mirror-p", "p-pending", "")} {
+		_, err := up.Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
+		must(t, err)
+	}
+	// The custom resource.
+	crd := &unstructured.Unstructured{}
+	must(t, yaml.Unmarshal([]byte(widgetsCRD), &crd.Object))
+	_, err := env.upDyn.Resource(gvrCRDs).Create(ctx, crd, metav1.CreateOptions{})
+	must(t, err)
+	for i := range 5 {
+		w := widget("mirror-w", fmt.Sprintf("w-%d", i))
+		if !eventually(30*time.Second, func() bool {
+			_, err = env.upDyn.Resource(gvrWidgets).Namespace("mirror-w").Create(ctx, w, metav1.CreateOptions{})
+			return err == nil
+		}) {
+			t.Fatalf("creating widget %s upstream: %v", w.GetName(), err)
+		}
+	}
+}
+
+// TestMirrorKillDuringSync kills an edge with SIGKILL while it copies
+// 1,500 objects of mirror-k, changes some upstream, and restarts it: it
+// must converge with neither duplicates nor phantoms.
+func TestMirrorKillDuringSync(t *testing.T) {
+	t.Parallel()
+	env := newMirrorEnv(t)
+	env.namespaces(t, "mirror-k")
 	const total = 1500
 	upCMs := env.upCS.CoreV1().ConfigMaps("mirror-k")
 	began := time.Now()
@@ -1123,10 +1182,20 @@ func testMirrorKillDuringSync(t *testing.T, env *mirrorEnv) {
 	ed.p.stop(30 * time.Second)
 }
 
-// testMirrorForbiddenRule runs an edge whose upstream identity (a token
+// TestMirrorForbiddenRule runs an edge whose upstream identity (a token
 // user) may not list one rule's resource: that rule is reported once and
 // retried with back-off, the others sync.
-func testMirrorForbiddenRule(t *testing.T, env *mirrorEnv) {
+func TestMirrorForbiddenRule(t *testing.T) {
+	t.Parallel()
+	env := newMirrorEnv(t)
+	env.namespaces(t, "mirror-f")
+	ctx := t.Context()
+	for i := range 5 {
+		_, err := env.upCS.CoreV1().ConfigMaps("mirror-f").Create(ctx, cm("mirror-f", fmt.Sprintf("f-%d", i), "0"), metav1.CreateOptions{})
+		must(t, err)
+	}
+	_, err := env.upCS.CoordinationV1().Leases("mirror-f").Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "f-lease", Namespace: "mirror-f"}}, metav1.CreateOptions{})
+	must(t, err)
 	const window = 20 * time.Second
 	began := time.Now()
 	ed := env.startEdge(t, t, "edge-f", []mirrorRule{
@@ -1161,33 +1230,42 @@ func testMirrorForbiddenRule(t *testing.T, env *mirrorEnv) {
 	if len(lines) == 0 || len(lines) > 2 {
 		t.Errorf("the forbidden rule is logged %d times in %s, want once (at most twice):\n%s", len(lines), window, strings.Join(lines, "\n"))
 	}
-	// A hot loop shows upstream: count the requests through its
-	// authorization filter (apiserver_request_total does not count
-	// requests refused there) in a window where the test itself is quiet
-	// and the allowed rule only holds its watch open.
-	authorized := func() float64 {
-		n, ok := env.upMetrics(t).value("apiserver_request_filter_duration_seconds_count", "filter", "authorization")
+	// A hot loop shows upstream: count the mirror user's requests
+	// (apiserver_request_total does not count those refused by the
+	// authorizer; the upstream's count of authenticated requests by user
+	// does, and names a user whose name looks like an email address
+	// email_id, the mirror user alone among the tests sharing the
+	// upstream) in a window where the allowed rule only holds its watch
+	// open.
+	requests := func() float64 {
+		n, ok := env.upMetrics(t).value("authenticated_user_requests", "username", "email_id")
 		if !ok {
-			t.Fatal("upstream /metrics has no apiserver_request_filter_duration_seconds_count{filter=authorization}")
+			t.Fatal(`upstream /metrics has no authenticated_user_requests{username="email_id"}`)
 		}
 		return n
 	}
 	const quiet = 10 * time.Second
-	a := authorized()
+	a := requests()
 	time.Sleep(quiet)
-	// One of them is the scrape above.
-	n := authorized() - a - 1
-	t.Logf("%v upstream requests in a quiet %s with the forbidden rule retrying", n, quiet)
+	n := requests() - a
+	t.Logf("%v upstream requests of the edge in a quiet %s with the forbidden rule retrying", n, quiet)
 	if n > 10 {
-		t.Errorf("%v upstream requests in a quiet %s: the forbidden rule is retried in a hot loop, want back-off", n, quiet)
+		t.Errorf("%v upstream requests of the edge in a quiet %s: the forbidden rule is retried in a hot loop, want back-off", n, quiet)
 	}
 	ed.p.stop(30 * time.Second)
 }
 
-// testMirrorDefaultRules runs an edge with no rules in a config file:
+// TestMirrorDefaultRules runs an edge with no rules in a config file:
 // its Node, Lease and CSINode, its pods, the ConfigMaps and Secrets they
-// reference, Services, EndpointSlices, RuntimeClasses and CSIDrivers.
-func testMirrorDefaultRules(t *testing.T, env *mirrorEnv) {
+// reference, Services, EndpointSlices, RuntimeClasses and CSIDrivers. Its
+// node is edge-d, its pods in mirror-d: the other tests' pods are on
+// nodes of their own.
+func TestMirrorDefaultRules(t *testing.T) {
+	t.Parallel()
+	env := newMirrorEnv(t)
+	node := "edge-d"
+	env.node = node
+	seedDefaultRules(t, env)
 	ed := env.startEdge(t, t, "edge-d", nil, "")
 	ctx := t.Context()
 	pods := ed.watch(ctx, gvrPods, "")
@@ -1196,7 +1274,7 @@ func testMirrorDefaultRules(t *testing.T, env *mirrorEnv) {
 	services := ed.watch(ctx, gvrServices, "")
 	slices := ed.watch(ctx, gvrEndpointSlices, "")
 	nodes := ed.watch(ctx, gvrNodes, "")
-	onNode := metav1.ListOptions{FieldSelector: "spec.nodeName=" + edgeNode}
+	onNode := metav1.ListOptions{FieldSelector: "spec.nodeName=" + node}
 	referenced := func(t *testing.T, gvr schema.GroupVersionResource) map[string]*unstructured.Unstructured {
 		list, err := env.upCS.CoreV1().Pods("").List(t.Context(), onNode)
 		must(t, err)
@@ -1216,7 +1294,7 @@ func testMirrorDefaultRules(t *testing.T, env *mirrorEnv) {
 	}
 	check := func(t *testing.T) {
 		t.Helper()
-		convergeMirrored(t, pods, "pods@"+edgeNode, func(t *testing.T) map[string]*unstructured.Unstructured {
+		convergeMirrored(t, pods, "pods@"+node, func(t *testing.T) map[string]*unstructured.Unstructured {
 			return env.upstream(t, gvrPods, "", onNode)
 		})
 		convergeMirrored(t, cms, "configmaps", func(t *testing.T) map[string]*unstructured.Unstructured { return referenced(t, gvrConfigMaps) })
@@ -1227,24 +1305,24 @@ func testMirrorDefaultRules(t *testing.T, env *mirrorEnv) {
 		convergeMirrored(t, slices, "", func(t *testing.T) map[string]*unstructured.Unstructured {
 			return env.upstream(t, gvrEndpointSlices, "", metav1.ListOptions{})
 		})
-		convergeMirrored(t, nodes, "node@"+edgeNode, func(t *testing.T) map[string]*unstructured.Unstructured {
-			return env.upstream(t, gvrNodes, "", metav1.ListOptions{FieldSelector: "metadata.name=" + edgeNode})
+		convergeMirrored(t, nodes, "node@"+node, func(t *testing.T) map[string]*unstructured.Unstructured {
+			return env.upstream(t, gvrNodes, "", metav1.ListOptions{FieldSelector: "metadata.name=" + node})
 		})
 	}
 	check(t)
 	for _, k := range []string{"mirror-d/ref-cm", "mirror-d/env-cm"} {
 		if !slicesContain(cms.keys(), k) {
-			t.Errorf("edge: configmap %s, referenced by a pod on %s, is not mirrored", k, edgeNode)
+			t.Errorf("edge: configmap %s, referenced by a pod on %s, is not mirrored", k, node)
 		}
 	}
 	for _, k := range []string{"mirror-d/unref-cm", "mirror-d/other-cm", "mirror-a/a-19"} {
 		if slicesContain(cms.keys(), k) {
-			t.Errorf("edge: configmap %s is mirrored, but no pod on %s references it", k, edgeNode)
+			t.Errorf("edge: configmap %s is mirrored, but no pod on %s references it", k, node)
 		}
 	}
 	for _, k := range []string{"mirror-d/ref-secret", "mirror-d/pull-secret"} {
 		if !slicesContain(secrets.keys(), k) {
-			t.Errorf("edge: secret %s, referenced by a pod on %s, is not mirrored", k, edgeNode)
+			t.Errorf("edge: secret %s, referenced by a pod on %s, is not mirrored", k, node)
 		}
 	}
 	if slicesContain(secrets.keys(), "mirror-d/unref-secret") {
@@ -1254,7 +1332,7 @@ func testMirrorDefaultRules(t *testing.T, env *mirrorEnv) {
 	up := env.upCS.CoreV1()
 	_, err := up.ConfigMaps("mirror-d").Create(t.Context(), cm("mirror-d", "late-cm", "0"), metav1.CreateOptions{})
 	must(t, err)
-	late := pod("mirror-d", "late-pod", edgeNode)
+	late := pod("mirror-d", "late-pod", node)
 	late.Spec.Volumes = []corev1.Volume{{Name: "late", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "late-cm"}}}}}
 	_, err = up.Pods("mirror-d").Create(t.Context(), late, metav1.CreateOptions{})
 	must(t, err)
@@ -1280,9 +1358,9 @@ func testMirrorDefaultRules(t *testing.T, env *mirrorEnv) {
 	}{
 		{gvrRuntimeClasses, "", "runc", true, "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata:\n  name: runc\nhandler: runc\n"},
 		{gvrCSIDrivers, "", "csi.example.com", true, "apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata:\n  name: csi.example.com\nspec: {}\n"},
-		{gvrLeases, "kube-node-lease", edgeNode, true, "apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata:\n  name: " + edgeNode + "\n  namespace: kube-node-lease\nspec:\n  holderIdentity: " + edgeNode + "\n  leaseDurationSeconds: 40\n"},
+		{gvrLeases, "kube-node-lease", node, true, "apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata:\n  name: " + node + "\n  namespace: kube-node-lease\nspec:\n  holderIdentity: " + node + "\n  leaseDurationSeconds: 40\n"},
 		{gvrLeases, "kube-node-lease", "edge-2", false, "apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata:\n  name: edge-2\n  namespace: kube-node-lease\nspec:\n  holderIdentity: edge-2\n"},
-		{gvrCSINodes, "", edgeNode, true, "apiVersion: storage.k8s.io/v1\nkind: CSINode\nmetadata:\n  name: " + edgeNode + "\nspec:\n  drivers: []\n"},
+		{gvrCSINodes, "", node, true, "apiVersion: storage.k8s.io/v1\nkind: CSINode\nmetadata:\n  name: " + node + "\nspec:\n  drivers: []\n"},
 	} {
 		u := &unstructured.Unstructured{}
 		must(t, yaml.Unmarshal([]byte(o.manifestOf), &u.Object))
@@ -1302,4 +1380,50 @@ func testMirrorDefaultRules(t *testing.T, env *mirrorEnv) {
 	}
 	ed.waitMirrorz(t, http.StatusOK, "ok")
 	ed.p.stop(30 * time.Second)
+}
+
+// seedDefaultRules creates, in mirror-d, what TestMirrorDefaultRules starts
+// from upstream: its node; a pod on it that references a ConfigMap by
+// volume and one by envFrom, a Secret by volume and one as image pull
+// secret; a pod on another node; what no pod on the node references; a
+// Service and its EndpointSlice.
+func seedDefaultRules(t *testing.T, env *mirrorEnv) {
+	t.Helper()
+	ctx := t.Context()
+	up := env.upCS.CoreV1()
+	env.namespaces(t, "mirror-d")
+	_, err := up.Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: env.node, Labels: map[string]string{"kubernetes.io/hostname": env.node}}}, metav1.CreateOptions{})
+	must(t, err)
+	for _, c := range []string{"ref-cm", "env-cm", "unref-cm", "other-cm"} {
+		_, err := up.ConfigMaps("mirror-d").Create(ctx, cm("mirror-d", c, "0"), metav1.CreateOptions{})
+		must(t, err)
+	}
+	for _, s := range []string{"ref-secret", "pull-secret", "unref-secret"} {
+		_, err := up.Secrets("mirror-d").Create(ctx, secret("mirror-d", s, "0"), metav1.CreateOptions{})
+		must(t, err)
+	}
+	p := pod("mirror-d", "d-pod", env.node)
+	p.Spec.Volumes = []corev1.Volume{
+		{Name: "cm", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "ref-cm"}}}},
+		{Name: "secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "ref-secret"}}},
+	}
+	p.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "env-cm"}}}}
+	p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "pull-secret"}}
+	other := pod("mirror-d", "d-other", "edge-2")
+	other.Spec.Volumes = []corev1.Volume{{Name: "cm", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "other-cm"}}}}}
+	for _, p := range []*corev1.Pod{p, other} {
+		_, err := up.Pods("mirror-d").Create(ctx, p, metav1.CreateOptions{})
+		must(t, err)
+	}
+	_, err = up.Services("mirror-d").Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "svc-d", Namespace: "mirror-d"},
+		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Ports: []corev1.ServicePort{{Name: "http", Port: 80}}, Selector: map[string]string{"app": "d"}}}, metav1.CreateOptions{})
+	must(t, err)
+	port, proto := int32(80), corev1.ProtocolTCP
+	_, err = env.upCS.DiscoveryV1().EndpointSlices("mirror-d").Create(ctx, &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: "svc-d-1", Namespace: "mirror-d", Labels: map[string]string{discoveryv1.LabelServiceName: "svc-d"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}}},
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr("http"), Port: &port, Protocol: &proto}},
+	}, metav1.CreateOptions{})
+	must(t, err)
 }

@@ -19,9 +19,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -38,23 +36,75 @@ import (
 	"github.com/kubestore/kubestore/test/link"
 )
 
-// The mirror suites' environment: the upstream kubestore and the link to
-// it (mirrorEnv), the edges started on it (edge), a watcher of an edge's
-// resource and the checks on what it saw (view), and convergence with the
-// upstream (converge, mirrorDiff).
+// The mirror suites' environment: the upstream kubestore the tests share
+// (mirrorUpstream), each test's link to it (mirrorEnv), the edges started
+// on it (edge), a watcher of an edge's resource and the checks on what it
+// saw (view), and convergence with the upstream (converge, mirrorDiff).
 
-// mirrorEnv is the upstream kubestore and the link to it.
-type mirrorEnv struct {
-	dir   string
+// mirrorUpstream is the upstream kubestore of the mirror tests. They share
+// one, each in namespaces of its own: the first to ask starts it, TestMain
+// stops it.
+type mirrorUpstream struct {
 	up    *proc
 	upDyn dynamic.Interface
 	upCS  kubernetes.Interface
-	link  *link.Link
 }
 
+var sharedUpstream struct {
+	once sync.Once
+	u    *mirrorUpstream
+}
+
+// mirrorEnv is a test's access to an upstream: a link of its own (the
+// test cuts it at will) and a directory for its edges.
+type mirrorEnv struct {
+	*mirrorUpstream
+	dir  string
+	link *link.Link
+	// node is its edges' --node-name.
+	node string
+}
+
+// newMirrorEnv is an environment on the shared upstream.
 func newMirrorEnv(t *testing.T) *mirrorEnv {
 	t.Helper()
-	dir := shortTempDir(t)
+	sharedUpstream.once.Do(func() {
+		dir, err := os.MkdirTemp("", "ks")
+		must(t, err)
+		suite.Cleanup(func() {
+			if suite.Failed() {
+				suite.Logf("kept %s (the mirror tests' upstream)", dir)
+				return
+			}
+			os.RemoveAll(dir)
+		})
+		sharedUpstream.u = startMirrorUpstream(t, suite, dir)
+	})
+	if sharedUpstream.u == nil {
+		t.Fatal("the mirror tests' upstream did not start (see the test that started it)")
+	}
+	suite.sharedBy(t)
+	return mirrorEnvOn(t, sharedUpstream.u)
+}
+
+// newOwnMirrorEnv is an environment on an upstream of the test's own, for
+// a test that counts what the upstream serves.
+func newOwnMirrorEnv(t *testing.T) *mirrorEnv {
+	t.Helper()
+	return mirrorEnvOn(t, startMirrorUpstream(t, t, shortTempDir(t)))
+}
+
+func mirrorEnvOn(t *testing.T, u *mirrorUpstream) *mirrorEnv {
+	t.Helper()
+	env := &mirrorEnv{mirrorUpstream: u, dir: shortTempDir(t), node: edgeNode}
+	env.link = link.New(t, strings.TrimPrefix(u.up.server(), "https://"))
+	return env
+}
+
+// startMirrorUpstream starts an upstream in dir, owned by o; t is the test
+// that asked for it.
+func startMirrorUpstream(t *testing.T, o owner, dir string) *mirrorUpstream {
+	t.Helper()
 	tokens := filepath.Join(dir, "tokens.csv")
 	policy := filepath.Join(dir, "policy.yaml")
 	must(t, os.WriteFile(tokens, []byte(mirrorToken+","+mirrorUser+",edge-mirror-uid\n"), 0o600))
@@ -62,107 +112,25 @@ func newMirrorEnv(t *testing.T) *mirrorEnv {
 	// configmaps are read straight from etcd upstream, so that a resume
 	// from a compacted resourceVersion gets 410 (the watch cache would
 	// otherwise still hold the history); the tests compact themselves.
-	up := start(t, filepath.Join(dir, "up"), "--token-auth-file", tokens, "--authorization-policy-file", policy,
+	up := launchOwned(t, o, binary(t), nil, filepath.Join(dir, "up"), "--token-auth-file", tokens, "--authorization-policy-file", policy,
 		"--watch-cache-sizes", "configmaps#0", "--etcd-compaction-interval", "0")
+	up.waitReady()
 	cfg := restConfigOf(t, up.kubeconfig)
-	env := &mirrorEnv{dir: dir, up: up, upDyn: dynamic.NewForConfigOrDie(cfg), upCS: kubernetes.NewForConfigOrDie(cfg)}
-	env.link = link.New(t, strings.TrimPrefix(up.server(), "https://"))
-	return env
+	return &mirrorUpstream{up: up, upDyn: dynamic.NewForConfigOrDie(cfg), upCS: kubernetes.NewForConfigOrDie(cfg)}
 }
 
-// seed creates what the cases start from upstream.
-func (e *mirrorEnv) seed(t *testing.T) {
+// namespaces creates namespaces upstream.
+func (u *mirrorUpstream) namespaces(t *testing.T, names ...string) {
 	t.Helper()
-	ctx := t.Context()
-	up := e.upCS.CoreV1()
-	for _, ns := range []string{"mirror-a", "mirror-b", "mirror-p", "mirror-w", "mirror-k", "mirror-f", "mirror-d"} {
-		_, err := up.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	for _, ns := range names {
+		_, err := u.upCS.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 		must(t, err)
 	}
-	parallel(t, 20, 8, func(i int) error {
-		if _, err := up.ConfigMaps("mirror-a").Create(ctx, cm("mirror-a", fmt.Sprintf("a-%02d", i), "0"), metav1.CreateOptions{}); err != nil {
-			return err
-		}
-		_, err := up.Secrets("mirror-b").Create(ctx, secret("mirror-b", fmt.Sprintf("b-%02d", i), "0"), metav1.CreateOptions{})
-		return err
-	})
-	for _, svc := range []*corev1.Service{service("mirror-b", "svc-yes-0", "yes"), service("mirror-b", "svc-yes-1", "yes"), service("mirror-b", "svc-no", "no")} {
-		_, err := up.Services("mirror-b").Create(ctx, svc, metav1.CreateOptions{})
-		must(t, err)
-	}
-	for _, c := range []*corev1.ConfigMap{cm("mirror-b", "not-mirrored", "0"), cm("default", "upstream-only", "0")} {
-		_, err := up.ConfigMaps(c.Namespace).Create(ctx, c, metav1.CreateOptions{})
-		must(t, err)
-	}
-	for _, n := range []string{edgeNode, "edge-2"} {
-		_, err := up.Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{"kubernetes.io/hostname": n}}}, metav1.CreateOptions{})
-		must(t, err)
-	}
-	for _, p := range []*corev1.Pod{pod("mirror-p", "p-edge-1", edgeNode), pod("mirror-p", "p-edge-2", "edge-2"), pod("mirror-p", "p-pending", "")} {
-		_, err := up.Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
-		must(t, err)
-	}
-	// The custom resource.
-	crd := &unstructured.Unstructured{}
-	must(t, yaml.Unmarshal([]byte(widgetsCRD), &crd.Object))
-	_, err := e.upDyn.Resource(gvrCRDs).Create(ctx, crd, metav1.CreateOptions{})
-	must(t, err)
-	for i := range 5 {
-		w := widget("mirror-w", fmt.Sprintf("w-%d", i))
-		if !eventually(30*time.Second, func() bool {
-			_, err = e.upDyn.Resource(gvrWidgets).Namespace("mirror-w").Create(ctx, w, metav1.CreateOptions{})
-			return err == nil
-		}) {
-			t.Fatalf("creating widget %s upstream: %v", w.GetName(), err)
-		}
-	}
-	// The forbidden-rule case.
-	for i := range 5 {
-		_, err := up.ConfigMaps("mirror-f").Create(ctx, cm("mirror-f", fmt.Sprintf("f-%d", i), "0"), metav1.CreateOptions{})
-		must(t, err)
-	}
-	_, err = e.upCS.CoordinationV1().Leases("mirror-f").Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "f-lease", Namespace: "mirror-f"}}, metav1.CreateOptions{})
-	must(t, err)
-	// The default-rules case: a pod on the node references a ConfigMap by
-	// volume and one by envFrom, a Secret by volume and one as image pull
-	// secret; the rest is referenced by nothing on the node.
-	for _, c := range []string{"ref-cm", "env-cm", "unref-cm", "other-cm"} {
-		_, err := up.ConfigMaps("mirror-d").Create(ctx, cm("mirror-d", c, "0"), metav1.CreateOptions{})
-		must(t, err)
-	}
-	for _, s := range []string{"ref-secret", "pull-secret", "unref-secret"} {
-		_, err := up.Secrets("mirror-d").Create(ctx, secret("mirror-d", s, "0"), metav1.CreateOptions{})
-		must(t, err)
-	}
-	p := pod("mirror-d", "d-pod", edgeNode)
-	p.Spec.Volumes = []corev1.Volume{
-		{Name: "cm", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "ref-cm"}}}},
-		{Name: "secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "ref-secret"}}},
-	}
-	p.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "env-cm"}}}}
-	p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "pull-secret"}}
-	other := pod("mirror-d", "d-other", "edge-2")
-	other.Spec.Volumes = []corev1.Volume{{Name: "cm", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "other-cm"}}}}}
-	for _, p := range []*corev1.Pod{p, other} {
-		_, err := up.Pods("mirror-d").Create(ctx, p, metav1.CreateOptions{})
-		must(t, err)
-	}
-	_, err = up.Services("mirror-d").Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "svc-d", Namespace: "mirror-d"},
-		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Ports: []corev1.ServicePort{{Name: "http", Port: 80}}, Selector: map[string]string{"app": "d"}}}, metav1.CreateOptions{})
-	must(t, err)
-	port, proto := int32(80), corev1.ProtocolTCP
-	_, err = e.upCS.DiscoveryV1().EndpointSlices("mirror-d").Create(ctx, &discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Name: "svc-d-1", Namespace: "mirror-d", Labels: map[string]string{discoveryv1.LabelServiceName: "svc-d"}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}}},
-		Ports:       []discoveryv1.EndpointPort{{Name: ptr("http"), Port: &port, Protocol: &proto}},
-	}, metav1.CreateOptions{})
-	must(t, err)
 }
 
 // upstream is the upstream's state of a resource: objects by
 // namespace/name.
-func (e *mirrorEnv) upstream(t *testing.T, gvr schema.GroupVersionResource, ns string, opts metav1.ListOptions) map[string]*unstructured.Unstructured {
+func (e *mirrorUpstream) upstream(t *testing.T, gvr schema.GroupVersionResource, ns string, opts metav1.ListOptions) map[string]*unstructured.Unstructured {
 	t.Helper()
 	list, err := e.upDyn.Resource(gvr).Namespace(ns).List(t.Context(), opts)
 	must(t, err)
@@ -176,7 +144,7 @@ func (e *mirrorEnv) upstream(t *testing.T, gvr schema.GroupVersionResource, ns s
 	return out
 }
 
-func (e *mirrorEnv) upMetrics(t *testing.T) metricsText {
+func (e *mirrorUpstream) upMetrics(t *testing.T) metricsText {
 	t.Helper()
 	code, _, body := doRequest(t, restConfigOf(t, e.up.kubeconfig), http.MethodGet, "/metrics", "", "")
 	if code != http.StatusOK {
@@ -187,7 +155,7 @@ func (e *mirrorEnv) upMetrics(t *testing.T) metricsText {
 
 // compact compacts the upstream's etcd at its current revision, through
 // its unix socket, and returns the revision.
-func (e *mirrorEnv) compact(t *testing.T) int64 {
+func (e *mirrorUpstream) compact(t *testing.T) int64 {
 	t.Helper()
 	c, err := clientv3.New(clientv3.Config{
 		Endpoints:   []string{"unix://" + filepath.Join(e.up.dataDir, "etcd", "etcd.sock")},
@@ -225,7 +193,7 @@ func (e *mirrorEnv) startEdge(owner, t *testing.T, name string, rules []mirrorRu
 	t.Helper()
 	kc := filepath.Join(e.dir, name+"-upstream.kubeconfig")
 	writeEdgeKubeconfig(t, e.up.kubeconfig, e.link.Addr, token, kc)
-	args := append([]string{"--secure-port", strconv.Itoa(freePort(t)), flagUpstreamKubeconfig, kc, flagNodeName, edgeNode}, extra...)
+	args := append([]string{"--secure-port", strconv.Itoa(freePort(t)), flagUpstreamKubeconfig, kc, flagNodeName, e.node}, extra...)
 	if len(rules) > 0 {
 		data, err := yaml.Marshal(map[string]any{"mirror": map[string]any{"rules": rules}})
 		must(t, err)

@@ -171,7 +171,7 @@ func TestNodeAgentsOnKubestore(t *testing.T) {
 		t.Error("deleted pods still there after 60 s: the kubelet did not complete their deletes")
 	}
 	for time.Since(began) < 5*time.Minute {
-		if !h.kubelet.alive() {
+		if h.kubelet.hasExited() {
 			t.Fatalf("the kubelet exited %s after its start: %v", time.Since(began).Round(time.Second), h.kubelet.err)
 		}
 		time.Sleep(5 * time.Second)
@@ -190,9 +190,9 @@ func TestNodeAgentsOnKubestore(t *testing.T) {
 	}) {
 		t.Errorf("CoreDNS on kubestore: web.%s.svc.cluster.local resolves to %v (%v), want %s", ns, addrs, err, svc.Spec.ClusterIP)
 	}
-	checkServed(t, "kubelet", h.kubelet.out.String())
-	checkServed(t, "kube-proxy", h.proxy.out.String())
-	t.Logf("the kubelet logged %d refusals of the Node authorizer or NodeRestriction", strings.Count(h.kubelet.out.String(), "is forbidden"))
+	checkServed(t, "kubelet", h.kubelet.logs())
+	checkServed(t, "kube-proxy", h.proxy.logs())
+	t.Logf("the kubelet logged %d refusals of the Node authorizer or NodeRestriction", strings.Count(h.kubelet.logs(), "is forbidden"))
 	if errs := dns.errors(); len(errs) > 0 {
 		t.Errorf("CoreDNS logged errors against kubestore:\n%s", strings.Join(errs, "\n"))
 	}
@@ -223,7 +223,7 @@ func startNodeEdge(t *testing.T, c *cluster, node string, pods int) *nodeEdge {
 	writeTokenKubeconfig(t, "https://"+e.link.Addr, c.token, upstream)
 	// A fixed port: the kubelet keeps its kubeconfig across a restart of
 	// kubestore.
-	e.args = []string{"--upstream-kubeconfig", upstream, "--node-name", node, "--secure-port", strconv.Itoa(freePorts(t, 1)[0])}
+	e.args = []string{"--upstream-kubeconfig", upstream, "--node-name", node, "--secure-port", strconv.Itoa(freePort(t))}
 	e.p = start(t, filepath.Join(dir, "data"), e.args...)
 	e.cs = e.p.clientset()
 	e.pods = seedNode(t, c.cs, e.ns, node, pods)
@@ -387,7 +387,7 @@ func TestNodeAgentsThroughMirror(t *testing.T) {
 	}
 	t.Logf("the online node went NotReady %d times in %s", f.of("hollow-online"), time.Since(began).Round(time.Second))
 	for _, node := range names {
-		checkServed(t, "kubelet of "+node, edges[node].hollow.kubelet.out.String())
+		checkServed(t, "kubelet of "+node, edges[node].hollow.kubelet.logs())
 	}
 }
 

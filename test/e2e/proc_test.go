@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -147,16 +148,181 @@ func eventually(timeout time.Duration, cond func() bool) bool {
 	return true
 }
 
-// proc is a running kubestore process.
-type proc struct {
-	t          *testing.T
-	cmd        *exec.Cmd
-	dataDir    string
-	kubeconfig string
-	stderr     *serverLog
+// process is a program running for a test: kubestore (proc), an upstream
+// binary (run), the operator (startReplica).
+type process struct {
+	t    *testing.T
+	name string
+	cmd  *exec.Cmd
+	out  output
 	// exited is closed once the process has exited; err is its status.
 	exited chan struct{}
 	err    error
+}
+
+// output is what a process writes, kept for the test: a serverLog or a
+// lockedWriter.
+type output interface {
+	io.Writer
+	String() string
+}
+
+// owner is what a process belongs to: the test that started it or, for
+// what the tests share, the suite.
+type owner interface {
+	Cleanup(func())
+	Failed() bool
+	Logf(format string, args ...any)
+	Errorf(format string, args ...any)
+}
+
+// startProcess starts cmd, its stdout and stderr already pointed at out
+// (or not). When o ends the process is killed, and what it wrote is logged
+// if o failed: the last logLimit bytes, or all of it when logLimit is 0. A
+// serverLog that flooded fails o.
+func startProcess(t *testing.T, o owner, name string, cmd *exec.Cmd, out output, logLimit int) *process {
+	t.Helper()
+	p := &process{t: t, name: name, cmd: cmd, out: out, exited: make(chan struct{})}
+	must(t, cmd.Start())
+	go func() { p.err = cmd.Wait(); close(p.exited) }()
+	o.Cleanup(func() {
+		p.kill()
+		if l, ok := out.(*serverLog); ok && l.flood() != "" {
+			o.Errorf("%s wrote more than %d MiB of log: %s", name, maxServerLog>>20, l.flood())
+		} else if o.Failed() && logLimit > 0 {
+			o.Logf("%s output (last %d KiB):\n%s", name, logLimit>>10, tail(p.logs(), logLimit))
+		} else if o.Failed() {
+			o.Logf("%s output:\n%s", name, p.logs())
+		}
+	})
+	return p
+}
+
+// logs is what the process wrote (a kubestore's stderr: its last MiB once
+// it flooded).
+func (p *process) logs() string { return p.out.String() }
+
+func (p *process) hasExited() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop sends SIGTERM and waits for the exit status.
+func (p *process) stop(timeout time.Duration) error {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return err
+	}
+	return p.wait(timeout)
+}
+
+// kill sends SIGKILL, unless the process has exited, and waits for the
+// exit.
+func (p *process) kill() {
+	if !p.hasExited() {
+		p.cmd.Process.Kill() //nolint:errcheck // it may have exited
+	}
+	<-p.exited
+}
+
+// wait returns the exit status of the process, or an error if it is still
+// running after timeout.
+func (p *process) wait(timeout time.Duration) error {
+	select {
+	case <-p.exited:
+		return p.err
+	case <-time.After(timeout):
+		return fmt.Errorf("did not exit within %s", timeout)
+	}
+}
+
+// tail is the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
+
+// suite owns what the tests share (the mirror tests' upstream); TestMain
+// ends it once they have run.
+var suite = &suiteOwner{}
+
+type suiteOwner struct {
+	mu       sync.Mutex
+	cleanups []func()
+	failed   bool // a test that used what the suite owns failed
+	errored  bool // a cleanup reported an error
+}
+
+func (s *suiteOwner) Cleanup(f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cleanups = append(s.cleanups, f)
+}
+
+func (s *suiteOwner) Failed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failed || s.errored
+}
+
+func (s *suiteOwner) Logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, format+"\n", args...)
+}
+
+func (s *suiteOwner) Errorf(format string, args ...any) {
+	s.Logf(format, args...)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.errored = true
+}
+
+// sharedBy records that t uses what the suite owns: if t fails, the
+// suite's processes are logged and its directories kept at the end.
+func (s *suiteOwner) sharedBy(t *testing.T) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.failed = true
+		}
+	})
+}
+
+// end runs the cleanups, the last registered first, and reports whether
+// one reported an error.
+func (s *suiteOwner) end() bool {
+	s.mu.Lock()
+	cleanups := s.cleanups
+	s.cleanups = nil
+	s.mu.Unlock()
+	for i := len(cleanups) - 1; i >= 0; i-- {
+		cleanups[i]()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.errored
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if suite.end() && code == 0 {
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// proc is a running kubestore: the process, its data dir and its admin
+// kubeconfig.
+type proc struct {
+	*process
+	dataDir    string
+	kubeconfig string
 }
 
 // start runs kubestore serve on dataDir with a free port and waits until
@@ -188,25 +354,21 @@ func startBinary(t *testing.T, bin string, wrap []string, dataDir string, args .
 // be ready.
 func launch(t *testing.T, bin string, wrap []string, dataDir string, args ...string) *proc {
 	t.Helper()
+	return launchOwned(t, t, bin, wrap, dataDir, args...)
+}
+
+// launchOwned is launch with the process owned by o (startProcess).
+func launchOwned(t *testing.T, o owner, bin string, wrap []string, dataDir string, args ...string) *proc {
+	t.Helper()
 	all := append([]string{"--data-dir", dataDir, "--secure-port", "0", "--shutdown-timeout", "20s"}, args...)
 	argv := append(append(append([]string{}, wrap...), bin), all...)
 	cmd := exec.Command(argv[0], argv[1:]...)
-	p := &proc{t: t, cmd: cmd, dataDir: dataDir, kubeconfig: filepath.Join(dataDir, "admin.kubeconfig"), stderr: &serverLog{}, exited: make(chan struct{})}
-	cmd.Stderr = p.stderr
+	stderr := &serverLog{}
+	cmd.Stderr = stderr
+	p := &proc{dataDir: dataDir, kubeconfig: filepath.Join(dataDir, "admin.kubeconfig")}
 	// A kubeconfig from a previous run names an old port.
 	os.Remove(p.kubeconfig)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.err = cmd.Wait(); close(p.exited) }()
-	t.Cleanup(func() {
-		p.kill()
-		if flood := p.stderr.flood(); flood != "" {
-			t.Errorf("the server wrote more than %d MiB of log: %s", maxServerLog>>20, flood)
-		} else if t.Failed() {
-			t.Logf("kubestore stderr:\n%s", p.logs())
-		}
-	})
+	p.process = startProcess(t, o, "kubestore", cmd, stderr, 0)
 	return p
 }
 
@@ -237,9 +399,6 @@ func (l *lockedWriter) String() string {
 	defer l.mu.Unlock()
 	return l.w.String()
 }
-
-// logs is the process's stderr (its last MiB once it flooded).
-func (p *proc) logs() string { return p.stderr.String() }
 
 // What the harness keeps of a server's stderr: a server caught in a busy
 // loop once logged 3.8 GB, and the test process keeping it was OOM-killed.
@@ -342,15 +501,6 @@ func TestServerLog(t *testing.T) {
 	t.Logf("the server wrote more than %d MiB of log: %s", maxServerLog>>20, flood)
 }
 
-func (p *proc) hasExited() bool {
-	select {
-	case <-p.exited:
-		return true
-	default:
-		return false
-	}
-}
-
 // server is the https URL from the kubeconfig, once written.
 func (p *proc) server() string {
 	kc, err := clientcmd.LoadFromFile(p.kubeconfig)
@@ -437,41 +587,12 @@ func (p *proc) rv(args ...string) int64 {
 	return mustRV(p.t, strings.TrimSpace(out))
 }
 
-// stop sends SIGTERM and waits for the exit status.
-func (p *proc) stop(timeout time.Duration) error {
-	p.t.Helper()
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		return err
-	}
-	return p.wait(timeout)
-}
-
 // stopGracefully stops p with SIGTERM and fails the test, with p's log,
 // unless it exits 0 within 30 s.
 func stopGracefully(t *testing.T, p *proc) {
 	t.Helper()
 	if err := p.stop(30 * time.Second); err != nil {
 		t.Fatalf("graceful stop: %v\n%s", err, p.logs())
-	}
-}
-
-// kill sends SIGKILL, unless the process has exited, and waits for the
-// exit.
-func (p *proc) kill() {
-	if !p.hasExited() {
-		p.cmd.Process.Kill()
-	}
-	<-p.exited
-}
-
-// wait returns the exit status of the process, or an error if it is still
-// running after timeout.
-func (p *proc) wait(timeout time.Duration) error {
-	select {
-	case <-p.exited:
-		return p.err
-	case <-time.After(timeout):
-		return fmt.Errorf("did not exit within %s", timeout)
 	}
 }
 

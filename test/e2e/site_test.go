@@ -332,8 +332,7 @@ func TestSiteOfThreeGateways(t *testing.T) {
 		w.mark = time.Now()
 		killed := w.mark
 		w.mu.Unlock()
-		leader.p.cmd.Process.Kill()
-		<-leader.p.exited
+		leader.p.kill()
 		time.Sleep(8 * time.Second)
 		acked := w.stop()
 		for _, g := range survivors {
@@ -463,7 +462,8 @@ func TestSiteMirrorsOnce(t *testing.T) {
 	// side by side).
 	t.Parallel()
 	requireKubectl(t)
-	env := newMirrorEnv(t)
+	// An upstream of its own: it counts the upstream's watches.
+	env := newOwnMirrorEnv(t)
 	ctx := t.Context()
 	const ns = "shared"
 	up := env.upCS.CoreV1().ConfigMaps(ns)

@@ -49,60 +49,16 @@ func upstreamBinary(t *testing.T, name string) string {
 	return path
 }
 
-// process is an upstream binary running for a test, its output kept.
-type process struct {
-	name   string
-	cmd    *exec.Cmd
-	out    *lockedWriter
-	exited chan struct{}
-	err    error
-}
-
-// run starts bin with args; it is killed when the test ends, and its
-// output logged if the test failed.
+// run starts bin with args; it is killed when the test ends, and the last
+// 8 KiB of its output logged if the test failed.
 func run(t *testing.T, name, bin string, args ...string) *process {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
-	p := &process{name: name, cmd: cmd, out: &lockedWriter{w: &bytes.Buffer{}}, exited: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = p.out, p.out
+	out := &lockedWriter{w: &bytes.Buffer{}}
+	cmd.Stdout, cmd.Stderr = out, out
 	// The hollow kubelet writes its pods' files under the temp dir.
 	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
-	must(t, cmd.Start())
-	go func() { p.err = cmd.Wait(); close(p.exited) }()
-	t.Cleanup(func() {
-		p.stop()
-		if t.Failed() {
-			t.Logf("%s output (last 8 KiB):\n%s", name, tail(p.out.String(), 8<<10))
-		}
-	})
-	return p
-}
-
-// stop kills the process and waits for it.
-func (p *process) stop() {
-	select {
-	case <-p.exited:
-		return
-	default:
-	}
-	p.cmd.Process.Kill() //nolint:errcheck // it may have exited
-	<-p.exited
-}
-
-func (p *process) alive() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
-}
-
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[len(s)-n:]
+	return startProcess(t, t, name, cmd, out, 8<<10)
 }
 
 // cluster is a real Kubernetes control plane on loopback: etcd,
@@ -160,13 +116,13 @@ func startCluster(t *testing.T, apiserverArgs ...string) *cluster {
 	c.rest = restConfigOf(t, c.kubeconfig)
 	c.cs = kubernetes.NewForConfigOrDie(c.rest)
 	if !eventually(90*time.Second, func() bool {
-		if !c.apiserver.alive() {
+		if c.apiserver.hasExited() {
 			return true
 		}
 		body, err := c.cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(t.Context())
 		return err == nil && string(body) == "ok"
-	}) || !c.apiserver.alive() {
-		t.Fatalf("kube-apiserver not ready in 90 s:\n%s", tail(c.apiserver.out.String(), 8<<10))
+	}) || c.apiserver.hasExited() {
+		t.Fatalf("kube-apiserver not ready in 90 s:\n%s", tail(c.apiserver.logs(), 8<<10))
 	}
 	run(t, "kube-controller-manager", kcmBin, "--kubeconfig", c.kubeconfig, "--controllers", "nodelifecycle,serviceaccount,attachdetach",
 		"--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", "0", "--use-service-account-credentials=false")
@@ -217,7 +173,7 @@ func newHollowNode(t *testing.T, name, kubeconfig string) *hollowNode {
 func (h *hollowNode) startKubelet() {
 	h.t.Helper()
 	if h.kubelet != nil {
-		h.kubelet.stop()
+		h.kubelet.kill()
 	}
 	h.kubelet = run(h.t, "hollow kubelet "+h.name, h.bin, "--morph", "kubelet", "--name", h.name, "--kubeconfig", h.kubeconfig,
 		"--kubelet-port", strconv.Itoa(h.ports[0]), "--kubelet-read-only-port", strconv.Itoa(h.ports[1]),
@@ -287,7 +243,7 @@ func startCoreDNS(t *testing.T, kubeconfig string) *coreDNS {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	}) {
-		t.Fatalf("CoreDNS not ready in 60 s:\n%s", d.p.out.String())
+		t.Fatalf("CoreDNS not ready in 60 s:\n%s", d.p.logs())
 	}
 	return d
 }
@@ -306,7 +262,7 @@ func (d *coreDNS) resolve(t *testing.T, name string) ([]string, error) {
 // errors are the lines CoreDNS logged at error level.
 func (d *coreDNS) errors() []string {
 	var out []string
-	for _, line := range strings.Split(d.p.out.String(), "\n") {
+	for _, line := range strings.Split(d.p.logs(), "\n") {
 		if strings.Contains(line, "[ERROR]") {
 			out = append(out, line)
 		}
