@@ -304,7 +304,9 @@ func (c *ClusterIPs) release(ctx context.Context, ips []netip.Addr, rec []byte) 
 	}
 }
 
-func serviceIPs(s *corev1.Service) []netip.Addr {
+// ServiceIPs are the cluster IPs s holds, parsed; the allocator and its
+// repair (package serviceip) read a Service's IPs by it.
+func ServiceIPs(s *corev1.Service) []netip.Addr {
 	var out []netip.Addr
 	for _, ip := range s.Spec.ClusterIPs {
 		if a, err := netip.ParseAddr(ip); err == nil {
@@ -334,7 +336,7 @@ func (c *ClusterIPs) hooks(store *genericregistry.Store) {
 	store.BeginUpdate = func(ctx context.Context, obj, old runtime.Object, _ *metav1.UpdateOptions) (genericregistry.FinishFunc, error) {
 		s, o := obj.(*corev1.Service), old.(*corev1.Service)
 		s.UID = o.UID
-		oldIPs := serviceIPs(o)
+		oldIPs := ServiceIPs(o)
 		oldRec := ipRecord{Namespace: o.Namespace, Name: o.Name, UID: string(o.UID)}.bytes()
 		// Upstream's patchAllocatedValues: what was allocated stays when
 		// the update does not say otherwise.
@@ -384,7 +386,7 @@ func (c *ClusterIPs) hooks(store *genericregistry.Store) {
 			}
 			var dropped []netip.Addr
 			for _, a := range oldIPs {
-				if !slices.Contains(serviceIPs(s), a) {
+				if !slices.Contains(ServiceIPs(s), a) {
 					dropped = append(dropped, a)
 				}
 			}
@@ -393,7 +395,7 @@ func (c *ClusterIPs) hooks(store *genericregistry.Store) {
 	}
 	store.AfterDelete = func(obj runtime.Object, _ *metav1.DeleteOptions) {
 		s := obj.(*corev1.Service)
-		c.release(context.Background(), serviceIPs(s), ipRecord{Namespace: s.Namespace, Name: s.Name, UID: string(s.UID)}.bytes())
+		c.release(context.Background(), ServiceIPs(s), ipRecord{Namespace: s.Namespace, Name: s.Name, UID: string(s.UID)}.bytes())
 	}
 }
 

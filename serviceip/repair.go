@@ -64,7 +64,7 @@ func repairOnce(ctx context.Context, ips Allocator, services func(ctx context.Co
 	holders := map[netip.Addr]*corev1.Service{}
 	for i := range list {
 		s := &list[i]
-		for _, a := range serviceIPs(s) {
+		for _, a := range registry.ServiceIPs(s) {
 			holders[a] = s
 			if recorded[a] {
 				continue
@@ -89,15 +89,4 @@ func repairOnce(ctx context.Context, ips Allocator, services func(ctx context.Co
 		next[a] = true
 	}
 	return next, nil
-}
-
-// serviceIPs are the cluster IPs s holds.
-func serviceIPs(s *corev1.Service) []netip.Addr {
-	var out []netip.Addr
-	for _, ip := range s.Spec.ClusterIPs {
-		if a, err := netip.ParseAddr(ip); err == nil {
-			out = append(out, a)
-		}
-	}
-	return out
 }
