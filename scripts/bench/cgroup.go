@@ -182,13 +182,23 @@ func (b *bench) cgroup(ctx context.Context) error {
 		b.logf("cgroup: skipped: %v", err)
 		return nil
 	}
+	args := b.o.ServeArgs
+	if b.o.ProfileDir != "" {
+		args = append(append([]string{}, args...), "--profiling")
+	}
 	for _, limit := range b.o.CgroupKubestore {
+		var srv *server
 		run, err := b.cgroupRun(ctx, "kubestore", limit, func(cg *memCgroup, dir string) (*rest.Config, func(), error) {
-			srv, _, err := startServerWrapped(ctx, cg.wrap(), b.o.Bin, dir, filepath.Join(b.root, fmt.Sprintf("cgroup-kubestore-%d.log", limit)), b.o.ServeArgs)
+			var err error
+			srv, _, err = startServerWrapped(ctx, cg.wrap(), b.o.Bin, dir, filepath.Join(b.root, fmt.Sprintf("cgroup-kubestore-%d.log", limit)), args)
 			if err != nil {
 				return nil, nil, err
 			}
 			return srv.cfg, func() { stopServer(srv) }, nil //nolint:errcheck // the figures are taken
+		}, func(scale int) error {
+			// With -profile-dir, what the heap holds after each step,
+			// refused or not: where the limit's room went.
+			return b.heapProfileOf(ctx, srv, fmt.Sprintf("cgroup-%d-x%d", limit, scale))
 		})
 		if err != nil {
 			return err
@@ -207,7 +217,7 @@ func (b *bench) cgroup(ctx context.Context) error {
 				return nil, nil, err
 			}
 			return p.cfg, p.stop, nil
-		})
+		}, nil)
 		if err != nil {
 			return err
 		}
@@ -217,8 +227,9 @@ func (b *bench) cgroup(ctx context.Context) error {
 }
 
 // cgroupRun starts one store inside a cgroup of limitMiB and loads and
-// lists each scale until one does not fit.
-func (b *bench) cgroupRun(ctx context.Context, who string, limitMiB int, start func(cg *memCgroup, dir string) (*rest.Config, func(), error)) (CgroupRun, error) {
+// lists each scale until one does not fit; after, if not nil, runs after
+// each step.
+func (b *bench) cgroupRun(ctx context.Context, who string, limitMiB int, start func(cg *memCgroup, dir string) (*rest.Config, func(), error), after func(scale int) error) (CgroupRun, error) {
 	run := CgroupRun{LimitMiB: limitMiB}
 	cg, err := newMemCgroup(fmt.Sprintf("kubestore-bench-%s-%d", who, limitMiB), int64(limitMiB)<<20)
 	if err != nil {
@@ -261,6 +272,11 @@ func (b *bench) cgroupRun(ctx context.Context, who string, limitMiB int, start f
 		run.Steps = append(run.Steps, step)
 		b.logf("cgroup %s %d MiB: gateway ×%d: %s; loaded in %.0f ms, listed in %.0f ms; usage %s, peak %s",
 			who, limitMiB, scale, step.Outcome, step.LoadMs, step.ListMs, mib(step.UsageBytes), mib(cg.peak()))
+		if after != nil {
+			if err := after(scale); err != nil {
+				return run, err
+			}
+		}
 		if !step.fits() {
 			break
 		}
