@@ -88,14 +88,32 @@ func (s *Storage) ListerWatcher(gvr schema.GroupVersionResource, fieldSelector f
 				case metadata:
 					ev.Object = metadataOf(ev.Object, ev.Type == watch.Bookmark)
 				default:
-					if co, ok := ev.Object.(runtime.CacheableObject); ok {
-						ev.Object = co.GetObject()
-					}
+					ev.Object = s.watchedObject(ev.Object)
 				}
 				return ev, true
 			}), nil
 		},
 	}}, true
+}
+
+// ReadWatchedObjectsWith sets how ListerWatcher's typed watches read a
+// watch event's object: read gets what the watch cache sent and returns
+// the object an informer holds (cacher.SharedObject: the cache's own,
+// read only, as its lists' objects are). Without it they hold what the
+// cacher's wrapper's GetObject returns, a deep copy.
+func (s *Storage) ReadWatchedObjectsWith(read func(runtime.Object) runtime.Object) {
+	s.readWatched = read
+}
+
+// watchedObject is the object an informer holds for obj, a watch event's.
+func (s *Storage) watchedObject(obj runtime.Object) runtime.Object {
+	if s.readWatched != nil {
+		return s.readWatched(obj)
+	}
+	if co, ok := obj.(runtime.CacheableObject); ok {
+		return co.GetObject()
+	}
+	return obj
 }
 
 // listWatch is a ListWatch that informers use without WatchList.

@@ -17,6 +17,8 @@ import (
 	clientfeatures "k8s.io/client-go/features"
 	clientfeaturestesting "k8s.io/client-go/features/testing"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubestore/kubestore/cacher"
 )
 
 // An informer on ListerWatcher sees what a client's informer sees (the
@@ -30,6 +32,7 @@ func TestListerWatcher(t *testing.T) {
 		t.Run(map[bool]string{true: "watchlist", false: "list then watch"}[watchList], func(t *testing.T) {
 			clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, watchList)
 			api, s := newTestStorage(t)
+			s.ReadWatchedObjectsWith(cacher.SharedObject) // as the server does
 			createNamespace(t, api, s, "lw")
 			ctx := genericapirequest.WithNamespace(t.Context(), "lw")
 			configMaps := s.stores[s.def("ConfigMap")]
@@ -100,6 +103,21 @@ func TestListerWatcher(t *testing.T) {
 				c, _ := get(typed, "one").(*corev1.ConfigMap)
 				return c != nil && c.Labels["app"] == "changed"
 			})
+			// What a watch event brought is the watch cache's object too,
+			// not the copy the cacher's wrapper hands out
+			// (cacher.SharedObject, whose reading of the wrapper this pins
+			// on the pinned k8s.io/apiserver): an informer that holds every
+			// pod would otherwise hold a second decoded pod per change.
+			l, err := configMaps.List(ctx, &metainternalversion.ListOptions{ResourceVersion: "0"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, _ = get(typed, "one").(*corev1.ConfigMap)
+			for _, item := range l.(*corev1.ConfigMapList).Items {
+				if item.Name == "one" && reflect.ValueOf(item.Labels).UnsafePointer() != reflect.ValueOf(c.Labels).UnsafePointer() {
+					t.Error("the typed informer holds a copy of one as its watch event brought it, want the watch cache's object")
+				}
+			}
 			if get(typed, "two") != nil {
 				t.Error("the typed informer selecting metadata.name=one has two")
 			}
@@ -121,3 +139,4 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		t.Fatalf("waiting for %s: %v", what, err)
 	}
 }
+

@@ -92,6 +92,7 @@ func (a *API) InstallReviews(gs *genericapiserver.GenericAPIServer, tokens authe
 	if err := gs.InstallAPIGroups(&authn, &authz); err != nil {
 		return fmt.Errorf("installing the review APIs: %w", err)
 	}
+	forgetStaticOpenAPISpecs(&authn, &authz)
 	return nil
 }
 

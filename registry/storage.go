@@ -74,6 +74,8 @@ type Storage struct {
 	namespaces  *namespaceREST
 	finalize    *genericregistry.Store
 	destroyOnce sync.Once
+	// readWatched reads a watch event's object for ListerWatcher.
+	readWatched func(runtime.Object) runtime.Object
 }
 
 // NewStorage builds the store of every kind on getter's storage; ips,
@@ -192,7 +194,21 @@ func (s *Storage) Install(gs *genericapiserver.GenericAPIServer) error {
 	if err := gs.InstallAPIGroups(infos...); err != nil {
 		return fmt.Errorf("installing API groups: %w", err)
 	}
+	forgetStaticOpenAPISpecs(append(infos, groups[""])...)
 	return nil
+}
+
+// forgetStaticOpenAPISpecs drops the OpenAPI schemas the install left in
+// each group: the generic server builds them to make the group's
+// server-side apply type converter, and nothing of it reads them again,
+// but it keeps each group's APIGroupInfo for the server's life (the
+// destroy function InstallAPIGroups registers is a method of it), so its
+// StaticOpenAPISpec stayed live: 3 MB of schemas, core/v1's most of it
+// (heap profile of the gateway set, docs/PERFORMANCE.md).
+func forgetStaticOpenAPISpecs(infos ...*genericapiserver.APIGroupInfo) {
+	for _, info := range infos {
+		info.StaticOpenAPISpec = nil
+	}
 }
 
 // subresourceStrategy is the update strategy of a subresource: it owns

@@ -352,6 +352,8 @@ func (b *builder) stores() error {
 		return err
 	}
 	b.undo(b.api.Destroy)
+	// The in-process informers hold the watch cache's objects, not copies.
+	b.api.ReadWatchedObjectsWith(cacher.SharedObject)
 	// One namespace lifecycle for built-in and custom resources: it
 	// remembers the namespaces whose deletion it admitted.
 	b.nsLifecycle = b.api.NamespaceLifecycle()
