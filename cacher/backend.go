@@ -38,6 +38,8 @@ type Backend struct {
 	closeOnce sync.Once
 	// heap, when set, refuses creates above the memory limit's watermark.
 	heap *HeapGuard
+	// parts are what the watch caches' objects share (withSharedParts).
+	parts *sharedParts
 }
 
 // GuardHeap makes every store built after it refuse creates while the
@@ -49,7 +51,7 @@ func (b *Backend) GuardHeap(g *HeapGuard) { b.heap = g }
 // is left running.
 func Open(ctx context.Context, cc config.Completed) (_ *Backend, err error) {
 	cfg := cc.Config()
-	b := &Backend{cfg: cc, etcd: cfg.Etcd}
+	b := &Backend{cfg: cc, etcd: cfg.Etcd, parts: newSharedParts()}
 	defer func() {
 		if err != nil {
 			b.Close()

@@ -209,6 +209,7 @@ func (b *Backend) decorator(cached bool, budget config.Budget) generic.StorageDe
 		if b.embedded != nil {
 			source = withLeaderWait(store, b.embedded.HasLeader)
 		}
+		source = withSharedParts(source, b.parts)
 		c, err := cacherstorage.NewCacherFromConfig(cacherstorage.Config{
 			Storage:             source,
 			Versioner:           versioner,

@@ -140,3 +140,62 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// The watch cache's pods of one template hold their containers and their
+// managedFields' fieldsV1 once (cacher's withSharedParts), and an update
+// of one changes that one alone.
+func TestWatchCachePodsShareTheirTemplate(t *testing.T) {
+	api, s := newTestStorage(t)
+	createNamespace(t, api, s, "tpl")
+	ctx := genericapirequest.WithNamespace(t.Context(), "tpl")
+	pods := s.stores[s.def("Pod")]
+	for _, name := range []string{"a", "b"} {
+		p := makePod(name, func(p *corev1.Pod) {
+			p.Namespace, p.ResourceVersion, p.Spec.NodeName = "tpl", "", "node-"+name
+			// As the API's field manager records a create.
+			p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "agent", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1",
+				FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:containers":{"k:{\"name\":\"ctr\"}":{}},"f:nodeName":{}}}`)}}}
+		})
+		if _, err := pods.Create(ctx, p, rest.ValidateAllObjectFunc, &metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cached := func() map[string]*corev1.Pod {
+		l, err := pods.List(ctx, &metainternalversion.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]*corev1.Pod{}
+		for i := range l.(*corev1.PodList).Items {
+			p := &l.(*corev1.PodList).Items[i]
+			out[p.Name] = p
+		}
+		return out
+	}
+	waitFor(t, "the watch cache to hold both pods", func() bool { return len(cached()) == 2 })
+	c := cached()
+	a, b := c["a"], c["b"]
+	if &a.Spec.Containers[0] != &b.Spec.Containers[0] {
+		t.Error("the cached pods a and b hold two copies of one template's containers")
+	}
+	if len(a.ManagedFields) == 0 || len(b.ManagedFields) == 0 || &a.ManagedFields[0].FieldsV1.Raw[0] != &b.ManagedFields[0].FieldsV1.Raw[0] {
+		t.Error("the cached pods a and b hold two copies of one fieldsV1")
+	}
+
+	obj, err := pods.Get(ctx, "b", &metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	updated := obj.(*corev1.Pod).DeepCopy()
+	updated.Spec.Containers[0].Image = "image:v2"
+	if _, _, err := pods.Update(ctx, "b", rest.DefaultUpdatedObjectInfo(updated), rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the watch cache to hold b's update", func() bool { return cached()["b"].Spec.Containers[0].Image == "image:v2" })
+	c = cached()
+	if c["a"].Spec.Containers[0].Image != "image" || a.Spec.Containers[0].Image != "image" {
+		t.Errorf("a's image after b's update: %q, %q; want image", c["a"].Spec.Containers[0].Image, a.Spec.Containers[0].Image)
+	}
+	if &c["a"].Spec.Containers[0] == &c["b"].Spec.Containers[0] {
+		t.Error("b's update shares a's containers")
+	}
+}
