@@ -114,8 +114,8 @@ type sharedParts struct {
 }
 
 // partEntry is one part: the first element of its backing array, weakly,
-// and its length. Parts of different types never meet in one bucket
-// (each type's hash starts with its own tag).
+// its length and its element type (hashes of parts of two types may
+// collide; they are never compared).
 type partEntry struct {
 	ref weak.Pointer[byte]
 	n   int
