@@ -109,8 +109,9 @@ type sharedParts struct {
 
 	mu      sync.Mutex
 	entries map[uint64][]partEntry
-	// added counts entries since the last sweep of collected ones.
-	added int
+	// added counts entries since the last sweep of collected ones, swept
+	// the entries that sweep left.
+	added, swept int
 }
 
 // partEntry is one part: the first element of its backing array, weakly,
@@ -235,10 +236,10 @@ func equalParts[T any](a, b []T) bool {
 // were added since the last sweep as there were live after it (at least
 // 1024), so the table stays within twice the parts the cache holds.
 func (p *sharedParts) sweepLocked() {
-	if p.added < max(1024, len(p.entries)) {
+	if p.added < max(1024, p.swept) {
 		return
 	}
-	p.added = 0
+	p.added, p.swept = 0, 0
 	for sum, bucket := range p.entries {
 		live := bucket[:0]
 		for _, e := range bucket {
@@ -246,6 +247,7 @@ func (p *sharedParts) sweepLocked() {
 				live = append(live, e)
 			}
 		}
+		p.swept += len(live)
 		if len(live) == 0 {
 			delete(p.entries, sum)
 		} else {
