@@ -51,9 +51,8 @@ const MemTotalSource = "MemTotal in /proc/meminfo"
 // root is "/" except in tests.
 func DeviceMemory(root string) (int64, string) {
 	total := memTotal(filepath.Join(root, "proc/meminfo"))
-	limit, file := cgroupMemoryLimit(root)
-	if limit > 0 && (total == 0 || limit < total) {
-		return limit, file
+	if cg, ok := LimitingCgroup(root); ok && (total == 0 || cg.Limit() < total) {
+		return cg.Limit(), cg.LimitFile()
 	}
 	if total > 0 {
 		return total, MemTotalSource
@@ -78,49 +77,4 @@ func memTotal(path string) int64 {
 		}
 	}
 	return 0
-}
-
-// cgroupMemoryLimit reads the memory limit of the process's cgroup, v2 or
-// v1, at its path in /proc/self/cgroup or, inside a container whose
-// cgroup namespace hides that path, at the mount's root.
-func cgroupMemoryLimit(root string) (int64, string) {
-	b, err := os.ReadFile(filepath.Join(root, "proc/self/cgroup"))
-	if err != nil {
-		return 0, ""
-	}
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		// v2: "0::/path"; v1: "4:memory:/path".
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		var dirs []string
-		var file string
-		switch {
-		case parts[0] == "0" && parts[1] == "":
-			dirs, file = []string{"sys/fs/cgroup" + parts[2], "sys/fs/cgroup"}, "memory.max"
-		case strings.Contains(","+parts[1]+",", ",memory,"):
-			dirs, file = []string{"sys/fs/cgroup/memory" + parts[2], "sys/fs/cgroup/memory"}, "memory.limit_in_bytes"
-		default:
-			continue
-		}
-		for _, d := range dirs {
-			p := filepath.Join(root, d, file)
-			b, err := os.ReadFile(p)
-			if err != nil {
-				continue
-			}
-			v := strings.TrimSpace(string(b))
-			if v == "max" {
-				break
-			}
-			n, err := strconv.ParseInt(v, 10, 64)
-			// v1 reports "no limit" as a page-rounded MaxInt64.
-			if err == nil && n > 0 && n < 1<<62 {
-				return n, "/" + filepath.ToSlash(filepath.Join(d, file))
-			}
-			break
-		}
-	}
-	return 0, ""
 }
