@@ -1,8 +1,9 @@
 // Package memory gives back what a long-running kubestore holds and no
 // longer uses, for devices where every MiB counts: the garbage and the
 // binary's pages of the start, then the heap a burst of writes or LISTs
-// left behind (Release). What bounds the memory (the Go runtime's soft
-// limit, the heap guard) is set elsewhere: main derives the limit,
+// left behind (Release); and near the memory limit, what is rebuilt on
+// demand (Pressure). What bounds the memory (the Go runtime's soft limit,
+// the heap guard) is set elsewhere: main derives the limit,
 // cacher.HeapGuard refuses creates near it. Measured in
 // docs/PERFORMANCE.md.
 package memory

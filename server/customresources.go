@@ -18,6 +18,7 @@ import (
 	apiextensionsinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
+	apiextensionsinformers "k8s.io/apiextensions-apiserver/pkg/client/informers/externalversions/apiextensions/v1"
 	apiextensionslisters "k8s.io/apiextensions-apiserver/pkg/client/listers/apiextensions/v1"
 	openapiv3controller "k8s.io/apiextensions-apiserver/pkg/controller/openapiv3"
 	apiextensionsopenapi "k8s.io/apiextensions-apiserver/pkg/generated/openapi"
@@ -113,8 +114,9 @@ type customResources struct {
 // kube-apiserver's aggregator does: kubectl looks a kind up there before
 // it sends an object for server-side field validation, and
 // kubectl explain reads it. It runs once the top server has built its
-// OpenAPI service, on the first request for it.
-func (s *customResources) serveOpenAPIV3(service *handler3.OpenAPIService, w *workers) error {
+// OpenAPI service, on the first request for it, and again each time the
+// service is built after a drop; built ends with that service.
+func (s *customResources) serveOpenAPIV3(built context.Context, service *handler3.OpenAPIService, w *workers) error {
 	for _, ws := range s.GenericAPIServer.Handler.GoRestfulContainer.RegisteredWebServices() {
 		// apis/apiextensions.k8s.io and its versions; the top server has
 		// the rest (/version).
@@ -129,9 +131,47 @@ func (s *customResources) serveOpenAPIV3(service *handler3.OpenAPIService, w *wo
 		service.UpdateGroupVersion(gv, spec)
 	}
 	informer := s.Informers.Apiextensions().V1().CustomResourceDefinitions()
-	controller := openapiv3controller.NewController(informer)
-	w.start(func(ctx context.Context) { controller.Run(service, ctx.Done()) })
-	return waitPublished(w.ctx, service, informer.Lister())
+	controller := openapiv3controller.NewController(handlersUntil(built, informer))
+	w.start(func(ctx context.Context) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer context.AfterFunc(built, cancel)()
+		controller.Run(service, ctx.Done())
+	})
+	ctx, cancel := context.WithCancel(w.ctx)
+	defer context.AfterFunc(built, cancel)()
+	return waitPublished(ctx, service, informer.Lister())
+}
+
+// handlersUntil is informer, but the event handlers added through it are
+// removed when ctx ends: upstream's OpenAPI v3 controller adds its own and
+// never removes it, and through it the shared informer would keep every
+// dropped OpenAPI service alive.
+func handlersUntil(ctx context.Context, informer apiextensionsinformers.CustomResourceDefinitionInformer) apiextensionsinformers.CustomResourceDefinitionInformer {
+	return crdInformer{informer, removingInformer{informer.Informer(), ctx}}
+}
+
+type crdInformer struct {
+	apiextensionsinformers.CustomResourceDefinitionInformer
+	informer cache.SharedIndexInformer
+}
+
+func (i crdInformer) Informer() cache.SharedIndexInformer { return i.informer }
+
+type removingInformer struct {
+	cache.SharedIndexInformer
+	ctx context.Context
+}
+
+func (i removingInformer) AddEventHandler(h cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
+	reg, err := i.SharedIndexInformer.AddEventHandler(h)
+	if err == nil {
+		context.AfterFunc(i.ctx, func() {
+			if err := i.SharedIndexInformer.RemoveEventHandler(reg); err != nil {
+				klog.ErrorS(err, "Removing a dropped OpenAPI v3 service's CRD event handler")
+			}
+		})
+	}
+	return reg, err
 }
 
 // crdOpenAPIWait bounds how long the first /openapi/v3 request waits for

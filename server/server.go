@@ -93,6 +93,8 @@ type Server struct {
 	afterStop []func()
 	// restart receives why the server asks to be started again.
 	restart chan string
+	// pressure drops what is rebuilt on demand near the memory limit.
+	pressure *memory.Pressure
 }
 
 // ErrRestart ends Server.Run when the server asks to be started again
@@ -450,23 +452,26 @@ func (b *builder) workers() error {
 		close(s.systemNamespaces)
 		return nil
 	})
-	var openAPIBuilt func(*handler3.OpenAPIService)
+	var openAPIBuilt func(context.Context, *handler3.OpenAPIService)
 	if crds := b.crds; crds != nil {
 		custom, err := newCustomContents(crds)
 		if err != nil {
 			return err
 		}
 		b.deleteCustom = custom.deleteIn
-		openAPIBuilt = func(service *handler3.OpenAPIService) {
-			if err := crds.serveOpenAPIV3(service, s.workers); err != nil {
+		openAPIBuilt = func(ctx context.Context, service *handler3.OpenAPIService) {
+			if err := crds.serveOpenAPIV3(ctx, service, s.workers); err != nil {
 				klog.ErrorS(err, "Serving the OpenAPI v3 of the custom resources")
 			}
 		}
 	}
-	openapi.ServeV3Lazily(gs, b.c.OpenAPIV3Config, openAPIBuilt)
+	// Under memory pressure the OpenAPI documents are dropped first:
+	// the next request builds them again.
+	s.pressure = memory.NewPressure("/")
+	s.pressure.Droppable("OpenAPI v3 documents", openapi.ServeV3Lazily(gs, b.c.OpenAPIV3Config, openAPIBuilt))
 	v2 := genericapiserver.DefaultOpenAPIConfig(openapi.GetOpenAPIDefinitions, openapinamer.NewDefinitionNamer(b.kinds.Scheme()))
 	v2.Info.Title, v2.Info.Version = b.c.OpenAPIV3Config.Info.Title, b.c.OpenAPIV3Config.Info.Version
-	openapi.ServeV2Lazily(gs, v2)
+	s.pressure.Droppable("OpenAPI v2 document", openapi.ServeV2Lazily(gs, v2))
 	keys := b.saKeys
 	gs.Handler.NonGoRestfulMux.Handle(serviceaccount.DiscoveryPath, keys.DiscoveryHandler(url+serviceaccount.JWKSPath))
 	gs.Handler.NonGoRestfulMux.Handle(serviceaccount.JWKSPath, keys.JWKSHandler())
@@ -521,6 +526,7 @@ func (b *builder) workers() error {
 		s.addWorker("kubestore-site-health", h.Run)
 	}
 	s.addWorker("kubestore-release-memory", memory.Release)
+	s.addWorker("kubestore-memory-pressure", s.pressure.Run)
 	// The workers stop first when the server stops, while requests are
 	// still served: a controller's last write is not refused.
 	gs.AddPreShutdownHookOrDie("kubestore-stop-workers", func() error {

@@ -1,6 +1,7 @@
 package openapi
 
 import (
+	"context"
 	"net/http"
 	"sync"
 
@@ -24,24 +25,46 @@ const V3Path = "/openapi/v3"
 // first request instead of in PrepareRun: built, they hold ~6 MB of heap
 // and their definitions ~5 MB more, and most devices never read them (the
 // kubelet, kube-proxy and client-go informers do not; kubectl does, before
-// it sends an object). Once built they stay, as upstream's.
+// it sends an object). Once built they stay until dropped under memory
+// pressure (memory.Pressure), and the next request builds them again.
 type lazyOpenAPIV3 struct {
-	once    sync.Once
-	build   func() *handler3.OpenAPIService
+	mu      sync.Mutex
+	build   func(context.Context) *handler3.OpenAPIService
 	service *handler3.OpenAPIService
+	// drop ends the context the service was built with.
+	drop context.CancelFunc
 }
 
 func (l *lazyOpenAPIV3) get() *handler3.OpenAPIService {
-	l.once.Do(func() { l.service = l.build() })
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.service == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		l.service, l.drop = l.build(ctx), cancel
+	}
 	return l.service
 }
 
-// ServeV3Lazily installs /openapi/v3 on gs for the web services
-// gs has when the first request comes; built is called with the service
-// once it exists (the custom resources add their documents to it). gs's
-// config must have SkipOpenAPIInstallation set.
-func ServeV3Lazily(gs *genericapiserver.GenericAPIServer, cfg *common.OpenAPIV3Config, built func(*handler3.OpenAPIService)) {
-	l := &lazyOpenAPIV3{build: func() *handler3.OpenAPIService {
+// release drops the built documents; false when none were built.
+func (l *lazyOpenAPIV3) release() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.service == nil {
+		return false
+	}
+	l.drop()
+	l.service, l.drop = nil, nil
+	return true
+}
+
+// ServeV3Lazily installs /openapi/v3 on gs for the web services gs has
+// when the first request comes; built is called with the service once it
+// exists (the custom resources add their documents to it), and a context
+// that ends when it is dropped. gs's config must have
+// SkipOpenAPIInstallation set. drop frees the built documents, which the
+// next request builds again, and reports whether any were built.
+func ServeV3Lazily(gs *genericapiserver.GenericAPIServer, cfg *common.OpenAPIV3Config, built func(context.Context, *handler3.OpenAPIService)) (drop func() bool) {
+	l := &lazyOpenAPIV3{build: func(ctx context.Context) *handler3.OpenAPIService {
 		klog.V(2).InfoS("Building the OpenAPI v3 documents on their first request")
 		// The definitions, generated once for every group built here
 		// and dropped with this copy of the config.
@@ -50,7 +73,7 @@ func ServeV3Lazily(gs *genericapiserver.GenericAPIServer, cfg *common.OpenAPIV3C
 		// A scratch mux: the paths are served below, by this service.
 		service := routes.OpenAPI{V3Config: &withDefs}.InstallV3(gs.Handler.GoRestfulContainer, mux.NewPathRecorderMux("openapi-v3"))
 		if built != nil {
-			built(service)
+			built(ctx, service)
 		}
 		return service
 	}}
@@ -60,6 +83,7 @@ func ServeV3Lazily(gs *genericapiserver.GenericAPIServer, cfg *common.OpenAPIV3C
 	gs.Handler.NonGoRestfulMux.HandlePrefix(V3Path+"/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		l.get().HandleGroupVersion(w, r)
 	}))
+	return l.release
 }
 
 // DropDefinitions drops the definitions DefaultOpenAPIV3Config generated
@@ -90,26 +114,42 @@ const v2Path = "/openapi/v2"
 // field validation in /openapi/v3 (it looks for it on the kind's PATCH:
 // a kind without one, a TokenReview or a SelfSubjectAccessReview, is
 // validated on the client, from v2), so without it `kubectl create -f` of
-// such a kind fails ("failed to download openapi").
-func ServeV2Lazily(gs *genericapiserver.GenericAPIServer, cfg *common.Config) {
-	var once sync.Once
+// such a kind fails ("failed to download openapi"). drop frees the built
+// document, which the next request builds again, and reports whether it
+// was built.
+func ServeV2Lazily(gs *genericapiserver.GenericAPIServer, cfg *common.Config) (drop func() bool) {
+	var mu sync.Mutex
 	var served http.Handler
 	gs.Handler.NonGoRestfulMux.Handle(v2Path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		once.Do(func() {
-			klog.V(2).InfoS("Building the OpenAPI v2 document on its first request")
-			doc, err := builder2.BuildOpenAPISpecFromRoutes(restfuladapter.AdaptWebServices(gs.Handler.GoRestfulContainer.RegisteredWebServices()), cfg)
-			if err != nil {
-				klog.ErrorS(err, "Building the OpenAPI v2 document")
-				served = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-					http.Error(w, "building the OpenAPI v2 document failed: "+err.Error(), http.StatusInternalServerError)
-				})
-				return
-			}
-			doc.Definitions = handler.PruneDefaults(doc.Definitions)
-			m := mux.NewPathRecorderMux("openapi-v2")
-			handler.NewOpenAPIService(doc).RegisterOpenAPIVersionedService(v2Path, m)
-			served = m
-		})
-		served.ServeHTTP(w, r)
+		mu.Lock()
+		if served == nil {
+			served = buildV2(gs, cfg)
+		}
+		h := served
+		mu.Unlock()
+		h.ServeHTTP(w, r)
 	}))
+	return func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		built := served != nil
+		served = nil
+		return built
+	}
+}
+
+// buildV2 builds the /openapi/v2 document of gs's routes and its handler.
+func buildV2(gs *genericapiserver.GenericAPIServer, cfg *common.Config) http.Handler {
+	klog.V(2).InfoS("Building the OpenAPI v2 document on its first request")
+	doc, err := builder2.BuildOpenAPISpecFromRoutes(restfuladapter.AdaptWebServices(gs.Handler.GoRestfulContainer.RegisteredWebServices()), cfg)
+	if err != nil {
+		klog.ErrorS(err, "Building the OpenAPI v2 document")
+		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "building the OpenAPI v2 document failed: "+err.Error(), http.StatusInternalServerError)
+		})
+	}
+	doc.Definitions = handler.PruneDefaults(doc.Definitions)
+	m := mux.NewPathRecorderMux("openapi-v2")
+	handler.NewOpenAPIService(doc).RegisterOpenAPIVersionedService(v2Path, m)
+	return m
 }

@@ -1,0 +1,147 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/kubestore/kubestore/config"
+)
+
+// The memory-pressure mode (issue 39): near the memory limit, drop what is
+// rebuilt when next needed, so that the heap guard (cacher.HeapGuard,
+// which refuses creates above 80 % of the Go memory limit) and the
+// cgroup's OOM killer meet only the data itself. What is dropped and what
+// it buys is measured in docs/PERFORMANCE.md.
+const (
+	// pressureHeapPercent is the share of the Go memory limit at which
+	// the live heap puts the process under pressure: below the heap
+	// guard's watermark, so that the guard refuses creates only once
+	// nothing rebuildable is left.
+	pressureHeapPercent = 70
+	// pressureCgroupPercent is the share of the cgroup's limit at which
+	// its working set (config.Cgroup.WorkingSet) puts the process under
+	// pressure: the kernel is about to reclaim from it, then kill.
+	pressureCgroupPercent = 90
+	// pressureInterval is how often the pressure is read: the live heap
+	// from the runtime, the working set from two small cgroup files.
+	pressureInterval = time.Second
+	// pressureCooldown is the least time between two reliefs: a dropped
+	// part rebuilt by the next request is not dropped again at once.
+	pressureCooldown = time.Minute
+)
+
+// Pressure watches the process's memory and, under pressure, drops what
+// its owners registered as droppable, then returns the freed heap to the
+// system.
+type Pressure struct {
+	cgroup    config.Cgroup
+	hasCgroup bool
+
+	mu     sync.Mutex
+	drops  []dropper
+	sample []metrics.Sample
+}
+
+type dropper struct {
+	name string
+	drop func() bool
+}
+
+// NewPressure watches the Go memory limit and the memory cgroup that
+// limits the process (config.LimitingCgroup of root, "/" except in tests).
+func NewPressure(root string) *Pressure {
+	p := &Pressure{sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+	p.cgroup, p.hasCgroup = config.LimitingCgroup(root)
+	return p
+}
+
+// Droppable registers drop, which frees name (a part rebuilt on its next
+// use) and reports whether it held anything.
+func (p *Pressure) Droppable(name string, drop func() bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.drops = append(p.drops, dropper{name, drop})
+}
+
+// Run relieves the pressure each time it begins, and again after
+// pressureCooldown while it lasts if a dropped part was rebuilt since: a
+// pressure that only the data makes is not relieved over and over.
+func (p *Pressure) Run(ctx context.Context) {
+	tick := time.NewTicker(pressureInterval)
+	defer tick.Stop()
+	began, last := true, time.Time{}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		why := p.under()
+		if why == "" {
+			began = true
+			continue
+		}
+		if time.Since(last) < pressureCooldown {
+			continue
+		}
+		if dropped := p.Relieve(why, began); began || len(dropped) > 0 {
+			began, last = false, time.Now()
+		}
+	}
+}
+
+// under says why the process is under pressure; "" when it is not.
+func (p *Pressure) under() string {
+	if limit := debug.SetMemoryLimit(-1); limit != math.MaxInt64 {
+		if live := p.liveHeap(); live > uint64(limit)/100*pressureHeapPercent {
+			return fmt.Sprintf("live heap %d MiB, above %d%% of the memory limit of %d MiB", live>>20, pressureHeapPercent, limit>>20)
+		}
+	}
+	if p.hasCgroup {
+		ws, err := p.cgroup.WorkingSet()
+		if err == nil && ws > p.cgroup.Limit()/100*pressureCgroupPercent {
+			return fmt.Sprintf("working set %d MiB, above %d%% of the limit of %d MiB (%s)", ws>>20, pressureCgroupPercent, p.cgroup.Limit()>>20, p.cgroup.LimitFile())
+		}
+	}
+	return ""
+}
+
+func (p *Pressure) liveHeap() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	metrics.Read(p.sample)
+	if p.sample[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return p.sample[0].Value.Uint64()
+}
+
+// Relieve drops every registered part and returns what that freed to the
+// system when anything was dropped or always is set; it returns the
+// names of the parts dropped.
+func (p *Pressure) Relieve(why string, always bool) []string {
+	p.mu.Lock()
+	drops := p.drops
+	p.mu.Unlock()
+	var dropped []string
+	for _, d := range drops {
+		if d.drop() {
+			dropped = append(dropped, d.name)
+		}
+	}
+	if len(dropped) == 0 && !always {
+		return nil
+	}
+	before := p.liveHeap()
+	debug.FreeOSMemory()
+	klog.InfoS("Under memory pressure: dropped what is rebuilt on demand and returned the free heap", "why", why,
+		"dropped", dropped, "liveHeapBefore", before, "liveHeapAfter", p.liveHeap())
+	return dropped
+}
