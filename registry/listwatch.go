@@ -82,7 +82,7 @@ func (s *Storage) ListerWatcher(gvr schema.GroupVersionResource, fieldSelector f
 			if err != nil {
 				return nil, err
 			}
-			return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
+			return MapWatch(w, func(ev watch.Event) watch.Event {
 				switch {
 				case ev.Type == watch.Error:
 				case metadata:
@@ -90,7 +90,7 @@ func (s *Storage) ListerWatcher(gvr schema.GroupVersionResource, fieldSelector f
 				default:
 					ev.Object = s.watchedObject(ev.Object)
 				}
-				return ev, true
+				return ev
 			}), nil
 		},
 	}}, true
