@@ -78,6 +78,7 @@ func TestSmoke(t *testing.T) {
 		Idle: time.Second, CPUWindow: time.Second, DataRoot: t.TempDir(), Log: &log, MirrorOutage: 2 * time.Second,
 		GatewayScales: []int{1}, BurstDuration: time.Second, SlowWriteRate: 50, Kubemark: kubemark, CachePolicyScale: 1, PeerBinDir: peerBins,
 		NewerBin: newer, IdleFlash: 2 * time.Second, CgroupKubestore: []int{256}, CgroupPeer: []int{512}, CgroupScales: []int{1},
+		KubectlSettle: time.Second,
 	}
 	res, err := run(t.Context(), o)
 	if res != nil {
@@ -135,8 +136,10 @@ func TestSmoke(t *testing.T) {
 		t.Error("no cgroup section")
 	case c.Skipped != "":
 		t.Logf("cgroup: skipped: %s", c.Skipped)
-	case len(c.Kubestore) != 1 || c.Kubestore[0].Ready != "" || len(c.Kubestore[0].Steps) != 1 || c.Kubestore[0].PeakBytes <= 0:
-		t.Errorf("cgroup = %+v, want kubestore in 256 MiB with the gateway set ×1 measured", c.Kubestore)
+	case len(c.Kubestore) != 1 || c.Kubestore[0].Ready != "" || len(c.Kubestore[0].Steps) != 2 || c.Kubestore[0].PeakBytes <= 0:
+		t.Errorf("cgroup = %+v, want kubestore in 256 MiB with the gateway set ×1 and kubectl's step measured", c.Kubestore)
+	case !c.Kubestore[0].Steps[1].Kubectl || !c.Kubestore[0].Steps[1].fits():
+		t.Errorf("cgroup's kubectl step = %+v, want kubectl's OpenAPI reads and a create answered in 256 MiB", c.Kubestore[0].Steps[1])
 	}
 	if f := got.IdleFlash; f == nil || f.Skipped != "" || f.WindowSec < 2 || f.BytesPerSec < 0 {
 		t.Errorf("idle flash = %+v, want a window of 2 s measured", f)

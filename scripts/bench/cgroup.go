@@ -10,8 +10,11 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -43,7 +46,10 @@ type CgroupRun struct {
 
 // CgroupStep is one scale of the gateway set loaded and listed.
 type CgroupStep struct {
-	Scale   int     `json:"scale"`
+	Scale int `json:"scale"`
+	// Kubectl marks the step after the first scale: kubectl's OpenAPI
+	// reads, then one create and the LIST of everything (kubectlStep).
+	Kubectl bool    `json:"kubectl,omitempty"`
 	Outcome string  `json:"outcome"` // "fits", or what failed first
 	LoadMs  float64 `json:"loadMs"`
 	ListMs  float64 `json:"listMs"`
@@ -280,12 +286,96 @@ func (b *bench) cgroupRun(ctx context.Context, who string, limitMiB int, start f
 		if !step.fits() {
 			break
 		}
+		if len(run.Steps) == 1 {
+			step := b.kubectlStep(ctx, cfg, cg)
+			run.Steps = append(run.Steps, step)
+			b.logf("cgroup %s %d MiB: gateway ×%d, then kubectl's OpenAPI reads: %s; usage %s, peak %s",
+				who, limitMiB, step.Scale, step.Outcome, mib(step.UsageBytes), mib(cg.peak()))
+			if !step.fits() {
+				break
+			}
+		}
 	}
-	for _, scale := range b.o.CgroupScales[len(run.Steps):] {
+	for _, scale := range b.o.CgroupScales[len(run.Steps)-kubectlSteps(run.Steps):] {
 		run.Steps = append(run.Steps, CgroupStep{Scale: scale, Outcome: "not tried: a smaller scale did not fit"})
 	}
 	run.PeakBytes, run.OOMKills = cg.peak(), cg.oomKills()
 	return run, nil
+}
+
+// kubectlSettle is how long after kubectl's OpenAPI reads the
+// kubectlStep's create comes by default: an operator's next command, and
+// time for the server to see its heap grow (memory.Pressure looks every
+// second, at the live heap of the last collection).
+const kubectlSettle = 15 * time.Second
+
+// kubectlStep is what an operator's kubectl adds on a gateway that holds
+// the first scale of the set: kubectl explain and kubectl apply read
+// /openapi/v3 and the document of the kind's group version (client-go's
+// OpenAPI v3 client, as kubectl does), which makes a server build its
+// OpenAPI documents; kubectlSettle later, one create and the LIST of
+// everything must still be answered.
+func (b *bench) kubectlStep(ctx context.Context, cfg *rest.Config, cg *memCgroup) CgroupStep {
+	step := CgroupStep{Scale: b.o.CgroupScales[0], Kubectl: true, Outcome: "fits"}
+	begin := time.Now()
+	err := readOpenAPIAsKubectl(cfg)
+	step.LoadMs = ms(time.Since(begin))
+	settle := b.o.KubectlSettle
+	if settle == 0 {
+		settle = kubectlSettle
+	}
+	if err == nil {
+		err = sleep(ctx, settle)
+	}
+	if err == nil {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after-kubectl", Namespace: gatewayNamespace(0)}}
+		_, err = kubernetes.NewForConfigOrDie(cfg).CoreV1().ConfigMaps(cm.Namespace).Create(ctx, cm, metav1.CreateOptions{})
+	}
+	if err == nil {
+		begin = time.Now()
+		err = listEverything(ctx, cfg)
+		step.ListMs = ms(time.Since(begin))
+	}
+	if err != nil {
+		step.Outcome = cgroupFailure(err)
+	}
+	if k := cg.oomKills(); k > 0 {
+		step.Outcome = fmt.Sprintf("OOM-killed (%d) after: %s", k, step.Outcome)
+	}
+	step.UsageBytes = cg.usage()
+	return step
+}
+
+// readOpenAPIAsKubectl reads what kubectl explain pods reads: the
+// /openapi/v3 index, then api/v1's document.
+func readOpenAPIAsKubectl(cfg *rest.Config) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	paths, err := dc.OpenAPIV3().Paths()
+	if err != nil {
+		return fmt.Errorf("reading /openapi/v3: %w", err)
+	}
+	gv, ok := paths["api/v1"]
+	if !ok {
+		return fmt.Errorf("/openapi/v3 lists no api/v1")
+	}
+	if _, err := gv.Schema(runtime.ContentTypeJSON); err != nil {
+		return fmt.Errorf("reading /openapi/v3/api/v1: %w", err)
+	}
+	return nil
+}
+
+// kubectlSteps counts the kubectl steps among steps, which load no scale.
+func kubectlSteps(steps []CgroupStep) int {
+	n := 0
+	for _, s := range steps {
+		if s.Kubectl {
+			n++
+		}
+	}
+	return n
 }
 
 // cgroupFailure names a failed request's cause in a few words.
@@ -369,7 +459,11 @@ func cgroupRows(row func(figure, value string, t target), r *Result) {
 				continue
 			}
 			for _, s := range run.Steps {
-				row(fmt.Sprintf("%s, gateway ×%d", figure, s.Scale),
+				what := fmt.Sprintf("%s, gateway ×%d", figure, s.Scale)
+				if s.Kubectl {
+					what += ", then kubectl's OpenAPI reads, a create"
+				}
+				row(what,
 					fmt.Sprintf("%s; load %.0f ms, LIST of everything %.0f ms; usage after %s; %s", s.Outcome, s.LoadMs, s.ListMs, mib(s.UsageBytes), peak),
 					cgroupTarget(who.name, run.LimitMiB, s.Scale, s.fits()))
 			}

@@ -119,6 +119,9 @@ type options struct {
 	CgroupPeer      []int
 	// CgroupScales are the copies of the gateway set loaded in turn.
 	CgroupScales []int
+	// KubectlSettle is how long after kubectl's OpenAPI reads the
+	// cgroup section's create comes (0: kubectlSettle; no flag).
+	KubectlSettle time.Duration
 }
 
 // The benchmark's sections, in the order they run.
