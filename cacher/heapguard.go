@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path"
-	"runtime/metrics"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +13,8 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 
 	k8smetrics "k8s.io/component-base/metrics"
+
+	"github.com/kubestore/kubestore/memory"
 )
 
 // HeapWatermarkPercent is the share of the memory limit the live heap may
@@ -31,9 +32,6 @@ type HeapGuard struct {
 	limit     int64
 	watermark uint64
 	from      string
-
-	mu     sync.Mutex
-	sample []metrics.Sample
 }
 
 var heapRejections = k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
@@ -54,24 +52,12 @@ func NewHeapGuard(limit int64, from string) *HeapGuard {
 	registerHeapMetrics.Do(func() { legacyregistry.MustRegister(heapRejections) })
 	return &HeapGuard{
 		limit: limit, watermark: uint64(limit) / 100 * HeapWatermarkPercent, from: from,
-		sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}},
 	}
-}
-
-// liveHeap is the heap the last garbage collection found live.
-func (g *HeapGuard) liveHeap() uint64 {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	metrics.Read(g.sample)
-	if g.sample[0].Value.Kind() != metrics.KindUint64 {
-		return 0
-	}
-	return g.sample[0].Value.Uint64()
 }
 
 // admit refuses a create of key while the live heap is above the watermark.
 func (g *HeapGuard) admit(gr schema.GroupResource, key string) error {
-	live := g.liveHeap()
+	live := memory.LiveHeap()
 	if live <= g.watermark {
 		return nil
 	}

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/storage"
+
+	"github.com/kubestore/kubestore/registry/mapwatch"
 )
 
 // withSharedParts makes the objects the watch cache receives from s (its
@@ -49,46 +51,10 @@ func (s sharing) Watch(ctx context.Context, key string, opts storage.ListOptions
 	if err != nil {
 		return nil, err
 	}
-	sw := &sharingWatch{in: w, out: make(chan watch.Event), stop: make(chan struct{})}
-	go sw.loop(s.parts)
-	return sw, nil
-}
-
-// sharingWatch passes a watch's events on, their objects' parts shared.
-// Unlike watch.Filter's, its loop ends when it is stopped while no one
-// reads it (the watch cache's reflector stops its watch and leaves).
-type sharingWatch struct {
-	in       watch.Interface
-	out      chan watch.Event
-	stop     chan struct{}
-	stopOnce sync.Once
-}
-
-func (w *sharingWatch) ResultChan() <-chan watch.Event { return w.out }
-
-func (w *sharingWatch) Stop() {
-	w.stopOnce.Do(func() { close(w.stop) })
-	w.in.Stop()
-}
-
-func (w *sharingWatch) loop(parts *sharedParts) {
-	defer close(w.out)
-	for {
-		select {
-		case ev, ok := <-w.in.ResultChan():
-			if !ok {
-				return
-			}
-			parts.share(ev.Object)
-			select {
-			case w.out <- ev:
-			case <-w.stop:
-				return
-			}
-		case <-w.stop:
-			return
-		}
-	}
+	return mapwatch.New(w, func(ev watch.Event) watch.Event {
+		s.parts.share(ev.Object)
+		return ev
+	}), nil
 }
 
 func (s sharing) GetList(ctx context.Context, key string, opts storage.ListOptions, listObj runtime.Object) error {

@@ -44,9 +44,8 @@ type Pressure struct {
 	cgroup    config.Cgroup
 	hasCgroup bool
 
-	mu     sync.Mutex
-	drops  []dropper
-	sample []metrics.Sample
+	mu    sync.Mutex
+	drops []dropper
 }
 
 type dropper struct {
@@ -57,7 +56,7 @@ type dropper struct {
 // NewPressure watches the Go memory limit and the memory cgroup that
 // limits the process (config.LimitingCgroup of root, "/" except in tests).
 func NewPressure(root string) *Pressure {
-	p := &Pressure{sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+	p := &Pressure{}
 	p.cgroup, p.hasCgroup = config.LimitingCgroup(root)
 	return p
 }
@@ -100,7 +99,7 @@ func (p *Pressure) Run(ctx context.Context) {
 // under says why the process is under pressure; "" when it is not.
 func (p *Pressure) under() string {
 	if limit := debug.SetMemoryLimit(-1); limit != math.MaxInt64 {
-		if live := p.liveHeap(); live > uint64(limit)/100*pressureHeapPercent {
+		if live := LiveHeap(); live > uint64(limit)/100*pressureHeapPercent {
 			return fmt.Sprintf("live heap %d MiB, above %d%% of the memory limit of %d MiB", live>>20, pressureHeapPercent, limit>>20)
 		}
 	}
@@ -113,14 +112,20 @@ func (p *Pressure) under() string {
 	return ""
 }
 
-func (p *Pressure) liveHeap() uint64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	metrics.Read(p.sample)
-	if p.sample[0].Value.Kind() != metrics.KindUint64 {
+var (
+	liveMu     sync.Mutex
+	liveSample = []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+)
+
+// LiveHeap is the heap the last garbage collection found live.
+func LiveHeap() uint64 {
+	liveMu.Lock()
+	defer liveMu.Unlock()
+	metrics.Read(liveSample)
+	if liveSample[0].Value.Kind() != metrics.KindUint64 {
 		return 0
 	}
-	return p.sample[0].Value.Uint64()
+	return liveSample[0].Value.Uint64()
 }
 
 // Relieve drops every registered part and returns what that freed to the
@@ -139,9 +144,9 @@ func (p *Pressure) Relieve(why string, always bool) []string {
 	if len(dropped) == 0 && !always {
 		return nil
 	}
-	before := p.liveHeap()
+	before := LiveHeap()
 	debug.FreeOSMemory()
 	klog.InfoS("Under memory pressure: dropped what is rebuilt on demand and returned the free heap", "why", why,
-		"dropped", dropped, "liveHeapBefore", before, "liveHeapAfter", p.liveHeap())
+		"dropped", dropped, "liveHeapBefore", before, "liveHeapAfter", LiveHeap())
 	return dropped
 }

@@ -80,7 +80,7 @@ func TestHeapPressure(t *testing.T) {
 		t.Fatalf("under = %q without a memory limit or cgroup", why)
 	}
 	runtime.GC()
-	live := p.liveHeap()
+	live := LiveHeap()
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
 	debug.SetMemoryLimit(int64(live * 2))
 	if why := p.under(); why != "" {

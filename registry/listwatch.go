@@ -14,6 +14,8 @@ import (
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubestore/kubestore/registry/mapwatch"
 )
 
 // ListerWatcher is how kubestore's in-process controllers read a built-in
@@ -82,7 +84,7 @@ func (s *Storage) ListerWatcher(gvr schema.GroupVersionResource, fieldSelector f
 			if err != nil {
 				return nil, err
 			}
-			return MapWatch(w, func(ev watch.Event) watch.Event {
+			return mapwatch.New(w, func(ev watch.Event) watch.Event {
 				switch {
 				case ev.Type == watch.Error:
 				case metadata:

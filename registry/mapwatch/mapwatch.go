@@ -1,4 +1,6 @@
-package registry
+// Package mapwatch passes a watch's events on through a function, and
+// ends with the watch's stop even when no one reads it any more.
+package mapwatch
 
 import (
 	"sync"
@@ -6,13 +8,11 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 )
 
-// MapWatch passes w's events on through fn. Unlike watch.Filter's, its
-// loop ends when it is stopped while an event waits for a reader that
-// left (a reflector stops its watch and returns; the watch cache's does
-// too): watch.Filter's goroutine would wait on that send for ever.
-// (cacher's sharingWatch is the same loop for the watch cache's source;
-// registry imports no kubestore package, and its tests import cacher.)
-func MapWatch(w watch.Interface, fn func(watch.Event) watch.Event) watch.Interface {
+// New passes w's events on through fn. Unlike watch.Filter's, its loop
+// ends when it is stopped while an event waits for a reader that left (a
+// reflector stops its watch and returns; the watch cache's does too):
+// watch.Filter's goroutine would wait on that send for ever.
+func New(w watch.Interface, fn func(watch.Event) watch.Event) watch.Interface {
 	m := &mappedWatch{in: w, out: make(chan watch.Event), stop: make(chan struct{})}
 	go m.loop(fn)
 	return m

@@ -1,4 +1,4 @@
-package registry
+package mapwatch
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 // left ends its loop and closes its channel.
 func TestMapWatchStopsWithAnEventPending(t *testing.T) {
 	in := watch.NewFake()
-	w := MapWatch(in, func(ev watch.Event) watch.Event {
+	w := New(in, func(ev watch.Event) watch.Event {
 		ev.Object.(*corev1.Pod).Name = "mapped"
 		return ev
 	})
@@ -32,7 +32,7 @@ func TestMapWatchStopsWithAnEventPending(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 		buf := make([]byte, 1<<20)
-		loops = bytes.Count(buf[:runtime.Stack(buf, true)], []byte("registry.(*mappedWatch).loop"))
+		loops = bytes.Count(buf[:runtime.Stack(buf, true)], []byte("mapwatch.(*mappedWatch).loop"))
 	}
 	if ev, ok := <-w.ResultChan(); ok {
 		t.Errorf("the stopped watch sent %v", ev)
