@@ -28,9 +28,10 @@ const trimInterval = 15 * time.Second
 
 // Release returns what only the start needed, then keeps returning
 // what a burst left behind. 10 s after the start it frees the garbage of
-// building the API (debug.FreeOSMemory) and the binary's start-up pages
-// (releaseStartupPages). Then, every trimInterval, it frees the heap again
-// when it holds much more than the live objects (heapSlack): the Go runtime
+// building the API (debug.FreeOSMemory) and the pages of the binary and
+// of the database that the start touched (releaseStartupPages). Then,
+// every trimInterval, it frees the heap again when it holds much more
+// than the live objects (heapSlack): the Go runtime
 // lets the heap grow to twice the live heap between collections and returns
 // the rest to the system only slowly, so after a burst of writes or LISTs
 // an idle device would otherwise stay near the burst's peak. Measured in
@@ -46,7 +47,7 @@ func Release(ctx context.Context) {
 	if err != nil {
 		klog.ErrorS(err, "Releasing start-up pages")
 	} else {
-		klog.V(2).InfoS("Released start-up memory", "binaryMappings", released)
+		klog.V(2).InfoS("Released start-up memory", "readOnlyFileMappings", released)
 	}
 	// What the heap holds right after a trim: the live objects and the
 	// fragmentation of their spans, which no collection gives back.
