@@ -36,7 +36,7 @@ PLATFORMS := linux-amd64 linux-arm64 linux-arm linux-riscv64
 GOTESTFLAGS ?=
 TEST_TIMEOUT ?= 45m
 
-.PHONY: fuzz build build-format2 run test release-check release-builds vet cross clean generate upstream-bins release-e2e $(addprefix build-,$(PLATFORMS))
+.PHONY: fuzz build build-format2 build-symbols run test release-check release-builds vet cross clean generate upstream-bins release-e2e $(addprefix build-,$(PLATFORMS))
 
 build:
 	$(GOBUILD) -o bin/kubestore .
@@ -127,8 +127,14 @@ release-e2e: build-format2
 # idle-flash section idles a server 5 minutes (BENCHFLAGS=-idle-flash=0
 # skips it).
 .PHONY: bench
-bench: build build-format2
-	go run ./scripts/bench -bin bin/kubestore -newer-bin bin/kubestore-format2 $(BENCHFLAGS)
+bench: build build-format2 build-symbols
+	go run ./scripts/bench -bin bin/kubestore -newer-bin bin/kubestore-format2 -symbols-bin bin/kubestore-symbols $(BENCHFLAGS)
+
+# bin/kubestore with its symbol table (-w without -s): its loaded sections
+# are at the addresses of bin/kubestore's, so that make bench can say
+# which modules' code and data a running server holds resident.
+build-symbols:
+	$(GOBUILD_BASE) -ldflags "$(filter-out -s,$(LDFLAGS))" -o bin/kubestore-symbols .
 
 cross: $(addprefix build-,$(PLATFORMS))
 	cd dist && sha256sum kubestore-* > SHA256SUMS

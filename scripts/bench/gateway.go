@@ -52,9 +52,11 @@ type GatewayRun struct {
 	LoadMs  float64 `json:"loadMs"`
 	// Mem is sampled -idle after the load; IdleCPUPercent is the server's
 	// CPU over -cpu-window after that (the GC of an idle server with data).
-	Mem            Mem      `json:"mem"`
-	Mappings       Mappings `json:"mappings"`
-	IdleCPUPercent float64  `json:"idleCPUPercent"`
+	Mem      Mem      `json:"mem"`
+	Mappings Mappings `json:"mappings"`
+	// BinaryPages is the binary's share of Mappings by section and module.
+	BinaryPages    BinaryPages `json:"binaryPages"`
+	IdleCPUPercent float64     `json:"idleCPUPercent"`
 }
 
 // gatewayTarget is the issue's memory target for a scale of the gateway
@@ -112,6 +114,10 @@ func (b *bench) gatewayRun(ctx context.Context, srv *server, scale int, r *Gatew
 		return err
 	}
 	b.logf("gateway ×%d: RSS by mapping: %s", scale, run.Mappings)
+	if run.BinaryPages, err = readBinaryPages(srv.pid(), b.o.SymbolsBin); err != nil {
+		return err
+	}
+	b.logf("gateway ×%d: the binary's resident pages: %s", scale, run.BinaryPages)
 	if err := b.heapProfileOf(ctx, srv, fmt.Sprintf("gateway-x%d", scale)); err != nil {
 		return err
 	}
@@ -333,6 +339,7 @@ func gatewayRows(row func(figure, value string, t target), r *Result) {
 		}
 		row(fmt.Sprintf("gateway ×%d (%d objects): RSS (anonymous)", run.Scale, run.Objects), fmt.Sprintf("%s (%s); loaded in %.0f ms", mib(run.Mem.VmRSS), mib(run.Mem.RssAnon), run.LoadMs), t)
 		row(fmt.Sprintf("gateway ×%d: RSS by mapping", run.Scale), run.Mappings.String(), target{})
+		row(fmt.Sprintf("gateway ×%d: the binary's resident pages", run.Scale), run.BinaryPages.String(), target{})
 		row(fmt.Sprintf("gateway ×%d: CPU idle with the data", run.Scale), fmt.Sprintf("%.2f %% of a core", run.IdleCPUPercent), target{"<= 2 %", run.IdleCPUPercent <= 2})
 	}
 	if len(g.Runs) == 0 {

@@ -119,6 +119,8 @@ type options struct {
 	CgroupPeer      []int
 	// CgroupScales are the copies of the gateway set loaded in turn.
 	CgroupScales []int
+	// SymbolsBin is -bin's build with its symbol table ("": none).
+	SymbolsBin string
 	// KubectlSettle is how long after kubectl's OpenAPI reads the
 	// cgroup section's create comes (0: kubectlSettle; no flag).
 	KubectlSettle time.Duration
@@ -281,6 +283,7 @@ func main() {
 	flag.DurationVar(&o.BurstDuration, "burst-duration", 10*time.Second, "gateway: the burst's updates are paced over this long")
 	flag.IntVar(&o.SlowWriteUpdates, "slow-write-updates", 0, "gateway: updates of the slow flash-write measurement (0: 600 x scale)")
 	flag.Float64Var(&o.SlowWriteRate, "slow-write-rate", 10, "gateway: updates per second of the slow flash-write measurement")
+	flag.StringVar(&o.SymbolsBin, "symbols-bin", "", "gateway: the same build as -bin with its symbol table (make build-symbols), to attribute the binary's resident pages to modules; empty: by section only")
 	flag.StringVar(&o.PeerBinDir, "peer-bin-dir", "bin/upstream", "peer: directory of kube-apiserver and etcd (make upstream-bins builds them; missing: the section is skipped)")
 	flag.IntVar(&o.CachePolicyScale, "cache-policy-scale", 0, "cache-policy: copies of the gateway set each server holds (0: 5)")
 	flag.IntVar(&o.CachePolicyGets, "cache-policy-gets", 0, "cache-policy: GETs by name of each resource (0: 1000 x scale)")

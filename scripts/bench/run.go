@@ -28,11 +28,13 @@ type Result struct {
 	ReadyEmptyMs float64 `json:"readyEmptyMs"` // restart on the empty data dir
 	ReadyDataMs  float64 `json:"readyDataMs"`  // restart on the loaded data dir
 
-	MemIdle          Mem     `json:"memIdle"`
-	IdleCPUPercent   float64 `json:"idleCPUPercent"`
-	MemLoaded        Mem     `json:"memLoaded"`
-	MemAfterLists    Mem     `json:"memAfterLists"`
-	LoadedCPUPercent float64 `json:"loadedIdleCPUPercent"` // idle, with the data, after the lists
+	MemIdle Mem `json:"memIdle"`
+	// IdleBinaryPages is what of the binary the idle server holds.
+	IdleBinaryPages  BinaryPages `json:"idleBinaryPages"`
+	IdleCPUPercent   float64     `json:"idleCPUPercent"`
+	MemLoaded        Mem         `json:"memLoaded"`
+	MemAfterLists    Mem         `json:"memAfterLists"`
+	LoadedCPUPercent float64     `json:"loadedIdleCPUPercent"` // idle, with the data, after the lists
 
 	CreatesPerSec float64 `json:"createsPerSec"`
 	UpdatesPerSec float64 `json:"updatesPerSec"`
@@ -368,6 +370,10 @@ func (b *bench) store(ctx context.Context) error {
 	if res.MemIdle, err = b.mem("idle"); err != nil {
 		return err
 	}
+	if res.IdleBinaryPages, err = readBinaryPages(b.srv.pid(), b.o.SymbolsBin); err != nil {
+		return err
+	}
+	b.logf("idle: the binary's resident pages: %s", res.IdleBinaryPages)
 	if err := b.heapProfile(ctx, "idle"); err != nil {
 		return err
 	}

@@ -159,6 +159,7 @@ func storeRows(row func(figure, value string, t target), r *Result) {
 		row("HWM "+what, mib(mem.VmHWM), target{})
 	}
 	memRow(fmt.Sprintf("idle (%.0f s after ready)", c.IdleSec), r.MemIdle, 40<<20, 16<<20)
+	row("idle: the binary's resident pages", r.IdleBinaryPages.String(), target{})
 	row(fmt.Sprintf("CPU idle (%.0f s window)", c.CPUWindowSec), fmt.Sprintf("%.2f %% of a core", r.IdleCPUPercent), target{"<= 1 %", r.IdleCPUPercent <= 1})
 	memRow("loaded", r.MemLoaded, 0, 0)
 	memRow("after the lists", r.MemAfterLists, 128<<20, 64<<20)
