@@ -361,7 +361,7 @@ func peerRows(row func(figure, value string, t target), r *Result) {
 			return "", target{}
 		}
 		q := float64(ours) / float64(theirs)
-		return fmt.Sprintf("; kubestore %s, ratio %.2f", mib(ours), q), target{fmt.Sprintf("ratio <= %.2f", limit), q <= limit}
+		return fmt.Sprintf("; kubestore %s, ratio %.3f", mib(ours), q), target{fmt.Sprintf("ratio <= %.2f", limit), q <= limit}
 	}
 	var ours int64
 	if r.ran(sectionStore) {
