@@ -79,6 +79,7 @@ func newCustomResourcesServer(base genericapiserver.Config, backend Storage, tra
 	// base's.
 	c.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(customResourceDefinitions,
 		openapinamer.NewDefinitionNamer(apiextensionsapiserver.Scheme))
+	c.OpenAPIV3Config.GetOperationIDAndTagsFromRoute = openapi.OperationIDs(c.OpenAPIV3Config.GetOperationIDAndTags)
 	c.OpenAPIV3Config.Info.Title = base.OpenAPIV3Config.Info.Title
 	c.OpenAPIV3Config.Info.Version = base.OpenAPIV3Config.Info.Version
 

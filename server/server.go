@@ -316,6 +316,7 @@ func (b *builder) genericConfig() error {
 	// the config stays for server-side apply's types.
 	c.SkipOpenAPIInstallation = true
 	c.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(openapi.GetOpenAPIDefinitions, openapinamer.NewDefinitionNamer(b.kinds.Scheme()))
+	c.OpenAPIV3Config.GetOperationIDAndTagsFromRoute = openapi.OperationIDs(c.OpenAPIV3Config.GetOperationIDAndTags)
 	c.OpenAPIV3Config.Info.Title = "Kubernetes"
 	c.OpenAPIV3Config.Info.Version = build.Kubernetes
 	c.AddHealthChecks(healthz.NamedCheck("etcd", func(r *http.Request) error { return b.storage.Check(r.Context()) }))
@@ -470,6 +471,7 @@ func (b *builder) workers() error {
 	s.pressure = memory.NewPressure("/")
 	s.pressure.Droppable("OpenAPI v3 documents", openapi.ServeV3Lazily(gs, b.c.OpenAPIV3Config, openAPIBuilt))
 	v2 := genericapiserver.DefaultOpenAPIConfig(openapi.GetOpenAPIDefinitions, openapinamer.NewDefinitionNamer(b.kinds.Scheme()))
+	v2.GetOperationIDAndTagsFromRoute = openapi.OperationIDs(v2.GetOperationIDAndTags)
 	v2.Info.Title, v2.Info.Version = b.c.OpenAPIV3Config.Info.Title, b.c.OpenAPIV3Config.Info.Version
 	s.pressure.Droppable("OpenAPI v2 document", openapi.ServeV2Lazily(gs, v2))
 	keys := b.saKeys

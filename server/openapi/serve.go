@@ -2,9 +2,11 @@ package openapi
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sync"
 
+	restful "github.com/emicklei/go-restful/v3"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/mux"
 	"k8s.io/apiserver/pkg/server/routes"
@@ -94,6 +96,25 @@ func ServeV3Lazily(gs *genericapiserver.GenericAPIServer, cfg *common.OpenAPIV3C
 // (k8s.io/kube-openapi/pkg/builder3), as ServeV3Lazily does.
 func DropDefinitions(cfg *common.OpenAPIV3Config) {
 	cfg.Definitions = nil
+}
+
+// OperationIDs is GetOperationIDAndTagsFromRoute for a config whose
+// GetOperationIDAndTags is get, as kube-openapi's builders set it on their
+// first build when it is nil (newOpenAPI in k8s.io/kube-openapi
+// pkg/builder and pkg/builder3), without their closure: theirs calls
+// through that first build's builder, and so keeps it and all it built
+// for as long as the config lives. The built-in groups' config kept
+// core/v1's install schemas for the server's life that way (2.5 MB,
+// docs/PERFORMANCE.md), and the v2 config would have kept the first
+// /openapi/v2 document through every drop.
+func OperationIDs(get func(*restful.Route) (string, []string, error)) func(common.Route) (string, []string, error) {
+	return func(r common.Route) (string, []string, error) {
+		route, ok := r.(*restfuladapter.RouteAdapter)
+		if !ok {
+			return "", nil, fmt.Errorf("config.GetOperationIDAndTags specified but route is not a restful v1 Route")
+		}
+		return get(route.Route)
+	}
 }
 
 // v3Ref is the reference DefaultOpenAPIV3Config gives definitions:
