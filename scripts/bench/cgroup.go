@@ -255,8 +255,9 @@ func (b *bench) cgroupRun(ctx context.Context, who string, limitMiB int, start f
 	cfg = rest.CopyConfig(cfg)
 	cfg.Timeout = cgroupRequestTimeout
 	cfg.QPS, cfg.Burst = -1, 0
-	loaded := 0
-	for _, scale := range b.o.CgroupScales {
+	loaded, tried := 0, 0
+	for i, scale := range b.o.CgroupScales {
+		tried++
 		step := CgroupStep{Scale: scale, Outcome: "fits"}
 		begin := time.Now()
 		if err := b.gatewayLoadCopies(ctx, cfg, loaded, scale); err != nil {
@@ -286,7 +287,7 @@ func (b *bench) cgroupRun(ctx context.Context, who string, limitMiB int, start f
 		if !step.fits() {
 			break
 		}
-		if len(run.Steps) == 1 {
+		if i == 0 {
 			step := b.kubectlStep(ctx, cfg, cg)
 			run.Steps = append(run.Steps, step)
 			b.logf("cgroup %s %d MiB: gateway ×%d, then kubectl's OpenAPI reads: %s; usage %s, peak %s",
@@ -296,7 +297,7 @@ func (b *bench) cgroupRun(ctx context.Context, who string, limitMiB int, start f
 			}
 		}
 	}
-	for _, scale := range b.o.CgroupScales[len(run.Steps)-kubectlSteps(run.Steps):] {
+	for _, scale := range b.o.CgroupScales[tried:] {
 		run.Steps = append(run.Steps, CgroupStep{Scale: scale, Outcome: "not tried: a smaller scale did not fit"})
 	}
 	run.PeakBytes, run.OOMKills = cg.peak(), cg.oomKills()
@@ -365,17 +366,6 @@ func readOpenAPIAsKubectl(cfg *rest.Config) error {
 		return fmt.Errorf("reading /openapi/v3/api/v1: %w", err)
 	}
 	return nil
-}
-
-// kubectlSteps counts the kubectl steps among steps, which load no scale.
-func kubectlSteps(steps []CgroupStep) int {
-	n := 0
-	for _, s := range steps {
-		if s.Kubectl {
-			n++
-		}
-	}
-	return n
 }
 
 // cgroupFailure names a failed request's cause in a few words.
