@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"path/filepath"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	"github.com/kubestore/kubestore/cacher"
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/server"
+	"github.com/kubestore/kubestore/test/ports"
 )
 
 // testServer is the whole stack, in-process: embedded etcd (or an external
@@ -173,10 +173,5 @@ func newServer(cc config.Completed, backend *cacher.Backend) (*server.Server, er
 // test hands its number to (an etcd's, a site's peer port).
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return ports.Free(t, 1)[0]
 }

@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -26,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubestore/kubestore/datadir"
+	"github.com/kubestore/kubestore/test/ports"
 )
 
 // goBinary is a program of this module built once per test run.
@@ -111,21 +111,10 @@ func shortTempDir(t *testing.T) string {
 	return dir
 }
 
-// freePorts are n loopback ports free now.
+// freePorts are n loopback ports free now, none returned before.
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
-	var out []int
-	var lns []net.Listener
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		must(t, err)
-		lns = append(lns, ln)
-		out = append(out, ln.Addr().(*net.TCPAddr).Port)
-	}
-	for _, ln := range lns {
-		ln.Close()
-	}
-	return out
+	return ports.Free(t, n)
 }
 
 // freePort is a TCP port on loopback that nothing listens on right now
