@@ -130,6 +130,20 @@ release-e2e: build-format2
 bench: build build-format2 build-symbols
 	go run ./scripts/bench -bin bin/kubestore -newer-bin bin/kubestore-format2 -symbols-bin bin/kubestore-symbols $(BENCHFLAGS)
 
+# The server CPU per create, update and LIST of this tree beside a commit's,
+# BASE=<rev> (issue 39's "nothing slower than 1.1x"): BASE is built by its
+# own make build in a temporary worktree, then both run the bench's
+# compare section, four rounds that alternate which goes first. One run of
+# the store section moves by 10-25 % on a 2-core machine; the rounds are
+# what tells a cost from noise (docs/PERFORMANCE.md).
+.PHONY: bench-compare
+bench-compare: build
+	@test -n "$(BASE)" || { echo "make bench-compare: BASE=<commit> is required"; exit 2; }
+	@tree=$$(mktemp -d) && git worktree add -q --detach $$tree/base $(BASE) && \
+		{ $(MAKE) -C $$tree/base build && cp $$tree/base/bin/kubestore bin/kubestore-base; s=$$?; \
+		git worktree remove --force $$tree/base; rm -rf $$tree; exit $$s; }
+	go run ./scripts/bench -bin bin/kubestore -compare-bin bin/kubestore-base -only=compare -configmaps=3000 -xz=false -out bench-compare.json $(BENCHFLAGS)
+
 # bin/kubestore with its symbol table (-w without -s): its loaded sections
 # are at the addresses of bin/kubestore's, so that make bench can say
 # which modules' code and data a running server holds resident.

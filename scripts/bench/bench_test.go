@@ -78,7 +78,7 @@ func TestSmoke(t *testing.T) {
 		Idle: time.Second, CPUWindow: time.Second, DataRoot: t.TempDir(), Log: &log, MirrorOutage: 2 * time.Second,
 		GatewayScales: []int{1}, BurstDuration: time.Second, SlowWriteRate: 50, Kubemark: kubemark, CachePolicyScale: 1, PeerBinDir: peerBins,
 		NewerBin: newer, IdleFlash: 2 * time.Second, CgroupKubestore: []int{256}, CgroupPeer: []int{512}, CgroupScales: []int{1},
-		KubectlSettle: time.Second,
+		KubectlSettle: time.Second, CompareBin: bin, CompareRounds: 1,
 	}
 	res, err := run(t.Context(), o)
 	if res != nil {
@@ -140,6 +140,23 @@ func TestSmoke(t *testing.T) {
 		t.Errorf("cgroup = %+v, want kubestore in 256 MiB with the gateway set ×1 and kubectl's step measured", c.Kubestore)
 	case !c.Kubestore[0].Steps[1].Kubectl || !c.Kubestore[0].Steps[1].fits():
 		t.Errorf("cgroup's kubectl step = %+v, want kubectl's OpenAPI reads and a create answered in 256 MiB", c.Kubestore[0].Steps[1])
+	}
+	// The binary against itself, one round: a create, the update passes
+	// and every LIST variant, cached and uncached, measured for each side.
+	if c := got.Compare; c == nil || c.Skipped != "" || len(c.Ops) != 2+2*len(listVariants) {
+		t.Errorf("compare = %+v, want create, update and %d LIST figures", c, 2*len(listVariants))
+	} else {
+		for _, op := range c.Ops {
+			n := 1
+			if op.Op == "update" {
+				n = compareUpdatePasses
+			}
+			// A LIST of 100 ConfigMaps can take less than the 10 ms
+			// the kernel counts CPU in: a figure may be 0.
+			if len(op.BinMs) != n || len(op.BaseMs) != n || slices.Min(op.BinMs) < 0 || slices.Min(op.BaseMs) < 0 {
+				t.Errorf("compare %s: %+v, want %d figures on each side", op.Op, op, n)
+			}
+		}
 	}
 	if f := got.IdleFlash; f == nil || f.Skipped != "" || f.WindowSec < 2 || f.BytesPerSec < 0 {
 		t.Errorf("idle flash = %+v, want a window of 2 s measured", f)

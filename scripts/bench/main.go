@@ -121,6 +121,11 @@ type options struct {
 	CgroupScales []int
 	// SymbolsBin is -bin's build with its symbol table ("": none).
 	SymbolsBin string
+	// The compare section: a build of an earlier commit whose server CPU
+	// per create, update and LIST is measured beside -bin's ("": the
+	// section is skipped), in rounds.
+	CompareBin    string
+	CompareRounds int
 	// KubectlSettle is how long after kubectl's OpenAPI reads the
 	// cgroup section's create comes (0: kubectlSettle; no flag).
 	KubectlSettle time.Duration
@@ -139,9 +144,10 @@ const (
 	sectionUpdate      = "update"
 	sectionSite        = "site"
 	sectionCgroup      = "cgroup"
+	sectionCompare     = "compare"
 )
 
-var allSections = []string{sectionStore, sectionIdleFlash, sectionMirror, sectionControllers, sectionGateway, sectionPeer, sectionCachePolicy, sectionNodeAgents, sectionUpdate, sectionSite, sectionCgroup}
+var allSections = []string{sectionStore, sectionIdleFlash, sectionMirror, sectionControllers, sectionGateway, sectionPeer, sectionCachePolicy, sectionNodeAgents, sectionUpdate, sectionSite, sectionCgroup, sectionCompare}
 
 // sections are the sections this run measures.
 func (o *options) sections() []string {
@@ -184,6 +190,12 @@ func (o *options) complete() error {
 	o.CachePolicyGets = scaled(o.CachePolicyGets, 1000, o.Scale)
 	if o.CachePolicyScale == 0 {
 		o.CachePolicyScale = 5
+	}
+	if o.CompareRounds < 0 {
+		return fmt.Errorf("invalid -compare-rounds %d: must be > 0", o.CompareRounds)
+	}
+	if o.CompareRounds == 0 {
+		o.CompareRounds = 4
 	}
 	o.NodeWindow = scaledDuration(o.NodeWindow, time.Minute, o.Scale)
 	o.NodeOutage = scaledDuration(o.NodeOutage, 10*time.Minute, o.Scale)
@@ -273,7 +285,7 @@ func main() {
 	flag.BoolVar(&o.Keep, "keep", false, "keep the data dir and server logs")
 	flag.BoolVar(&o.XZ, "xz", true, "also measure the binary compressed with xz -9 (about a minute of one core, before anything else runs)")
 	flag.StringVar(&o.ProfileDir, "profile-dir", "", "if set, serve with --profiling and save heap profiles (idle, loaded, after the lists) and a CPU profile of the first cached LISTs there")
-	flag.StringVar(&o.Only, "only", "", "run only these sections, comma separated (peer's ratios need gateway and store in the same run): store (one process: start-up, memory, LISTs, writes, watches, flash, informer) or idle-flash (what an idle server on a fresh data dir writes over -idle-flash) or mirror (an edge mirroring a second kubestore) or controllers (the memory of each of --controllers) or gateway (memory of the gateway data set x1 and x5, a burst of updates, flash at 10 updates/s) or peer (kube-apiserver + etcd from -peer-bin-dir on the gateway data set, each figure beside kubestore's) or cache-policy (each gateway resource's watch cache: the memory it holds, what a GET by name costs without it) or node-agents (an edge serving kubemark's hollow kubelet with 110 pods: requests, CPU, memory, the reconnect after an outage) or update (the -configmaps updated to -newer-bin's data format: the pre-update snapshot, the trial start, the commit, the way back) or site (the -configmaps created through one kubestore and through a site of three: rate, latency, memory of each member; a fourth gateway's join with them present; then the upstream watches and link bytes of the -mirror-objects and -mirror-changes on three separate edges and on a site of three); empty runs all")
+	flag.StringVar(&o.Only, "only", "", "run only these sections, comma separated (peer's ratios need gateway and store in the same run): store (one process: start-up, memory, LISTs, writes, watches, flash, informer) or idle-flash (what an idle server on a fresh data dir writes over -idle-flash) or mirror (an edge mirroring a second kubestore) or controllers (the memory of each of --controllers) or gateway (memory of the gateway data set x1 and x5, a burst of updates, flash at 10 updates/s) or peer (kube-apiserver + etcd from -peer-bin-dir on the gateway data set, each figure beside kubestore's) or cache-policy (each gateway resource's watch cache: the memory it holds, what a GET by name costs without it) or node-agents (an edge serving kubemark's hollow kubelet with 110 pods: requests, CPU, memory, the reconnect after an outage) or update (the -configmaps updated to -newer-bin's data format: the pre-update snapshot, the trial start, the commit, the way back) or site (the -configmaps created through one kubestore and through a site of three: rate, latency, memory of each member; a fourth gateway's join with them present; then the upstream watches and link bytes of the -mirror-objects and -mirror-changes on three separate edges and on a site of three); or compare (the server CPU per create, update and LIST of -bin beside -compare-bin's, in -compare-rounds rounds); empty runs all")
 	flag.IntVar(&o.MirrorObjects, "mirror-objects", 0, "mirror and site: ConfigMaps of 1 KiB the edge mirrors (0: 10000 x scale)")
 	flag.IntVar(&o.MirrorChanges, "mirror-changes", 0, "mirror: ConfigMaps updated upstream during the outage; site: updated once every mirror serves them (0: 100 x scale, 1 % of the mirrored ones)")
 	flag.DurationVar(&o.MirrorOutage, "mirror-outage", 60*time.Second, "mirror: how long the link between edge and upstream is cut")
@@ -287,6 +299,8 @@ func main() {
 	flag.StringVar(&o.PeerBinDir, "peer-bin-dir", "bin/upstream", "peer: directory of kube-apiserver and etcd (make upstream-bins builds them; missing: the section is skipped)")
 	flag.IntVar(&o.CachePolicyScale, "cache-policy-scale", 0, "cache-policy: copies of the gateway set each server holds (0: 5)")
 	flag.IntVar(&o.CachePolicyGets, "cache-policy-gets", 0, "cache-policy: GETs by name of each resource (0: 1000 x scale)")
+	flag.StringVar(&o.CompareBin, "compare-bin", "", "compare: a build of an earlier commit (make bench-compare BASE=<rev> builds one); the server CPU per create, update and LIST of -configmaps ConfigMaps of -bin beside it, in rounds that alternate which goes first (empty: the section is skipped)")
+	flag.IntVar(&o.CompareRounds, "compare-rounds", 0, "compare: rounds, each a fresh data dir for each binary (0: 4)")
 	flag.StringVar(&o.NewerBin, "newer-bin", "bin/kubestore-format2", "update: a release of a newer data format to update to (make build-format2 builds this tree as one; missing: the section is skipped)")
 	flag.StringVar(&o.Kubemark, "kubemark", "bin/upstream/kubemark", "node-agents: kubemark binary, for its hollow kubelet (make upstream-bins builds it; missing: the section is skipped)")
 	flag.DurationVar(&o.NodeWindow, "node-window", 0, "node-agents: the steady window of the requests and CPU measurement (0: 60s x scale)")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
 )
 
 const (
@@ -28,6 +30,14 @@ func payload(i, round int) string {
 		b[k] = hex[r.IntN(16)]
 	}
 	return string(b)
+}
+
+// createBenchNamespace creates the namespace the bench's objects live in.
+func createBenchNamespace(ctx context.Context, c *kubernetes.Clientset) error {
+	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating namespace %s: %w", benchNamespace, err)
+	}
+	return nil
 }
 
 func configMapName(i int) string { return fmt.Sprintf("cm-%05d", i) }

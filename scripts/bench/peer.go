@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -160,8 +159,8 @@ func (b *bench) configMapsAndLists(ctx context.Context, cfg *rest.Config) error 
 	for i := range cs {
 		cs[i] = clientFor(srv, true)
 	}
-	if _, err := cs[0].CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating namespace: %w", err)
+	if err := createBenchNamespace(ctx, cs[0]); err != nil {
+		return err
 	}
 	if _, err := parallel(ctx, b.o.Clients, b.o.ConfigMaps, func(ctx context.Context, w, i int) error {
 		_, err := cs[w].CoreV1().ConfigMaps(benchNamespace).Create(ctx, configMap(i), metav1.CreateOptions{})

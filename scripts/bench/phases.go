@@ -39,8 +39,8 @@ func (b *bench) clients(n int) []*kubernetes.Clientset { return b.clientsOf(b.sr
 // and the pods with a running status.
 func (b *bench) load(ctx context.Context) error {
 	cs := b.clients(b.o.Clients)
-	if _, err := cs[0].CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating namespace: %w", err)
+	if err := createBenchNamespace(ctx, cs[0]); err != nil {
+		return err
 	}
 	if _, err := parallel(ctx, b.o.Clients, b.o.Nodes, func(ctx context.Context, w, i int) error {
 		_, err := cs[w].CoreV1().Nodes().Create(ctx, node(i), metav1.CreateOptions{})
@@ -49,22 +49,12 @@ func (b *bench) load(ctx context.Context) error {
 		return fmt.Errorf("creating nodes: %w", err)
 	}
 
-	b.cms = make([]*corev1.ConfigMap, b.o.ConfigMaps)
-	cpu := b.serverCPU()
-	d, err := parallel(ctx, b.o.Clients, b.o.ConfigMaps, func(ctx context.Context, w, i int) error {
-		cm, err := cs[w].CoreV1().ConfigMaps(benchNamespace).Create(ctx, configMap(i), metav1.CreateOptions{})
-		b.cms[i] = cm
+	if err := b.createConfigMaps(ctx, cs); err != nil {
 		return err
-	})
-	if err != nil {
-		return fmt.Errorf("creating configmaps: %w", err)
 	}
-	b.res.CreatesPerSec = float64(b.o.ConfigMaps) / d.Seconds()
-	b.res.CreateCPUMs = ms(b.serverCPU()-cpu) / float64(b.o.ConfigMaps)
-	b.logf("%d configmaps created in %v: %.0f/s, server CPU %.2f ms each", b.o.ConfigMaps, d.Round(time.Millisecond), b.res.CreatesPerSec, b.res.CreateCPUMs)
 
 	b.pods = make([]*corev1.Pod, b.o.Pods)
-	d, err = parallel(ctx, b.o.Clients, b.o.Pods, func(ctx context.Context, w, i int) error {
+	d, err := parallel(ctx, b.o.Clients, b.o.Pods, func(ctx context.Context, w, i int) error {
 		p, err := cs[w].CoreV1().Pods(benchNamespace).Create(ctx, pod(i, b.o.Nodes), metav1.CreateOptions{})
 		if err != nil {
 			return err
@@ -81,14 +71,35 @@ func (b *bench) load(ctx context.Context) error {
 	return nil
 }
 
+// createConfigMaps creates the -configmaps ConfigMaps from the concurrent
+// clients (creates/s, the server's CPU per create).
+func (b *bench) createConfigMaps(ctx context.Context, cs []*kubernetes.Clientset) error {
+	b.cms = make([]*corev1.ConfigMap, b.o.ConfigMaps)
+	cpu := b.serverCPU()
+	d, err := parallel(ctx, b.o.Clients, b.o.ConfigMaps, func(ctx context.Context, w, i int) error {
+		cm, err := cs[w].CoreV1().ConfigMaps(benchNamespace).Create(ctx, configMap(i), metav1.CreateOptions{})
+		b.cms[i] = cm
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("creating configmaps: %w", err)
+	}
+	b.res.CreatesPerSec = float64(b.o.ConfigMaps) / d.Seconds()
+	b.res.CreateCPUMs = ms(b.serverCPU()-cpu) / float64(b.o.ConfigMaps)
+	b.logf("%d configmaps created in %v: %.0f/s, server CPU %.2f ms each", b.o.ConfigMaps, d.Round(time.Millisecond), b.res.CreatesPerSec, b.res.CreateCPUMs)
+	return nil
+}
+
 // updates rewrites every ConfigMap's payload once from the concurrent
-// clients (updates/s).
-func (b *bench) updates(ctx context.Context) error {
+// clients (updates/s), with the payload of the given round: each round
+// changes every object (a round written before would be a no-op update,
+// which the API server answers without writing).
+func (b *bench) updates(ctx context.Context, round int) error {
 	cs := b.clients(b.o.Clients)
 	cpu := b.serverCPU()
 	d, err := parallel(ctx, b.o.Clients, len(b.cms), func(ctx context.Context, w, i int) error {
 		cm := b.cms[i].DeepCopy()
-		cm.Data["payload"] = payload(i, 1)
+		cm.Data["payload"] = payload(i, round)
 		cm, err := cs[w].CoreV1().ConfigMaps(benchNamespace).Update(ctx, cm, metav1.UpdateOptions{})
 		if err == nil {
 			b.cms[i] = cm

@@ -74,6 +74,7 @@ type Result struct {
 	NodeAgents  *NodeAgentsResult  `json:"nodeAgents,omitempty"`
 	Update      *UpdateResult      `json:"update,omitempty"`
 	Site        *SiteResult        `json:"site,omitempty"`
+	Compare     *CompareResult     `json:"compare,omitempty"`
 }
 
 // ran reports whether the run measured section.
@@ -322,7 +323,7 @@ func (b *bench) dataDirSize(phase string) (DataDirSize, error) {
 func (b *bench) run(ctx context.Context) error {
 	measure := map[string]func(context.Context) error{
 		sectionStore: b.store, sectionIdleFlash: b.idleFlash, sectionMirror: b.mirror, sectionControllers: b.controllers, sectionGateway: b.gateway,
-		sectionPeer: b.peer, sectionCachePolicy: b.cachePolicy, sectionNodeAgents: b.nodeAgents, sectionUpdate: b.update, sectionSite: b.site, sectionCgroup: b.cgroup,
+		sectionPeer: b.peer, sectionCachePolicy: b.cachePolicy, sectionNodeAgents: b.nodeAgents, sectionUpdate: b.update, sectionSite: b.site, sectionCgroup: b.cgroup, sectionCompare: b.compare,
 	}
 	for _, section := range allSections {
 		if b.res.ran(section) {
@@ -430,7 +431,7 @@ func (b *bench) store(ctx context.Context) error {
 		return err
 	}
 
-	if err := b.updates(ctx); err != nil {
+	if err := b.updates(ctx, 1); err != nil {
 		return err
 	}
 	if res.Watch, err = b.watchFanOut(ctx, 0); err != nil {

@@ -249,8 +249,8 @@ func (b *bench) siteMirrorRun(ctx context.Context, what, upName string, start fu
 	}
 	servers = append(servers, up)
 	upCS := b.clientsOf(up, b.o.Clients)
-	if _, err := upCS[0].CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating namespace %s upstream: %w", benchNamespace, err)
+	if err := createBenchNamespace(ctx, upCS[0]); err != nil {
+		return fmt.Errorf("upstream: %w", err)
 	}
 	cms := make([]*corev1.ConfigMap, objects)
 	if _, err := parallel(ctx, b.o.Clients, objects, func(ctx context.Context, w, i int) error {

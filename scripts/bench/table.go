@@ -87,6 +87,12 @@ func printTable(w io.Writer, r *Result) {
 		fmt.Fprintf(w, "update: a fresh data dir of %d ConfigMaps of 1 KiB, updated to %s (a newer data format), committed with kubestore update commit, then taken back by this release with --restore-on-newer-data; serve args: %q\n",
 			u.ConfigMaps, u.NewerBin, r.ServeArgs)
 	}
+	if c := r.Compare; c != nil && c.Skipped != "" {
+		fmt.Fprintf(w, "compare: skipped: %s\n", c.Skipped)
+	} else if c != nil {
+		fmt.Fprintf(w, "compare: %d rounds, alternating which goes first, each binary on a fresh data dir: %d ConfigMaps of 1 KiB created, updated %d times, then LISTed from the cache and (after a restart with --watch-cache-sizes=configmaps#0) from etcd; -bin against %s; serve args: %q\n",
+			c.Rounds, c.ConfigMaps, c.UpdatePasses, c.BaseBin, r.ServeArgs)
+	}
 	fmt.Fprintln(w)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -138,6 +144,9 @@ func printTable(w io.Writer, r *Result) {
 	}
 	if r.Site != nil {
 		siteRows(row, r)
+	}
+	if c := r.Compare; c != nil && c.Skipped == "" {
+		compareRows(row, r)
 	}
 	tw.Flush()
 }
