@@ -6,11 +6,12 @@ import (
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	genericapiserver "k8s.io/apiserver/pkg/server"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	networkingv1client "k8s.io/client-go/kubernetes/typed/networking/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -205,29 +206,56 @@ func startClusterIPs(b *builder, s *Server, _ func(string) bool) error {
 	ips := b.clusterIPs
 	loopback := workerLoopback(b.gs.LoopbackClientConfig)
 	cidrs := b.cc.ServiceCIDRs()
+	cidrsLW := b.listerWatcher(networkingv1.SchemeGroupVersion.WithResource("servicecidrs"),
+		fields.OneTermEqualSelector("metadata.name", serviceip.DefaultServiceCIDRName))
 	b.gs.AddPostStartHookOrDie("kubestore-default-service-cidr", func(ctx genericapiserver.PostStartHookContext) error {
 		client, err := networkingv1client.NewForConfig(loopback)
 		if err != nil {
 			return err
 		}
-		d := serviceip.NewDefaultServiceCIDR(cidrs, client.ServiceCIDRs())
+		d := serviceip.NewDefaultServiceCIDR(cidrs, cachedServiceCIDRs{client.ServiceCIDRs(), cidrsLW})
 		d.Start(ctx)
 		s.workers.start(d.Run)
 		return nil
 	})
+	// The repair's list is the watch cache's, as a LIST with
+	// resourceVersion=0 would be, without the loopback client's HTTP.
+	services := cache.ToListerWithContext(b.listerWatcher(corev1.SchemeGroupVersion.WithResource("services"), nil))
 	s.addWorker("kubestore-clusterip-repair", func(ctx context.Context) {
-		client, err := corev1client.NewForConfig(loopback)
-		if err != nil {
-			klog.ErrorS(err, "Cluster IP repair")
-			return
-		}
 		serviceip.Repair(ctx, ips, func(ctx context.Context) ([]corev1.Service, error) {
-			l, err := client.Services(metav1.NamespaceAll).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+			l, err := services.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "0"})
 			if err != nil {
 				return nil, err
 			}
-			return l.Items, nil
+			return l.(*corev1.ServiceList).Items, nil
 		})
 	})
 	return nil
+}
+
+// cachedServiceCIDRs is the default ServiceCIDR controller's client: it
+// reads the ServiceCIDR from the watch cache, as upstream's controller
+// reads its informer's lister, and writes through the loopback client.
+// Its pass every 10 s was a loopback GET, which ran the HTTP client, TLS
+// and the server's whole filter chain on an idle server and brought their
+// code back into memory each time (docs/PERFORMANCE.md). A stale read is
+// harmless: every write carries the resourceVersion it read, and a
+// Conflict makes the next pass read again.
+type cachedServiceCIDRs struct {
+	networkingv1client.ServiceCIDRInterface
+	// lw lists the ServiceCIDR named serviceip.DefaultServiceCIDRName.
+	lw cache.ListerWatcher
+}
+
+func (c cachedServiceCIDRs) Get(ctx context.Context, name string, _ metav1.GetOptions) (*networkingv1.ServiceCIDR, error) {
+	obj, err := cache.ToListerWithContext(c.lw).ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		return nil, err
+	}
+	for i := range obj.(*networkingv1.ServiceCIDRList).Items {
+		if sc := &obj.(*networkingv1.ServiceCIDRList).Items[i]; sc.Name == name {
+			return sc, nil
+		}
+	}
+	return nil, apierrors.NewNotFound(networkingv1.Resource("servicecidrs"), name)
 }

@@ -21,7 +21,8 @@ import (
 
 // The default ServiceCIDR exists with Ready=True once /readyz is ok, as
 // kube-proxy lists and watches it (in protobuf), is stored under
-// kube-apiserver's key, and comes back when deleted.
+// kube-apiserver's key, and comes back when deleted, read from the watch
+// cache (no GET reaches the API).
 func TestDefaultServiceCIDR(t *testing.T) {
 	ts := startServer(t, testConfig(t))
 	ctx := t.Context()
@@ -72,6 +73,11 @@ func TestDefaultServiceCIDR(t *testing.T) {
 				}
 				if seen[0] != watch.Deleted || seen[1] != watch.Added {
 					t.Errorf("watch events %v, want DELETED, ADDED, MODIFIED", seen)
+				}
+				// Its passes read the watch cache, never the API: a GET
+				// every 10 s ran the whole HTTP stack on an idle server.
+				if gets := ts.metric("apiserver_request_total", map[string]string{"verb": "GET", "resource": "servicecidrs"}); gets != 0 {
+					t.Errorf("the controller's passes made %v GETs of servicecidrs, want none", gets)
 				}
 				return
 			}
