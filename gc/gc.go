@@ -27,6 +27,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -50,8 +51,18 @@ import (
 )
 
 // resyncResources is how often the set of watched resources is compared
-// with discovery (a CRD added or removed), upstream's ResourceResyncTime.
+// with discovery (a CRD added or removed), upstream's ResourceResyncTime,
+// while it may have changed: for 2×resyncResources after a
+// CustomResourceDefinition changed (the discovery controller publishes a
+// CRD's resource a moment after the CRD's own change), and until a resync
+// has succeeded. kubestore serves no aggregated APIs, so nothing else
+// changes what discovery lists; upstream's collector reads discovery every
+// 30 s whatever happens, and on an idle device each read was a loopback
+// request through the whole HTTP stack (docs/PERFORMANCE.md).
 const resyncResources = 30 * time.Second
+
+// crdResource is the resource whose changes change discovery.
+var crdResource = schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}
 
 // workers process the queue in parallel, upstream's default for
 // --concurrent-gc-syncs is 20; a gateway needs far fewer.
@@ -92,6 +103,9 @@ type Collector struct {
 	refs       map[item][]types.UID
 	// resyncNow asks for discovery to be read again soon.
 	resyncNow chan struct{}
+	// crdChanged is when a CustomResourceDefinition last changed, in
+	// unix nanoseconds.
+	crdChanged atomic.Int64
 }
 
 type monitor struct {
@@ -162,17 +176,20 @@ func (c *Collector) Run(ctx context.Context) {
 	// kind was met (a custom resource whose CRD is new).
 	tick := time.NewTicker(resyncResources)
 	defer tick.Stop()
+	synced := true
 	for done := false; !done; {
 		select {
 		case <-ctx.Done():
 			done = true
 		case <-tick.C:
-			c.syncMonitors(ctx)
+			if !synced || time.Since(time.Unix(0, c.crdChanged.Load())) < 2*resyncResources {
+				synced = c.syncMonitors(ctx)
+			}
 		case <-c.resyncNow:
 			select {
 			case <-ctx.Done():
 			case <-time.After(time.Second):
-				c.syncMonitors(ctx)
+				synced = c.syncMonitors(ctx)
 			}
 		}
 	}
@@ -184,6 +201,7 @@ func (c *Collector) Run(ctx context.Context) {
 // watching those that are gone; it reports whether all watched ones have
 // synced.
 func (c *Collector) syncMonitors(ctx context.Context) bool {
+	discoveryReads.Inc()
 	c.disc.Invalidate()
 	c.mapper.Reset()
 	lists, err := discovery.ServerPreferredResources(c.disc)
@@ -261,6 +279,15 @@ func (c *Collector) monitor(ctx context.Context, gvr schema.GroupVersionResource
 	}); err != nil {
 		klog.ErrorS(err, "Garbage collector: informer handler", "resource", gvr)
 	}
+	if gvr.GroupResource() == crdResource {
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { c.discoveryChanged() },
+			UpdateFunc: func(any, any) { c.discoveryChanged() },
+			DeleteFunc: func(any) { c.discoveryChanged() },
+		}); err != nil {
+			klog.ErrorS(err, "Garbage collector: informer handler", "resource", gvr)
+		}
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -269,6 +296,16 @@ func (c *Collector) monitor(ctx context.Context, gvr schema.GroupVersionResource
 	}()
 	// stop returns once the informer has stopped.
 	return &monitor{informer: inf, stop: func() { cancel(); <-done }}
+}
+
+// discoveryChanged notes that a CustomResourceDefinition changed: discovery
+// is read again in a second, and at every resyncResources for a while.
+func (c *Collector) discoveryChanged() {
+	c.crdChanged.Store(time.Now().UnixNano())
+	select {
+	case c.resyncNow <- struct{}{}:
+	default:
+	}
 }
 
 func (c *Collector) stopMonitors() {

@@ -43,6 +43,11 @@ var (
 		Help:           "Resources whose objects the garbage collector watches.",
 		StabilityLevel: metrics.ALPHA,
 	})
+	discoveryReads = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace: "kubestore", Subsystem: "garbage_collector", Name: "discovery_reads_total",
+		Help:           "Times the garbage collector read discovery to find the resources to watch: at its start, and after a CustomResourceDefinition changed.",
+		StabilityLevel: metrics.ALPHA,
+	})
 	leader = metrics.NewGauge(&metrics.GaugeOpts{
 		Namespace: "kubestore", Subsystem: "garbage_collector", Name: "leader",
 		Help:           "1 while this process is the one collecting (holds the garbage-collector etcd election).",
@@ -53,6 +58,6 @@ var (
 
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(deletes, referencesRemoved, orphaned, finalizersRemoved, errorsTotal, tracked, resources, leader)
+		legacyregistry.MustRegister(deletes, referencesRemoved, orphaned, finalizersRemoved, errorsTotal, tracked, resources, discoveryReads, leader)
 	})
 }

@@ -62,7 +62,7 @@ func controllerDescriptors() []controllerDescriptor {
 		},
 		{
 			name:   config.ControllerGarbageCollector,
-			reads:  "the registry's stores: a metadata informer per resource on its watch cache (custom resources: the loopback client); each object judged read again from etcd",
+			reads:  "the registry's stores: a metadata informer per resource on its watch cache (custom resources: the loopback client); each object judged read again from etcd; discovery read at the start and after a CRD changes",
 			shared: "one collector, elected with the etcd election " + gc.ElectionKey + " (no write while held); deletes with uid and resourceVersion preconditions",
 			start: func(b *builder, s *Server, _ func(string) bool) error {
 				loopback, local := workerLoopback(b.gs.LoopbackClientConfig), b.api.ListerWatcher
@@ -126,7 +126,7 @@ func controllerDescriptors() []controllerDescriptor {
 		},
 		{
 			name:   config.ControllerClusterIPAllocate,
-			reads:  "etcd: one record per IP, claimed by the registry on create; the repair loop lists Services from the watch cache",
+			reads:  "etcd: one record per IP, claimed by the registry on create; the repair loop lists Services and the default ServiceCIDR's pass reads it from the watch cache",
 			shared: "each IP claimed by an atomic create in etcd; the default ServiceCIDR created once, its status written on the resourceVersion read",
 			prepare: func(b *builder) error {
 				ctx, cancel := context.WithTimeout(context.Background(), b.cfg.Etcd.StartTimeout.Duration)

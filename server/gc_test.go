@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 )
@@ -161,5 +163,52 @@ func TestGarbageCollectorWhatIsCollected(t *testing.T) {
 	}
 	if _, err := ts.client.CoreV1().Namespaces().Get(ctx, "owned-ns", metav1.GetOptions{}); err != nil {
 		t.Errorf("a cluster-scoped object naming a namespaced owner: %v, want it kept", err)
+	}
+}
+
+// An idle collector reads no discovery: only a CustomResourceDefinition
+// changes what it must watch, so it reads discovery after one changes, not
+// every 30 s as upstream's (each read is a loopback request through the
+// whole HTTP stack). A CRD created later is still watched: its custom
+// resource, a dependent, is collected with its owner.
+func TestGarbageCollectorReadsDiscoveryOnlyAfterCRDChanges(t *testing.T) {
+	ts := startServer(t, testConfig(t))
+	ctx := t.Context()
+	reads := func() float64 { return ts.metric("kubestore_garbage_collector_discovery_reads_total", nil) }
+	// Started: its first read (or the retries of it) done, 3 s quiet.
+	before := reads()
+	eventually(t, 30*time.Second, "the collector started", func() (bool, error) {
+		time.Sleep(3 * time.Second)
+		now := reads()
+		quiet := now == before && now > 0
+		before = now
+		return quiet, nil
+	})
+	time.Sleep(35 * time.Second) // more than the collector's resync interval
+	if got := reads() - before; got != 0 {
+		t.Errorf("the collector read discovery %v times in 35 s of an idle server, want none", got)
+	}
+
+	createCRD(t, ts, devicesCRD(t))
+	owner, err := ts.client.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "device-owner"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	devices := ts.dynamic.Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "devices"}).Namespace("default")
+	dev := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Device",
+		"metadata": map[string]any{"name": "owned"}, "spec": map[string]any{"model": "m"}}}
+	dev.SetOwnerReferences([]metav1.OwnerReference{ownedBy(owner, false)})
+	if _, err := devices.Create(ctx, dev, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.client.CoreV1().ConfigMaps("default").Delete(ctx, owner.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 45*time.Second, "the custom resource of a deleted owner collected", func() (bool, error) {
+		_, err := devices.Get(ctx, "owned", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if reads() == before {
+		t.Error("the collector did not read discovery after a CRD was created")
 	}
 }
