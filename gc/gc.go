@@ -172,8 +172,10 @@ func (c *Collector) Run(ctx context.Context) {
 			}
 		})
 	}
-	// Resync every resyncResources, and soon after an owner of an unknown
-	// kind was met (a custom resource whose CRD is new).
+	// Resync a second after a CRD changed or an owner of an unknown kind
+	// was met (a custom resource whose CRD is new), then at every
+	// resyncResources while discovery may still change or a resync failed
+	// (resyncResources).
 	tick := time.NewTicker(resyncResources)
 	defer tick.Stop()
 	synced := true
