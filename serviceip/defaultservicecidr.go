@@ -80,13 +80,28 @@ func (d *DefaultServiceCIDR) Start(ctx context.Context) {
 	}
 }
 
-// Run passes every DefaultServiceCIDRInterval until ctx is done.
+// Run passes every DefaultServiceCIDRInterval until ctx is done, the first
+// one an interval after Start's. A write refused with Conflict was based
+// on a stale read (the client may read a cache, as upstream's reads its
+// informer's lister, that has not yet seen the last write): the next pass
+// reads again, and nothing is wrong.
 func (d *DefaultServiceCIDR) Run(ctx context.Context) {
-	wait.UntilWithContext(ctx, func(ctx context.Context) {
-		if err := d.sync(ctx); err != nil {
+	t := time.NewTicker(DefaultServiceCIDRInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		switch err := d.sync(ctx); {
+		case err == nil:
+		case apierrors.IsConflict(err):
+			klog.V(2).InfoS("The default ServiceCIDR changed after it was read; the next pass reads it again", "err", err)
+		default:
 			klog.ErrorS(err, "Syncing the default ServiceCIDR")
 		}
-	}, DefaultServiceCIDRInterval)
+	}
 }
 
 // sync is one pass: upstream's sync.

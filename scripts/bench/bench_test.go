@@ -18,7 +18,7 @@ func TestOnly(t *testing.T) {
 		want    []string
 		wantErr bool
 	}{
-		{only: "", want: []string{sectionStore, sectionIdleFlash, sectionMirror, sectionControllers, sectionGateway, sectionPeer, sectionCachePolicy, sectionNodeAgents, sectionUpdate, sectionSite, sectionCgroup}},
+		{only: "", want: []string{sectionStore, sectionIdleFlash, sectionMirror, sectionControllers, sectionGateway, sectionPeer, sectionCachePolicy, sectionNodeAgents, sectionUpdate, sectionSite, sectionCgroup, sectionCompare}},
 		{only: "site", want: []string{sectionSite}},
 		{only: "update", want: []string{sectionUpdate}},
 		{only: "peer", want: []string{sectionPeer}},
@@ -32,6 +32,7 @@ func TestOnly(t *testing.T) {
 		{only: "store", want: []string{sectionStore}},
 		{only: "idle-flash", want: []string{sectionIdleFlash}},
 		{only: "cgroup", want: []string{sectionCgroup}},
+		{only: "compare", want: []string{sectionCompare}},
 		{only: "mirrors", wantErr: true},
 	} {
 		t.Run("only="+tc.only, func(t *testing.T) {
