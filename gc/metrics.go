@@ -45,7 +45,7 @@ var (
 	})
 	discoveryReads = metrics.NewCounter(&metrics.CounterOpts{
 		Namespace: "kubestore", Subsystem: "garbage_collector", Name: "discovery_reads_total",
-		Help:           "Times the garbage collector read discovery to find the resources to watch: at its start, and after a CustomResourceDefinition changed.",
+		Help:           "Times the garbage collector read discovery to find the resources to watch: at its start, after a CustomResourceDefinition changed or an owner of an unknown kind was met, and while a read failed.",
 		StabilityLevel: metrics.ALPHA,
 	})
 	leader = metrics.NewGauge(&metrics.GaugeOpts{

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	networkingv1client "k8s.io/client-go/kubernetes/typed/networking/v1"
@@ -206,24 +207,21 @@ func startClusterIPs(b *builder, s *Server, _ func(string) bool) error {
 	ips := b.clusterIPs
 	loopback := workerLoopback(b.gs.LoopbackClientConfig)
 	cidrs := b.cc.ServiceCIDRs()
-	cidrsLW := b.listerWatcher(networkingv1.SchemeGroupVersion.WithResource("servicecidrs"),
-		fields.OneTermEqualSelector("metadata.name", serviceip.DefaultServiceCIDRName))
+	listCIDRs := b.cachedList(networkingv1.SchemeGroupVersion.WithResource("servicecidrs"))
 	b.gs.AddPostStartHookOrDie("kubestore-default-service-cidr", func(ctx genericapiserver.PostStartHookContext) error {
 		client, err := networkingv1client.NewForConfig(loopback)
 		if err != nil {
 			return err
 		}
-		d := serviceip.NewDefaultServiceCIDR(cidrs, cachedServiceCIDRs{client.ServiceCIDRs(), cidrsLW})
+		d := serviceip.NewDefaultServiceCIDR(cidrs, cachedServiceCIDRs{client.ServiceCIDRs(), listCIDRs})
 		d.Start(ctx)
 		s.workers.start(d.Run)
 		return nil
 	})
-	// The repair's list is the watch cache's, as a LIST with
-	// resourceVersion=0 would be, without the loopback client's HTTP.
-	services := cache.ToListerWithContext(b.listerWatcher(corev1.SchemeGroupVersion.WithResource("services"), nil))
+	listServices := b.cachedList(corev1.SchemeGroupVersion.WithResource("services"))
 	s.addWorker("kubestore-clusterip-repair", func(ctx context.Context) {
 		serviceip.Repair(ctx, ips, func(ctx context.Context) ([]corev1.Service, error) {
-			l, err := services.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "0"})
+			l, err := listServices(ctx)
 			if err != nil {
 				return nil, err
 			}
@@ -233,28 +231,38 @@ func startClusterIPs(b *builder, s *Server, _ func(string) bool) error {
 	return nil
 }
 
+// cachedList lists a built-in resource from its watch cache, as a LIST
+// with resourceVersion=0 would (what an informer's lister holds), without
+// the loopback client's HTTP. The objects are the cache's: read only.
+func (b *builder) cachedList(gvr schema.GroupVersionResource) func(context.Context) (runtime.Object, error) {
+	l := cache.ToListerWithContext(b.listerWatcher(gvr, nil))
+	return func(ctx context.Context) (runtime.Object, error) {
+		return l.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	}
+}
+
 // cachedServiceCIDRs is the default ServiceCIDR controller's client: it
-// reads the ServiceCIDR from the watch cache, as upstream's controller
-// reads its informer's lister, and writes through the loopback client.
-// Its pass every 10 s was a loopback GET, which ran the HTTP client, TLS
-// and the server's whole filter chain on an idle server and brought their
-// code back into memory each time (docs/PERFORMANCE.md). A stale read is
+// reads ServiceCIDRs from the watch cache, as upstream's controller reads
+// its informer's lister, and writes through the loopback client. Its pass
+// every 10 s was a loopback GET, which ran the HTTP client, TLS and the
+// server's whole filter chain on an idle server and brought their code
+// back into memory each time (docs/PERFORMANCE.md). A stale read is
 // harmless: every write carries the resourceVersion it read, and a
 // Conflict makes the next pass read again.
 type cachedServiceCIDRs struct {
 	networkingv1client.ServiceCIDRInterface
-	// lw lists the ServiceCIDR named serviceip.DefaultServiceCIDRName.
-	lw cache.ListerWatcher
+	list func(context.Context) (runtime.Object, error)
 }
 
 func (c cachedServiceCIDRs) Get(ctx context.Context, name string, _ metav1.GetOptions) (*networkingv1.ServiceCIDR, error) {
-	obj, err := cache.ToListerWithContext(c.lw).ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	obj, err := c.list(ctx)
 	if err != nil {
 		return nil, err
 	}
-	for i := range obj.(*networkingv1.ServiceCIDRList).Items {
-		if sc := &obj.(*networkingv1.ServiceCIDRList).Items[i]; sc.Name == name {
-			return sc, nil
+	items := obj.(*networkingv1.ServiceCIDRList).Items
+	for i := range items {
+		if items[i].Name == name {
+			return &items[i], nil
 		}
 	}
 	return nil, apierrors.NewNotFound(networkingv1.Resource("servicecidrs"), name)
