@@ -110,20 +110,53 @@ func StopOnNewerFormat(ctx context.Context, c *clientv3.Client, prefix, version 
 	})
 }
 
-// watchDataFormat calls fn with each format the data's record is given,
-// until fn returns false or ctx is done.
+// watchDataFormat calls fn with the format the data's record holds now,
+// then with each it is given, until fn returns false or ctx is done. The
+// watch starts from the revision of the read, and a broken one resumes
+// after the last revision it saw: a format raised between the read and
+// the watch, or while the watch was down, is never missed. A watch whose
+// revision was compacted meanwhile reads the record again.
 func watchDataFormat(ctx context.Context, c *clientv3.Client, prefix string, fn func(format int) bool) {
 	rec := records.New(c, prefix).Record(dataFormatRecord)
+	var seen int64 // the revision up to which fn has been told
 	for ctx.Err() == nil {
-		for resp := range rec.Watch(clientv3.WithRequireLeader(ctx), 0) {
-			for _, ev := range resp.Events {
-				if f, err := strconv.Atoi(string(ev.Kv.Value)); ev.Type == clientv3.EventTypePut && err == nil && !fn(f) {
-					return
-				}
+		if seen == 0 {
+			data, rev, err := rec.Current(ctx)
+			if err != nil {
+				sleep(ctx, time.Second)
+				continue
 			}
+			if f, err := strconv.Atoi(string(data)); err == nil && !fn(f) {
+				return
+			}
+			seen = rev
+		}
+		if !watchFormatFrom(ctx, rec, &seen, fn) {
+			return
 		}
 		sleep(ctx, time.Second)
 	}
+}
+
+// watchFormatFrom tells fn each format the record is given after
+// revision *seen, which it moves on, until the watch ends (seen is 0 if
+// it ended compacted) or fn returns false (then it reports false).
+func watchFormatFrom(ctx context.Context, rec records.Record, seen *int64, fn func(format int) bool) bool {
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	for resp := range rec.Watch(wctx, *seen+1) {
+		if resp.CompactRevision > 0 {
+			*seen = 0
+			return true
+		}
+		for _, ev := range resp.Events {
+			if f, err := strconv.Atoi(string(ev.Kv.Value)); ev.Type == clientv3.EventTypePut && err == nil && !fn(f) {
+				return false
+			}
+			*seen = ev.Kv.ModRevision
+		}
+	}
+	return true
 }
 
 // localMember is the id of the etcd member c's first endpoint is: the

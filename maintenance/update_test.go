@@ -160,3 +160,45 @@ func TestStopOnNewerFormat(t *testing.T) {
 		t.Fatal("did not stop on a newer format")
 	}
 }
+
+// The newer-format backstop sees a format raised before it watched: it
+// reads the record first and watches from the revision of its read. It
+// watched from "now", and a commit of another member between the start's
+// check and the watch was never seen; a format raised while it watches
+// stops it too.
+func TestStopOnNewerFormatSeesAFormatRaisedBeforeItWatched(t *testing.T) {
+	c, _ := embeddedEtcd(t)
+	const prefix = "/registry"
+	for _, raise := range []string{"before", "while"} {
+		t.Run(raise, func(t *testing.T) {
+			st := records.New(c, prefix)
+			if err := st.PutState(t.Context(), dataFormatRecord, []byte(fmt.Sprint(datadir.Format))); err != nil {
+				t.Fatal(err)
+			}
+			newer := []byte(fmt.Sprint(datadir.Format + 1))
+			if raise == "before" {
+				if err := st.PutState(t.Context(), dataFormatRecord, newer); err != nil {
+					t.Fatal(err)
+				}
+			}
+			stopped := make(chan error, 1)
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			go StopOnNewerFormat(ctx, c, prefix, "test", func(err error) { stopped <- err })
+			if raise == "while" {
+				time.Sleep(time.Second)
+				if err := st.PutState(t.Context(), dataFormatRecord, newer); err != nil {
+					t.Fatal(err)
+				}
+			}
+			select {
+			case err := <-stopped:
+				if !strings.Contains(err.Error(), "does not read") {
+					t.Errorf("stopped with %v", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Errorf("a format raised %s the watch did not stop the server", raise)
+			}
+		})
+	}
+}

@@ -33,6 +33,20 @@ func (r Record) Get(ctx context.Context) ([]byte, int64, error) {
 	return resp.Kvs[0].Value, resp.Kvs[0].ModRevision, nil
 }
 
+// Current reads the record, nil when there is none, with the store's
+// revision at the read: a Watch from that revision + 1 misses no change
+// made after the read.
+func (r Record) Current(ctx context.Context) ([]byte, int64, error) {
+	resp, err := r.client.Get(ctx, r.key)
+	if err != nil {
+		return nil, 0, fmt.Errorf("reading %s: %w", r.name, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, resp.Header.Revision, nil
+	}
+	return resp.Kvs[0].Value, resp.Header.Revision, nil
+}
+
 // Put writes the record and returns the revision of the write.
 func (r Record) Put(ctx context.Context, value []byte) (int64, error) {
 	resp, err := r.client.Put(ctx, r.key, string(value))
