@@ -15,8 +15,8 @@ import (
 // loopback. Cut closes its listener and every open connection, so the
 // edge sees EOF at once and new connections are refused (a refused link);
 // Hang keeps every connection open and accepts new ones, but moves no byte
-// either way (a hung link: a dead router, a tunnel that stalls); Restore
-// ends either.
+// either way (a hung link: a dead router, a tunnel that stalls); Slow
+// delays every chunk (a congested link); Restore ends any.
 type Link struct {
 	target string
 	// Addr is where the edge connects.
@@ -27,6 +27,9 @@ type Link struct {
 	conns  map[net.Conn]struct{}
 	hung   bool
 	moving *sync.Cond // signalled when hung turns false
+	// delay holds each chunk that long: a slow link (a congested
+	// cellular uplink).
+	delay time.Duration
 }
 
 // New starts a link to target (host:port); it is cut at the end of the
@@ -93,7 +96,9 @@ func (l *Link) copy(dst, src net.Conn) {
 			for l.hung {
 				l.moving.Wait()
 			}
+			delay := l.delay
 			l.mu.Unlock()
+			time.Sleep(delay)
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}
@@ -108,7 +113,7 @@ func (l *Link) copy(dst, src net.Conn) {
 func (l *Link) Cut() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.hung = false
+	l.hung, l.delay = false, 0
 	l.moving.Broadcast()
 	if l.ln != nil {
 		l.ln.Close()
@@ -127,10 +132,18 @@ func (l *Link) Hang() {
 	l.hung = true
 }
 
+// Slow holds each chunk of data d before it moves on, both ways; Restore
+// ends it.
+func (l *Link) Slow(d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.delay = d
+}
+
 func (l *Link) Restore() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.hung = false
+	l.hung, l.delay = false, 0
 	l.moving.Broadcast()
 	if l.ln != nil {
 		return
