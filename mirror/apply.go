@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -64,7 +66,8 @@ type applyHow struct {
 	// upstream deleted meanwhile.
 	answer, mayCreate bool
 	// overPending writes over the node's pending writes: the answer to a
-	// forwarded or reconciled write of the node holds them.
+	// forwarded or reconciled write of the node holds them, or the
+	// upstream refused or quarantined them.
 	overPending bool
 }
 
@@ -95,21 +98,35 @@ func (m *Mirror) applyObject(ctx context.Context, r *rule, store *Store, u *unst
 	if !store.Namespaced {
 		a.SetNamespace("")
 	}
-	if err := m.ensureNamespace(ctx, a.GetNamespace()); err != nil {
-		return "", localError{err}
-	}
 	key := store.Key(a.GetNamespace(), a.GetName())
-	// held reports whether the node's own pending writes keep the local
-	// copy as it is until they are reconciled (or, for a pending final
-	// delete, keep the pod deleted).
-	held := func() bool {
-		if how.overPending {
-			return false
+	// A copy is created only in a namespace that exists and is not
+	// terminating (namespaceForCopy).
+	creatable := func() error {
+		err := m.namespaceForCopy(ctx, a.GetNamespace())
+		var terminating errNamespaceTerminating
+		if errors.As(err, &terminating) {
+			m.deferCopy(r, store, a.GetNamespace(), a.GetName())
+			return err
 		}
-		rec, ok := m.up.pending.get(r.gr, a.GetNamespace(), a.GetName())
-		return ok && (!rec.has(ownDelete) || rec.UID == string(a.GetUID()))
+		if err != nil {
+			return localError{err}
+		}
+		return nil
 	}
-	if how.absent && !held() {
+	held := func() holding {
+		if how.overPending {
+			return notHeld
+		}
+		return m.up.pending.holds(r.gr, a.GetNamespace(), a.GetName(), a.GetUID())
+	}
+	if how.absent && held() != heldWhole {
+		if err := creatable(); err != nil {
+			if errors.As(err, new(errNamespaceTerminating)) {
+				applied.WithLabelValues(r.base, opDeferred).Inc()
+				return opDeferred, nil
+			}
+			return "", err
+		}
 		err := store.Create(ctx, key, obj.DeepCopyObject(), store.New(), 0)
 		if err == nil {
 			applied.WithLabelValues(r.base, opCreated).Inc()
@@ -125,7 +142,8 @@ func (m *Mirror) applyObject(ctx context.Context, r *rule, store *Store, u *unst
 	// a write of the node that lands between them and the write makes the
 	// store read again and check again.
 	err = store.GuaranteedUpdate(ctx, key, store.New(), true, nil, func(input runtime.Object, res storage.ResponseMeta) (runtime.Object, *uint64, error) {
-		if held() {
+		hold := held()
+		if hold == heldWhole {
 			op = opUnchanged
 			return nil, nil, errUnchanged
 		}
@@ -133,6 +151,9 @@ func (m *Mirror) applyObject(ctx context.Context, r *rule, store *Store, u *unst
 			if how.answer && !how.mayCreate {
 				op = opUnchanged
 				return nil, nil, errUnchanged
+			}
+			if err := creatable(); err != nil {
+				return nil, nil, err
 			}
 			op = opCreated
 			return obj.DeepCopyObject(), nil, nil
@@ -142,7 +163,7 @@ func (m *Mirror) applyObject(ctx context.Context, r *rule, store *Store, u *unst
 			return nil, nil, err
 		}
 		if cur.GetUID() != a.GetUID() {
-			if m.mirroredBy(cur) == nil {
+			if m.mirroredBy(store, input) == nil {
 				if how.answer {
 					return nil, nil, fmt.Errorf("%w: %s %s exists locally and no rule mirrored it", errLocalObject, r.gr, key)
 				}
@@ -169,17 +190,34 @@ func (m *Mirror) applyObject(ctx context.Context, r *rule, store *Store, u *unst
 			op = opRecreated
 			return nil, nil, errRecreated
 		}
-		if have := cur.GetAnnotations()[mirrored.AnnotationUpstreamResourceVersion]; have != "" && cur.GetAnnotations()[mirrored.AnnotationRule] == r.name && !newer(upstreamRV, have) {
+		// Over the node's pending writes, a copy of the same upstream
+		// resourceVersion is written too: the cluster's changes stored
+		// around them carried it, not the cluster's owned part. An older
+		// one is not, as anywhere.
+		have := cur.GetAnnotations()[mirrored.AnnotationUpstreamResourceVersion]
+		stale := !newer(upstreamRV, have)
+		if how.overPending {
+			stale = newer(have, upstreamRV)
+		}
+		if have != "" && cur.GetAnnotations()[mirrored.AnnotationRule] == r.name && stale {
 			op = opUnchanged
 			return nil, nil, errUnchanged
 		}
 		op = opUpdated
+		if hold == heldOwned {
+			// The cluster's change, around the node's pending write.
+			out, err := withOwnedPart(r.gr, obj, input)
+			return out, nil, err
+		}
 		return obj.DeepCopyObject(), nil, nil
 	}, nil)
 	switch {
 	case errors.Is(err, errUnchanged):
 		applied.WithLabelValues(r.base, opUnchanged).Inc()
 		return opUnchanged, nil
+	case errors.As(err, new(errNamespaceTerminating)):
+		applied.WithLabelValues(r.base, opDeferred).Inc()
+		return opDeferred, nil
 	case errors.Is(err, errRecreated):
 		if _, err := m.remove(ctx, r, store, a.GetNamespace(), a.GetName(), "", true); err != nil {
 			return "", err
@@ -192,6 +230,27 @@ func (m *Mirror) applyObject(ctx context.Context, r *rule, store *Store, u *unst
 	applied.WithLabelValues(r.base, op).Inc()
 	m.refs.changed(r, obj)
 	return op, nil
+}
+
+// withOwnedPart is obj with the part of it the node writes (ownedPart)
+// taken from local.
+func withOwnedPart(gr schema.GroupResource, obj, local runtime.Object) (runtime.Object, error) {
+	o, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	l, err := runtime.DefaultUnstructuredConverter.ToUnstructured(local)
+	if err != nil {
+		return nil, err
+	}
+	part := ownedPart(gr)
+	if v, ok := l[part]; ok {
+		o[part] = v
+	} else {
+		delete(o, part)
+	}
+	out := obj.DeepCopyObject()
+	return out, runtime.DefaultUnstructuredConverter.FromUnstructured(o, out)
 }
 
 var errRecreated = errors.New("recreated upstream")
@@ -212,6 +271,9 @@ const (
 	opDeleted   = "deleted"
 	opUnchanged = "unchanged"
 	opRecreated = "recreated"
+	// opDeferred: not created, its local namespace is terminating; it is
+	// once the namespace is gone (deferred.go).
+	opDeferred = "deferred"
 )
 
 // remove deletes the local copy of namespace/name if rule r mirrored it
@@ -294,22 +356,59 @@ func (m *Mirror) localObjects(ctx context.Context, r *rule, store *Store, namesp
 	return out, err
 }
 
+// formerCopies are the copies of shared rule r that its former selectors
+// (a stream's record, "label|field") selected, for the relist after the
+// configuration changed them: a copy is a shared rule's only in its
+// selection (owns), so without this the copies the new selectors leave
+// out would stay. None when another gateway of the site runs a rule of
+// r's name: they may be its.
+func (m *Mirror) formerCopies(ctx context.Context, r *rule, store *Store, namespace, former string) (map[string]localRef, error) {
+	others, err := m.othersShared(ctx)
+	if err != nil || others[r.name] {
+		return nil, err
+	}
+	label, field, _ := strings.Cut(former, "|")
+	old := *r
+	if old.labels, err = labels.Parse(label); err != nil {
+		return nil, nil
+	}
+	if old.fields, err = fields.ParseSelector(field); err != nil {
+		return nil, nil
+	}
+	return m.localObjects(ctx, &old, store, namespace, "")
+}
+
 var namespaces = schema.GroupResource{Resource: "namespaces"}
 
-// ensureNamespace creates namespace ns locally, as a local object, unless
-// it exists: local agents write their own objects (Events, Leases) next
-// to the mirrored ones, and the namespace lifecycle refuses writes in a
-// namespace that does not exist.
-func (m *Mirror) ensureNamespace(ctx context.Context, ns string) error {
+// namespaceForCopy makes sure a copy can be created in namespace ns: it
+// creates the namespace, as a local object, unless it exists (local
+// agents write their own objects, Events and Leases, next to the mirrored
+// ones, and the namespace lifecycle refuses writes in a namespace that
+// does not exist), and refuses while it is terminating: a copy created
+// there would wait for the upstream to delete it, which keeps the
+// namespace terminating (namespaces' controller never deletes a copy), and
+// before that rule a pod's copy was deleted with it and the kubelet's
+// final delete of it forwarded to the cluster. The namespace is read each
+// time: one read of etcd per copy created, never per update.
+func (m *Mirror) namespaceForCopy(ctx context.Context, ns string) error {
 	if ns == "" {
-		return nil
-	}
-	if _, ok := m.namespaces.Load(ns); ok {
 		return nil
 	}
 	store, err := m.stores.Store(ctx, namespaces)
 	if err != nil {
 		return err
+	}
+	key := store.Key("", ns)
+	cur := store.New()
+	err = store.Get(ctx, key, storage.GetOptions{}, cur)
+	if err == nil {
+		if a, aerr := meta.Accessor(cur); aerr == nil && a.GetDeletionTimestamp() != nil {
+			return errNamespaceTerminating{ns}
+		}
+		return nil
+	}
+	if !storage.IsNotFound(err) {
+		return fmt.Errorf("reading namespace %s: %w", ns, err)
 	}
 	obj := &corev1.Namespace{
 		ObjectMeta: metav1.ObjectMeta{Name: ns, UID: uuid.NewUUID(), CreationTimestamp: metav1.Now(),
@@ -317,14 +416,15 @@ func (m *Mirror) ensureNamespace(ctx context.Context, ns string) error {
 		Spec:   corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes}},
 		Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive},
 	}
-	err = store.Create(ctx, store.Key("", ns), obj, nil, 0)
-	if err != nil && !storage.IsExist(err) {
+	err = store.Create(ctx, key, obj, nil, 0)
+	if storage.IsExist(err) {
+		// Created meanwhile (another gateway of the site): checked again.
+		return m.namespaceForCopy(ctx, ns)
+	}
+	if err != nil {
 		return fmt.Errorf("creating namespace %s: %w", ns, err)
 	}
-	if err == nil {
-		klog.InfoS("Mirror: created the namespace of mirrored objects", "namespace", ns)
-	}
-	m.namespaces.Store(ns, struct{}{})
+	klog.InfoS("Mirror: created the namespace of mirrored objects", "namespace", ns)
 	return nil
 }
 

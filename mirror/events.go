@@ -47,6 +47,9 @@ type queuedEvent struct {
 	Name      string    `json:"name"`
 	Bytes     int       `json:"bytes"`
 	Queued    time.Time `json:"queued"`
+	// writes counts the local writes of the Event since it was queued: a
+	// send that read an earlier one leaves it queued.
+	writes uint64
 }
 
 func (q queuedEvent) key() string { return outboxState + q.Namespace + "/" + q.Name }
@@ -82,10 +85,15 @@ func (o *outbox) written(ctx context.Context, namespace, name string) {
 	}
 	q := queuedEvent{Namespace: namespace, Name: name, Bytes: size, Queued: time.Now()}
 	o.mu.Lock()
-	_, queued := o.queue[q.key()]
+	cur, queued := o.queue[q.key()]
+	if queued {
+		// It goes with its latest state: once more if a send of it is
+		// under way, which may have read it before this write.
+		cur.writes++
+		o.queue[q.key()] = cur
+	}
 	o.mu.Unlock()
 	if queued {
-		// It goes with its latest state.
 		o.signal()
 		return
 	}
@@ -206,6 +214,18 @@ func (u *uplink) pendingDelete(ctx context.Context, ref corev1.ObjectReference) 
 	return false
 }
 
+// aboutThisNode reports whether queued Event q of a release before
+// per-node queues is about this node's objects (legacyMine).
+func (o *outbox) aboutThisNode(ctx context.Context, q queuedEvent, alone bool) bool {
+	ev, _, err := o.event(ctx, q.Namespace, q.Name)
+	if err != nil || ev == nil {
+		return alone
+	}
+	ref := ev.InvolvedObject
+	gr := map[string]schema.GroupResource{"Node": nodesResource, "Pod": podsResource, "Lease": leasesResource, "CSINode": csiNodesResource}[ref.Kind]
+	return o.u.legacyMine(ctx, gr, ref.Namespace, ref.Name, alone)
+}
+
 // durable is the key in the mirror's state of the queued Event of key:
 // under the node's own prefix, so that gateways sharing one store each
 // send their own agents' Events.
@@ -213,8 +233,9 @@ func (o *outbox) durable(key string) string {
 	return nodeState(outboxState, o.u.node) + strings.TrimPrefix(key, outboxState)
 }
 
-// load reads the queue this node left; that of a release before queues
-// were kept per node is moved under the node's.
+// load reads the queue this node left; the Events of a release before
+// queues were kept per node are moved under the node's when they are
+// about its objects.
 func (o *outbox) load(ctx context.Context) error {
 	own, err := o.u.state.ListState(ctx, nodeState(outboxState, o.u.node))
 	if err != nil {
@@ -227,9 +248,11 @@ func (o *outbox) load(ctx context.Context) error {
 	if own == nil {
 		own = map[string][]byte{}
 	}
+	alone := o.u.aloneOnStore(ctx)
 	for key, data := range legacy {
-		if !strings.HasPrefix(key, outboxState) {
-			continue // a node's, listed with them: the prefix is not a directory
+		var q queuedEvent
+		if json.Unmarshal(data, &q) != nil || !o.aboutThisNode(ctx, q, alone) {
+			continue
 		}
 		if err := o.u.state.PutState(ctx, o.durable(key), data); err != nil {
 			return err
@@ -294,11 +317,11 @@ func (o *outbox) send(ctx context.Context) {
 			klog.V(2).InfoS("Mirror: the upstream refused an Event of the node", "namespace", q.Namespace, "name", q.Name, "err", err)
 			outcome = "refused"
 		}
-		// Queued again since it was read (a newer count): it stays, with
+		// Written again since it was read (a newer count): it stays, with
 		// its record, to go again.
 		o.mu.Lock()
 		cur, ok := o.queue[q.key()]
-		sent := ok && cur.Queued.Equal(q.Queued)
+		sent := ok && cur.Queued.Equal(q.Queued) && cur.writes == q.writes
 		if sent {
 			delete(o.queue, q.key())
 			o.bytes -= cur.Bytes

@@ -47,7 +47,7 @@ var (
 	}, []string{"rule"})
 	applied = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "kubestore", Subsystem: "mirror", Name: "applied_total",
-		Help:           "Upstream objects applied to the local store, by outcome: created, updated, deleted, or unchanged (not written).",
+		Help:           "Upstream objects applied to the local store, by outcome: created, updated, deleted, unchanged (not written), or deferred (not created: its local namespace is terminating).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"rule", "op"})
 	writeThroughs = metrics.NewCounterVec(&metrics.CounterOpts{
@@ -95,6 +95,11 @@ var (
 		Help:           "Events of the node's agents about mirrored objects, by what became of them: sent upstream, dropped (the queue was full: the oldest go), refused by the upstream, or expired locally before the link came back.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"outcome"})
+	quarantined = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "kubestore", Subsystem: "mirror", Name: "quarantined_writes_total",
+		Help:           "Pending writes of the node the upstream kept failing (a 5xx, a timeout) for a minute, by what became of them: quarantined (the object follows the cluster again; the write is tried every 2 minutes), superseded (the node wrote the object again, and its newer write is tried instead). kubestore_mirror_pending_objects counts those still quarantined.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"outcome"})
 	eventsQueued = metrics.NewGauge(&metrics.GaugeOpts{
 		Namespace: "kubestore", Subsystem: "mirror", Name: "events_queued",
 		Help:           "Events of the node's agents queued for the upstream.",
@@ -106,7 +111,7 @@ var (
 func registerMetrics() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(connected, lastSync, lagSeconds, lagEvents, objects, relists, resumes, applied, writeThroughs, writeRefused,
-			pendingWrites, pendingObjects, pendingAge, reconciled, replacedLocal, skippedObjects, eventsSent, eventsQueued)
+			pendingWrites, pendingObjects, pendingAge, reconciled, replacedLocal, skippedObjects, eventsSent, eventsQueued, quarantined)
 	})
 }
 

@@ -112,7 +112,10 @@ type State interface {
 	GetState(ctx context.Context, name string) ([]byte, error)
 	PutState(ctx context.Context, name string, value []byte) error
 	UpdateState(ctx context.Context, name string, update func(old []byte) ([]byte, bool)) error
-	ListState(ctx context.Context, prefix string) (map[string][]byte, error)
+	// ListState lists a directory of records (name/…); ListStatePrefix
+	// the records whose names start with prefix (package records).
+	ListState(ctx context.Context, dir string) (map[string][]byte, error)
+	ListStatePrefix(ctx context.Context, prefix string) (map[string][]byte, error)
 	DeleteState(ctx context.Context, name string) error
 }
 
@@ -143,8 +146,14 @@ type Mirror struct {
 	// elect, when set, runs each rule's streams only while this process
 	// leads the rule (SetElector).
 	elect Elector
-	// namespaces are the local namespaces known to exist.
-	namespaces sync.Map
+	// deferred are the copies waiting for their terminating namespace to
+	// go (deferred.go).
+	deferred deferredCopies
+	// foreignRules are the rules of other gateways whose copies writes
+	// through this one reached, by resource and name (mirroredBy); site
+	// the resources every gateway's rules mirror (mirroredOnSite).
+	foreignRules sync.Map
+	site         siteResources
 }
 
 // rule is a config rule with its selectors resolved.
@@ -168,6 +177,39 @@ type rule struct {
 	// object, when set, is the one object the rule mirrors: the
 	// CustomResourceDefinition of a custom resource's rule.
 	object string
+	// foreign marks a rule this gateway does not run: another gateway's
+	// of the site, whose copy a write through this one reached
+	// (mirroredBy). A write's answer keeps the copy that rule's; nothing
+	// else of this gateway follows it.
+	foreign bool
+}
+
+// ruleFor is rule cfg as the gateway of node runs it: its selectors with
+// node's name, named <name>@<node> when it selects by the node.
+func ruleFor(cfg config.MirrorRule, node string) (*rule, error) {
+	label, field := cfg.Selectors(node)
+	ls, err := labels.Parse(label)
+	if err != nil {
+		return nil, err
+	}
+	fs, err := fields.ParseSelector(field)
+	if err != nil {
+		return nil, err
+	}
+	if name, ok := localOnly[cfg.GroupResource()]; ok {
+		if not := fields.OneTermNotEqualSelector("metadata.name", name); fs.Empty() {
+			fs = not
+		} else {
+			fs = fields.AndSelectors(fs, not)
+		}
+		field = fs.String()
+	}
+	name := cfg.RuleName()
+	if cfg.SelectsNode() {
+		name += "@" + node
+	}
+	return &rule{name: name, base: cfg.RuleName(), gr: cfg.GroupResource(), cfg: cfg, label: label, field: field,
+		labels: ls, fields: fs, referencedBy: cfg.ReferencedBy}, nil
 }
 
 // localOnly are objects each API server publishes for itself, which the
@@ -195,29 +237,11 @@ func New(cfg config.Mirror, stores Stores, state State) (*Mirror, error) {
 	}
 	m := &Mirror{link: l, stores: stores, state: state, node: cfg.EffectiveNodeName(), streams: map[string]*stream{}}
 	for _, r := range cfg.Rules {
-		label, field := r.Selectors(m.node)
-		ls, err := labels.Parse(label)
+		rl, err := ruleFor(r, m.node)
 		if err != nil {
 			return nil, err
 		}
-		fs, err := fields.ParseSelector(field)
-		if err != nil {
-			return nil, err
-		}
-		if name, ok := localOnly[r.GroupResource()]; ok {
-			if not := fields.OneTermNotEqualSelector("metadata.name", name); fs.Empty() {
-				fs = not
-			} else {
-				fs = fields.AndSelectors(fs, not)
-			}
-			field = fs.String()
-		}
-		name := r.RuleName()
-		if r.SelectsNode() {
-			name += "@" + m.node
-		}
-		m.rules = append(m.rules, &rule{name: name, base: r.RuleName(), gr: r.GroupResource(), cfg: r, label: label, field: field,
-			labels: ls, fields: fs, referencedBy: r.ReferencedBy})
+		m.rules = append(m.rules, rl)
 	}
 	// A custom resource's definition is mirrored with it, once however
 	// many rules name the resource.
@@ -251,6 +275,8 @@ func (m *Mirror) Upstream() string { return m.host }
 // Run mirrors until ctx ends, then persists where each stream stopped.
 func (m *Mirror) Run(ctx context.Context) {
 	klog.InfoS("Mirroring the upstream", "upstream", m.host, "node", m.node, "rules", len(m.rules))
+	m.deferred.start(ctx)
+	defer m.deferred.wait()
 	if err := m.forgetRemovedRules(ctx); err != nil {
 		klog.ErrorS(err, "Mirror: deleting the copies of rules no longer configured")
 	}
@@ -362,6 +388,7 @@ func (m *Mirror) Report() []string {
 			out = append(out, fmt.Sprintf("skipped %s %s: %s", s.id(), key, strings.ReplaceAll(st.skipped[key], "\n", " ")))
 		}
 	}
+	out = append(out, m.deferredReport()...)
 	return slices.Clip(append(out, m.up.report()...))
 }
 
@@ -478,14 +505,14 @@ func (m *Mirror) forgetRemovedRules(ctx context.Context) error {
 // othersShared are the shared rules the other gateways recorded they are
 // configured with.
 func (m *Mirror) othersShared(ctx context.Context) (map[string]bool, error) {
-	records, err := m.state.ListState(ctx, configuredState)
+	records, err := m.state.ListStatePrefix(ctx, configuredState)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]bool{}
 	for name, data := range records {
-		if !strings.HasPrefix(name, configuredState) || name == configuredState+m.node {
-			continue // ListState's prefix is not a directory; this gateway's own
+		if name == configuredState+m.node {
+			continue
 		}
 		var rules []string
 		json.Unmarshal(data, &rules) //nolint:errcheck // an unreadable record keeps nothing

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // ownWrite is a write the node makes to a mirrored object of its own, as
@@ -62,6 +63,12 @@ type pendingRecord struct {
 	// the terminal status a pod's final delete follows, replayed before
 	// it once the local copy is gone.
 	Final json.RawMessage `json:"final,omitempty"`
+	// Quarantined says the upstream kept failing the record (a 5xx, a
+	// timeout) for quarantineAfter: it no longer holds the local copy,
+	// which follows the cluster again, and is tried every retryMax with
+	// Owned, the owned part as the node had left it then.
+	Quarantined bool            `json:"quarantined,omitempty"`
+	Owned       json.RawMessage `json:"owned,omitempty"`
 }
 
 func (p *pendingRecord) gr() schema.GroupResource { return schema.ParseGroupResource(p.Resource) }
@@ -122,17 +129,23 @@ type keyLock struct {
 	users int
 }
 
-// retry is when a record is tried again, after how many failures.
+// retry is when a record is tried again, after how many failures; fails
+// and since count those the upstream answered (failed).
 type retry struct {
 	at    time.Time
+	tries int
 	fails int
+	since time.Time
 }
 
 // Retries of a record the upstream could not take back off from
-// retryFirst to retryMax.
+// retryFirst to retryMax. One it has failed for quarantineAfter, at least
+// quarantineFails times, is quarantined (pendingRecord.Quarantined).
 const (
-	retryFirst = 5 * time.Second
-	retryMax   = 2 * time.Minute
+	retryFirst      = 5 * time.Second
+	retryMax        = 2 * time.Minute
+	quarantineAfter = time.Minute
+	quarantineFails = 3
 )
 
 func newPending(state State, node string) *pending {
@@ -141,8 +154,10 @@ func newPending(state State, node string) *pending {
 }
 
 // load reads the records a previous run of this node left; those of a
-// release before records were kept per node are moved under the node's.
-func (p *pending) load(ctx context.Context) error {
+// release before records were kept per node are moved under the node's
+// when mine says they are of its objects (the others are left to their
+// own node's gateway).
+func (p *pending) load(ctx context.Context, mine func(pendingRecord) bool) error {
 	own, err := p.state.ListState(ctx, nodeState(pendingState, p.node))
 	if err != nil {
 		return err
@@ -153,26 +168,29 @@ func (p *pending) load(ctx context.Context) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	read := func(key string, data []byte) error {
+	read := func(key string, data []byte) (*pendingRecord, error) {
 		var r pendingRecord
 		if err := json.Unmarshal(data, &r); err != nil {
-			return fmt.Errorf("reading the pending write %s: %w", key, err)
+			return nil, fmt.Errorf("reading the pending write %s: %w", key, err)
 		}
-		p.records[pendingKey(r.gr(), r.Namespace, r.Name)] = &r
-		return nil
+		return &r, nil
 	}
 	for key, data := range own {
-		if err := read(key, data); err != nil {
+		r, err := read(key, data)
+		if err != nil {
 			return err
 		}
+		p.records[pendingKey(r.gr(), r.Namespace, r.Name)] = r
 	}
 	for key, data := range legacy {
-		if !strings.HasPrefix(key, pendingState) {
-			continue // a node's, listed with them: the prefix is not a directory
-		}
-		if err := read(key, data); err != nil {
+		r, err := read(key, data)
+		if err != nil {
 			return err
 		}
+		if !mine(*r) {
+			continue
+		}
+		p.records[pendingKey(r.gr(), r.Namespace, r.Name)] = r
 		if err := p.state.PutState(ctx, p.durable(key), data); err != nil {
 			return err
 		}
@@ -210,6 +228,14 @@ func (p *pending) record(ctx context.Context, rec pendingRecord, w ownWrite) (ap
 		}
 	}()
 	cur, ok := p.records[key]
+	if ok && cur.Quarantined {
+		// The node wrote again: its new write, on the copy that has
+		// followed the cluster since, is what it reports now. The
+		// quarantined one is dropped.
+		quarantined.WithLabelValues("superseded").Inc()
+		ok = false
+		delete(p.retries, key)
+	}
 	if ok && cur.has(w) && (rec.UID == "" || cur.UID == rec.UID) && rec.Final == nil {
 		return applied, nil
 	}
@@ -238,6 +264,41 @@ func (p *pending) record(ctx context.Context, rec pendingRecord, w ownWrite) (ap
 	}
 	p.records[key] = &next
 	return applied, nil
+}
+
+// holding is what the node's pending writes do to the cluster's changes of
+// an object's local copy (pending.holds).
+type holding int
+
+const (
+	// notHeld: the cluster's object is stored as it comes.
+	notHeld holding = iota
+	// heldOwned: the node's writes to the owned part are pending; the
+	// cluster's changes are stored around it (a label, a
+	// deletionTimestamp reach the node while its status waits).
+	heldOwned
+	// heldWhole: the node created the object offline, or finally deleted
+	// it: the local state stands until reconciled.
+	heldWhole
+)
+
+// holds says how the node's pending writes of an object hold its local
+// copy against the cluster's object of uid: only writes to that object
+// hold it (a pod deleted and created again upstream is another, stored as
+// it comes), and a quarantined record holds nothing.
+func (p *pending) holds(gr schema.GroupResource, namespace, name string, uid types.UID) holding {
+	rec, ok := p.get(gr, namespace, name)
+	switch {
+	case !ok || rec.Quarantined:
+		return notHeld
+	case rec.has(ownCreate):
+		return heldWhole
+	case rec.UID != "" && rec.UID != string(uid):
+		return notHeld
+	case rec.has(ownDelete):
+		return heldWhole
+	}
+	return heldOwned
 }
 
 // get is the record of an object, if one is pending.
@@ -324,23 +385,68 @@ func (p *pending) due(rec pendingRecord, now time.Time) bool {
 }
 
 // failed holds rec back after the upstream could not take it, doubling
-// the wait at each failure; it returns the wait.
-func (p *pending) failed(rec pendingRecord) time.Duration {
+// the wait at each failure; it returns the wait, and whether rec is to be
+// quarantined now: the upstream itself failed it (answered, not the
+// link) quarantineFails times, for quarantineAfter.
+func (p *pending) failed(rec pendingRecord, answered bool) (time.Duration, bool) {
 	key := pendingKey(rec.gr(), rec.Namespace, rec.Name)
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	now := time.Now()
 	r := p.retries[key]
-	wait := retryFirst << min(r.fails, 8)
-	wait = min(wait, retryMax)
-	p.retries[key] = retry{at: time.Now().Add(wait), fails: r.fails + 1}
-	return wait
+	wait := min(retryFirst<<min(r.tries, 8), retryMax)
+	next := retry{at: now.Add(wait), tries: r.tries + 1, fails: r.fails, since: r.since}
+	if answered {
+		if next.fails == 0 {
+			next.since = now
+		}
+		next.fails++
+	}
+	p.retries[key] = next
+	cur, ok := p.records[key]
+	// The node's own creation offline is not quarantined: there is no
+	// cluster's object for its copy to follow.
+	return wait, answered && ok && !cur.Quarantined && !cur.has(ownCreate) && next.fails >= quarantineFails && now.Sub(next.since) >= quarantineAfter
 }
 
-// retryAll makes every record due: the link came back.
+// quarantine marks rec quarantined, owned being the owned part the node
+// left, durably: from now on it holds no local copy.
+func (p *pending) quarantine(ctx context.Context, rec pendingRecord, owned json.RawMessage) error {
+	key := pendingKey(rec.gr(), rec.Namespace, rec.Name)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cur, ok := p.records[key]
+	if !ok || p.dirty[key] || p.applying[key] > 0 {
+		// Written again meanwhile: the node's newer write is tried first.
+		return nil
+	}
+	next := *cur
+	next.Quarantined, next.Owned = true, owned
+	data, err := json.Marshal(next)
+	if err != nil {
+		return err
+	}
+	if err := p.state.PutState(ctx, p.durable(key), data); err != nil {
+		return err
+	}
+	p.records[key] = &next
+	quarantined.WithLabelValues("quarantined").Inc()
+	return nil
+}
+
+// retryAll makes every record due: the link came back. A quarantined
+// record keeps its wait (the upstream failed it while the link was up),
+// and every record its count of the upstream's failures.
 func (p *pending) retryAll() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	clear(p.retries)
+	for key, r := range p.retries {
+		if rec, ok := p.records[key]; ok && rec.Quarantined {
+			continue
+		}
+		r.at, r.tries = time.Time{}, 0
+		p.retries[key] = r
+	}
 }
 
 // describe is one record for /mirrorz?verbose.
@@ -353,5 +459,9 @@ func (r pendingRecord) describe(now time.Time) string {
 	if r.Namespace != "" {
 		obj = r.Namespace + "/" + r.Name
 	}
-	return fmt.Sprintf("pending %s %s writes=%s age=%s", r.Resource, obj, strings.Join(ws, ","), now.Sub(r.Since).Round(time.Second))
+	q := ""
+	if r.Quarantined {
+		q = " quarantined"
+	}
+	return fmt.Sprintf("pending %s %s writes=%s age=%s%s", r.Resource, obj, strings.Join(ws, ","), now.Sub(r.Since).Round(time.Second), q)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubestore/kubestore/cacher/cachertest"
@@ -47,7 +48,7 @@ func TestPendingRecords(t *testing.T) {
 
 	// A restart reads them back.
 	again := newPending(b, "n")
-	if err := again.load(ctx); err != nil {
+	if err := again.load(ctx, func(pendingRecord) bool { return true }); err != nil {
 		t.Fatal(err)
 	}
 	all := again.all()
@@ -89,7 +90,7 @@ func TestPendingRecords(t *testing.T) {
 		t.Errorf("clear: %v %v, want cleared", cleared, err)
 	}
 	third := newPending(b, "n")
-	if err := third.load(ctx); err != nil {
+	if err := third.load(ctx, func(pendingRecord) bool { return true }); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := third.get(podsResource, "ns", "p"); ok {
@@ -169,7 +170,8 @@ func TestOutboxBytesUnderConcurrency(t *testing.T) {
 
 // Pending records are each node's: a gateway loads its own node's, never
 // another's of the same store; a record of a release before per-node
-// records is taken as the node's and moved under its name.
+// records is taken by the node whose object it is (mine says), and moved
+// under its name; another node's is left for that node.
 func TestPendingRecordsPerNode(t *testing.T) {
 	b := stateBackend(t)
 	ctx := t.Context()
@@ -184,12 +186,14 @@ func TestPendingRecordsPerNode(t *testing.T) {
 		}
 		applied()
 	}
-	legacy, _ := json.Marshal(pendingRecord{Resource: "pods", Namespace: "ns", Name: "old", Rule: "pods", UID: "old", Writes: []ownWrite{ownStatus}})
-	if err := b.PutState(ctx, pendingState+"pods/ns/old", legacy); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"old", "theirs"} {
+		legacy, _ := json.Marshal(pendingRecord{Resource: "pods", Namespace: "ns", Name: name, Rule: "pods", UID: name, Writes: []ownWrite{ownStatus}})
+		if err := b.PutState(ctx, pendingState+"pods/ns/"+name, legacy); err != nil {
+			t.Fatal(err)
+		}
 	}
 	again := newPending(b, "edge-a")
-	if err := again.load(ctx); err != nil {
+	if err := again.load(ctx, func(r pendingRecord) bool { return r.Name == "old" }); err != nil {
 		t.Fatal(err)
 	}
 	var names []string
@@ -206,7 +210,106 @@ func TestPendingRecordsPerNode(t *testing.T) {
 	if _, ok := recs[pendingState+"pods/ns/old"]; ok {
 		t.Error("the earlier release's record is still under its old name")
 	}
-	if _, ok := recs[nodeState(pendingState, "edge-a")+"pods/ns/old"]; !ok {
-		t.Errorf("the earlier release's record is not under edge-a's: %v", recs)
+	mine, err := b.ListState(ctx, nodeState(pendingState, "edge-a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := mine[nodeState(pendingState, "edge-a")+"pods/ns/old"]; !ok {
+		t.Errorf("the earlier release's record is not under edge-a's: %v", mine)
+	}
+	if _, ok := recs[pendingState+"pods/ns/theirs"]; !ok {
+		t.Errorf("the earlier release's record of another node's pod was moved: %v", recs)
+	}
+}
+
+// Only the node's writes to an object hold its local copy: a pod deleted
+// and created again upstream (another uid) is stored as it comes; the
+// node's status leaves the cluster's other changes through (heldOwned); its
+// offline creation and final delete stand whole; a quarantined record
+// holds nothing.
+func TestPendingHolds(t *testing.T) {
+	b := stateBackend(t)
+	ctx := t.Context()
+	p := newPending(b, "n")
+	record := func(rec pendingRecord, w ownWrite) {
+		t.Helper()
+		applied, err := p.record(ctx, rec, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		applied()
+	}
+	record(pendingRecord{Resource: "pods", Namespace: "ns", Name: "status", UID: "u1"}, ownStatus)
+	record(pendingRecord{Resource: "pods", Namespace: "ns", Name: "deleted", UID: "u2"}, ownDelete)
+	record(pendingRecord{Resource: "nodes", Name: "n"}, ownCreate)
+	for _, c := range []struct {
+		gr       schema.GroupResource
+		ns, name string
+		uid      types.UID
+		want     holding
+		wantWhat string
+	}{
+		{podsResource, "ns", "status", "u1", heldOwned, "the node's status of the pod"},
+		{podsResource, "ns", "status", "other", notHeld, "the pod recreated upstream"},
+		{podsResource, "ns", "deleted", "u2", heldWhole, "the pod the node deleted"},
+		{podsResource, "ns", "deleted", "other", notHeld, "a new pod of the deleted one's name"},
+		{nodesResource, "", "n", "upstream-uid", heldWhole, "the Node the node created offline"},
+		{podsResource, "ns", "none", "u3", notHeld, "a pod the node did not write"},
+	} {
+		if got := p.holds(c.gr, c.ns, c.name, c.uid); got != c.want {
+			t.Errorf("%s: holds %d, want %d", c.wantWhat, got, c.want)
+		}
+	}
+	rec, _ := p.get(podsResource, "ns", "status")
+	p.begin(rec)
+	if err := p.quarantine(ctx, rec, json.RawMessage(`{"phase":"Running"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.holds(podsResource, "ns", "status", "u1"); got != notHeld {
+		t.Errorf("a quarantined record holds %d, want notHeld", got)
+	}
+	again := newPending(b, "n")
+	if err := again.load(ctx, func(pendingRecord) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := again.get(podsResource, "ns", "status"); !ok || !r.Quarantined || string(r.Owned) != `{"phase":"Running"}` {
+		t.Errorf("the quarantined record after a restart: %+v, want quarantined with the node's status", r)
+	}
+	// The node writes the pod again: its new write is what is pending.
+	record(pendingRecord{Resource: "pods", Namespace: "ns", Name: "status", UID: "u1", Base: json.RawMessage(`{"phase":"Pending"}`)}, ownStatus)
+	if r, _ := p.get(podsResource, "ns", "status"); r.Quarantined || string(r.Base) != `{"phase":"Pending"}` {
+		t.Errorf("the record after the node wrote a quarantined object again: %+v, want a new one on the copy's state", r)
+	}
+}
+
+// A record is quarantined once the upstream itself failed it (not the
+// link) three times over a minute; failures of the link count for the
+// back-off only.
+func TestPendingQuarantineNeedsTheUpstreamsFailures(t *testing.T) {
+	p := newPending(stateBackend(t), "n")
+	applied, err := p.record(t.Context(), pendingRecord{Resource: "pods", Namespace: "ns", Name: "p", UID: "u"}, ownStatus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied()
+	rec, _ := p.get(podsResource, "ns", "p")
+	for i := range 10 {
+		if _, q := p.failed(rec, false); q {
+			t.Fatalf("quarantined after %d failures of the link", i+1)
+		}
+	}
+	if _, q := p.failed(rec, true); q {
+		t.Fatal("quarantined at the upstream's first failure")
+	}
+	// The first failure a minute ago.
+	key := pendingKey(podsResource, "ns", "p")
+	r := p.retries[key]
+	r.since = time.Now().Add(-quarantineAfter)
+	p.retries[key] = r
+	if _, q := p.failed(rec, true); q {
+		t.Fatal("quarantined at the upstream's second failure")
+	}
+	if _, q := p.failed(rec, true); !q {
+		t.Error("not quarantined at the upstream's third failure, a minute after the first")
 	}
 }

@@ -95,16 +95,19 @@ func (u *uplink) reconcileRecord(ctx context.Context, rec pendingRecord) error {
 	outcome, err := u.reconcileOne(ctx, rec)
 	if err != nil {
 		if retryable(err) {
-			wait := u.pending.failed(rec)
+			wait, quarantine := u.pending.failed(rec, answered(err))
 			klog.V(2).InfoS("Mirror: the upstream cannot take the node's offline write yet", "resource", rec.Resource,
 				"namespace", rec.Namespace, "name", rec.Name, "err", err, "retryIn", wait)
+			if quarantine {
+				u.quarantine(ctx, rec, err)
+			}
 			return err
 		}
 		klog.InfoS("Mirror: the upstream refused the node's offline write; its state stands", "resource", rec.Resource,
 			"namespace", rec.Namespace, "name", rec.Name, "err", err)
 		outcome = reconciledRefused
 		if err := u.refetch(ctx, rec); err != nil {
-			u.pending.failed(rec)
+			u.pending.failed(rec, false)
 			klog.V(2).InfoS("Mirror: reading the upstream's state after a refusal", "resource", rec.Resource, "name", rec.Name, "err", err)
 			return err
 		}
@@ -120,6 +123,41 @@ func (u *uplink) reconcileRecord(ctx context.Context, rec pendingRecord) error {
 			"name", rec.Name, "writes", rec.Writes, "outcome", outcome, "pendingFor", time.Since(rec.Since).Round(time.Second))
 	}
 	return nil
+}
+
+// quarantine sets rec aside, failed by the upstream for quarantineAfter
+// (the last time with err), with the owned part the node left: its
+// object follows the cluster again, and the record is tried every
+// retryMax.
+func (u *uplink) quarantine(ctx context.Context, rec pendingRecord, err error) {
+	owned := rec.Final
+	if store, serr := u.stores.Store(ctx, rec.gr()); serr == nil {
+		if _, lu, lerr := u.localCopy(ctx, store, rec); lerr == nil && lu != nil {
+			owned, _ = json.Marshal(lu[ownedPart(rec.gr())])
+		}
+	}
+	if owned == nil {
+		owned = json.RawMessage("null")
+	}
+	if qerr := u.pending.quarantine(ctx, rec, owned); qerr != nil {
+		klog.V(2).InfoS("Mirror: quarantining a pending write", "resource", rec.Resource, "name", rec.Name, "err", qerr)
+		return
+	}
+	klog.InfoS("Mirror: the upstream keeps failing the node's offline write; quarantined: the object follows the cluster again, and the write is tried every few minutes",
+		"resource", rec.Resource, "namespace", rec.Namespace, "name", rec.Name, "failingFor", quarantineAfter, "err", err)
+	if err := u.refetch(ctx, rec); err != nil {
+		// The stream brings the cluster's state at its next change.
+		klog.V(2).InfoS("Mirror: reading the upstream's state of a quarantined write's object", "resource", rec.Resource, "name", rec.Name, "err", err)
+	}
+}
+
+// answered reports whether the upstream answered a failed reconciliation
+// (a 5xx, a 429, a conflict at every try), which counts towards its
+// quarantine; a link that failed it (refused, timed out) says nothing of
+// the record.
+func answered(err error) bool {
+	code := statusCode(err)
+	return code >= http.StatusInternalServerError || code == http.StatusTooManyRequests || apierrors.IsConflict(err)
 }
 
 // retryable reports whether a reconciliation that failed with err may
@@ -186,8 +224,21 @@ func (u *uplink) reconcileOne(ctx context.Context, rec pendingRecord) (string, e
 		if err != nil {
 			return "", err
 		}
-		if local == nil {
-			return reconciledGone, nil
+		var owned any
+		switch {
+		case rec.Quarantined:
+			// The local copy follows the cluster: what the node wrote is
+			// the record's.
+			if err := json.Unmarshal(rec.Owned, &owned); err != nil {
+				return "", localError{err}
+			}
+		case local == nil:
+			// Gone locally (the upstream deleted it): whatever the
+			// upstream has of the name now is fetched, not left to a
+			// change of it.
+			return reconciledGone, u.refetch(ctx, rec)
+		default:
+			owned = lu[ownedPart(rec.gr())]
 		}
 		cur, err := up.Get(ctx, rec.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -210,7 +261,13 @@ func (u *uplink) reconcileOne(ctx context.Context, rec pendingRecord) (string, e
 		if err != nil {
 			return "", err
 		}
-		if cur.GetUID() != local.GetUID() && !created {
+		// The object the node wrote: its record's (a record of a
+		// release before it kept the uid is the local copy's).
+		wrote := types.UID(rec.UID)
+		if wrote == "" && local != nil {
+			wrote = local.GetUID()
+		}
+		if !created && cur.GetUID() != wrote {
 			// Deleted and created again upstream: the node wrote to the
 			// object that went. The new one stands, and replaces the
 			// local copy.
@@ -220,7 +277,7 @@ func (u *uplink) reconcileOne(ctx context.Context, rec pendingRecord) (string, e
 		if !created {
 			base = rec.Base
 		}
-		patch, err := nodePatch(store, rec, base, lu[ownedPart(rec.gr())], cur)
+		patch, err := nodePatch(store, rec, base, owned, cur)
 		if err != nil {
 			return "", err
 		}
@@ -245,9 +302,11 @@ func (u *uplink) reconcileOne(ctx context.Context, rec pendingRecord) (string, e
 func (u *uplink) reconcileFinalDelete(ctx context.Context, r *rule, store *Store, up dynamic.ResourceInterface, rec pendingRecord) (string, error) {
 	if rec.has(ownStatus) {
 		status := rec.Final
-		if _, lu, err := u.localCopy(ctx, store, rec); err != nil {
+		if rec.Quarantined {
+			status = rec.Owned
+		} else if local, lu, err := u.localCopy(ctx, store, rec); err != nil {
 			return "", err
-		} else if lu != nil {
+		} else if lu != nil && string(local.GetUID()) == rec.UID {
 			// Still there locally (a finalizer holds it): its status is
 			// the latest.
 			if status, err = json.Marshal(lu[ownedPart(rec.gr())]); err != nil {

@@ -113,6 +113,10 @@ func (x *references) seed(ctx context.Context) error {
 // changed records the references of pod obj of rule r (none when it was
 // deleted) and starts or stops the streams of what changed.
 func (x *references) changed(r *rule, obj runtime.Object) {
+	if r.foreign {
+		// Another gateway's pod: that gateway follows its references.
+		return
+	}
 	deps := x.dependents(r)
 	if len(deps) == 0 {
 		return

@@ -49,6 +49,10 @@ type stream struct {
 	reported string
 	// heard is set when the current list or watch read data.
 	heard bool
+	// former are the selectors of the stream's record when the
+	// configuration changed them since (resumeFrom): the first relist
+	// deletes the copies they selected and the new ones do not.
+	former string
 }
 
 // unreachableWait is how long a stream that failed to reach the upstream
@@ -229,7 +233,10 @@ loop:
 		}
 		heard := s.heard
 		s.heard = false
-		if err != nil {
+		if err != nil && noAnswer(err) {
+			// Only a request the upstream did not answer says the link
+			// is down: one stream's 5xx is its resource's trouble (the
+			// probe judges an upstream that fails every request).
 			s.m.reached(err)
 		}
 		switch {
@@ -311,7 +318,13 @@ func (s *stream) resumeFrom(ctx context.Context, store *Store) string {
 		return ""
 	}
 	var c checkpoint
-	if json.Unmarshal(data, &c) != nil || c.Selectors != s.selectors() {
+	if json.Unmarshal(data, &c) != nil {
+		return ""
+	}
+	if c.Selectors != s.selectors() {
+		if !s.rule.nodeScoped() {
+			s.former = c.Selectors
+		}
 		return ""
 	}
 	s.persisted = c.ResourceVersion
@@ -497,6 +510,17 @@ func (s *stream) newRelisting(ctx context.Context, store *Store) (*relisting, er
 	if err != nil {
 		return nil, err
 	}
+	if s.former != "" {
+		former, err := s.m.formerCopies(ctx, s.rule, store, s.namespace, s.former)
+		if err != nil {
+			return nil, err
+		}
+		for k, ref := range former {
+			if _, ok := local[k]; !ok {
+				local[k] = ref
+			}
+		}
+	}
 	return &relisting{local: local, seen: sets.New[string](), slots: make(chan struct{}, relistWrites)}, nil
 }
 
@@ -586,6 +610,7 @@ func (s *stream) synced(ctx context.Context, store *Store, rl *relisting, rv str
 			rl.applied++
 		}
 	}
+	s.former = ""
 	now := time.Now()
 	s.update(func(st *streamStatus) {
 		st.synced, st.lastSync, st.lastSeen, st.objects, st.lagEvents = true, now, now, rl.seen.Len(), rl.applied
@@ -754,6 +779,24 @@ func isNetworkError(err error) bool {
 			s.Reason == metav1.StatusReasonServerTimeout
 	}
 	return true
+}
+
+// noAnswer reports whether err means no answer of the upstream came: the
+// connection failed or broke (client-go's own status of a watch that
+// broke counts), rather than that the upstream answered with an error.
+func noAnswer(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return true
+	}
+	if d := status.Status().Details; d != nil {
+		for _, c := range d.Causes {
+			if c.Type == clientWatchDecoding {
+				return true
+			}
+		}
+	}
+	return status.Status().Code == 0
 }
 
 // clientWatchDecoding is the cause client-go gives a watch it could not

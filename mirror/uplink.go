@@ -7,10 +7,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/klog/v2"
 )
 
@@ -45,11 +46,15 @@ type downstream interface {
 	rulesFor(gr schema.GroupResource) []*rule
 	rule(name string) *rule
 	// matching is the rule that would mirror obj, nil for a local object;
-	// mirroredBy the rule whose copy obj is.
+	// mirroredBy the rule whose copy obj is, this gateway's or
+	// another gateway's of the site.
 	matching(store *Store, gr schema.GroupResource, namespace string, obj *unstructured.Unstructured) *rule
-	mirroredBy(obj metav1.Object) *rule
+	mirroredBy(store *Store, obj runtime.Object) *rule
 	// mirrors reports whether ref names a local copy of a mirrored object.
 	mirrors(ctx context.Context, ref corev1.ObjectReference) bool
+	// mirroredOnSite reports whether a rule of any gateway of the site
+	// mirrors gr.
+	mirroredOnSite(ctx context.Context, gr schema.GroupResource) bool
 	// namespaceDeletable refuses to delete a namespace holding copies.
 	namespaceDeletable(ctx context.Context, namespace string) error
 	// applyObject writes the upstream's u as r's copy; remove deletes the
@@ -69,11 +74,53 @@ func newUplink(down downstream, l *link, stores Stores, state State, node string
 
 // load reads the node's writes a previous run left pending: their objects
 // stay as the node left them until they are reconciled, so the streams
-// must know them before they write.
+// must know them before they write. Those a release before per-node
+// records left are taken when they are this node's.
 func (u *uplink) load(ctx context.Context) {
-	if err := u.pending.load(ctx); err != nil {
+	alone := u.aloneOnStore(ctx)
+	mine := func(rec pendingRecord) bool { return u.legacyMine(ctx, rec.gr(), rec.Namespace, rec.Name, alone) }
+	if err := u.pending.load(ctx, mine); err != nil {
 		klog.ErrorS(err, "Mirror: reading the node's pending writes")
 	}
+}
+
+// aloneOnStore reports whether no other gateway mirrors into this store:
+// no other node recorded the rules it runs (configuredState).
+func (u *uplink) aloneOnStore(ctx context.Context) bool {
+	recs, err := u.state.ListStatePrefix(ctx, configuredState)
+	if err != nil {
+		return false
+	}
+	for name := range recs {
+		if name != configuredState+u.node {
+			return false
+		}
+	}
+	return true
+}
+
+// legacyMine reports whether a record a release before per-node records
+// left, of object namespace/name of gr (a pending write, or the object an
+// Event is about), is this node's: its Node, Lease or CSINode, or a pod
+// the local store has bound to it. One whose node cannot be told (a pod
+// the node deleted) is this node's only when no other gateway shares the
+// store: no gateway takes another node's records.
+func (u *uplink) legacyMine(ctx context.Context, gr schema.GroupResource, namespace, name string, alone bool) bool {
+	switch gr {
+	case nodesResource, csiNodesResource:
+		return name == u.node
+	case leasesResource:
+		return namespace == leaseNS && name == u.node
+	case podsResource:
+		if store, err := u.stores.Store(ctx, gr); err == nil {
+			obj := store.New()
+			if err := store.Get(ctx, store.Key(namespace, name), storage.GetOptions{}, obj); err == nil {
+				pod, ok := obj.(*corev1.Pod)
+				return ok && pod.Spec.NodeName == u.node
+			}
+		}
+	}
+	return alone
 }
 
 // run sends the queued Events and reconciles the pending writes until ctx

@@ -81,7 +81,10 @@ func (u *uplink) withWriteThrough(next http.Handler, serializer runtime.Negotiat
 				return
 			}
 		}
-		if len(u.down.rulesFor(gr)) == 0 {
+		if len(u.down.rulesFor(gr)) == 0 && (info.Verb == "create" || !u.down.mirroredOnSite(r.Context(), gr)) {
+			// No rule makes it a copy. A write to an existing object of a
+			// resource another gateway of the site mirrors may reach one
+			// of its copies: serve finds it by the copy's annotation.
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -184,7 +187,7 @@ func (wt *writeThrough) serve() bool {
 		if err != nil {
 			return false
 		}
-		if wt.rule = wt.u.down.mirroredBy(a); wt.rule == nil {
+		if wt.rule = wt.u.down.mirroredBy(store, obj); wt.rule == nil {
 			return false
 		}
 		wt.local, wt.localObj = a, obj
@@ -206,11 +209,12 @@ func (wt *writeThrough) serve() bool {
 // upstream sees the edge's credentials only. A refusal (403) is the
 // answer; anything else lets the write go on.
 func (wt *writeThrough) admittedLocally() bool {
-	r := wt.r.Clone(wt.r.Context())
-	q := r.URL.Query()
-	q.Set("dryRun", metav1.DryRunAll)
-	r.URL.RawQuery = q.Encode()
-	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(wt.body)), int64(len(wt.body))
+	r, err := wt.asDryRun()
+	if err != nil {
+		// Not a body the local server reads: it answers.
+		wt.next.ServeHTTP(wt.w, wt.r)
+		return false
+	}
 	answer := newBufferedResponse()
 	wt.next.ServeHTTP(answer, r)
 	if answer.code == http.StatusForbidden {
@@ -219,6 +223,35 @@ func (wt *writeThrough) admittedLocally() bool {
 	}
 	wt.r.Body = io.NopCloser(bytes.NewReader(wt.body))
 	return true
+}
+
+// asDryRun is the request as a dry run, which writes nothing: dryRun=All
+// in the query, where a create, update or patch takes its options from,
+// and for a delete with a body in its DeleteOptions too, since the
+// apiserver then reads the options from the body alone and ignores the
+// query's (k8s.io/apiserver pkg/endpoints/handlers/delete.go). client-go
+// always sends a delete's options as a body, the kubelet's in protobuf:
+// it is sent on as JSON.
+func (wt *writeThrough) asDryRun() (*http.Request, error) {
+	r := wt.r.Clone(wt.r.Context())
+	q := r.URL.Query()
+	q.Set("dryRun", metav1.DryRunAll)
+	r.URL.RawQuery = q.Encode()
+	body := wt.body
+	if wt.info.Verb == "delete" && len(body) > 0 {
+		opts, err := wt.decode(body)
+		if err != nil {
+			return nil, err
+		}
+		opts.Object["dryRun"] = []any{metav1.DryRunAll}
+		if body, err = json.Marshal(opts.Object); err != nil {
+			return nil, err
+		}
+		r.Header = r.Header.Clone()
+		r.Header.Set("Content-Type", runtime.ContentTypeJSON)
+	}
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	return r, nil
 }
 
 // namespace is the namespace of the object written: the URL's, or a
@@ -300,37 +333,41 @@ func (wt *writeThrough) byNode() bool {
 }
 
 // finalDelete reports whether a delete of the pod of uid is the kubelet's
-// final delete: grace 0 with the pod's uid as precondition, not a dry run
-// (k8s.io/kubernetes pkg/kubelet/status: the status manager deletes a pod
-// it has finished with so). Any other delete of a terminating pod is not
-// the node's to make offline.
+// final delete: grace 0 with the pod's uid as precondition (k8s.io/kubernetes
+// pkg/kubelet/status: the status manager deletes a pod it has finished
+// with so). Any other delete of a terminating pod is not the node's to
+// make offline. A dry run of it is the node's too, answered locally
+// offline and kept nowhere, as a dry run of its status is.
 func (wt *writeThrough) finalDelete(uid types.UID) bool {
-	if wt.dryRun() {
-		return false
-	}
-	grace := wt.r.URL.Query().Get("gracePeriodSeconds")
-	var uidPrecondition string
-	if len(wt.body) > 0 {
-		opts, err := wt.decode(wt.body)
-		if err != nil {
-			return false
-		}
-		if dry, _, _ := unstructured.NestedStringSlice(opts.Object, "dryRun"); len(dry) > 0 {
-			return false
-		}
-		switch g := opts.Object["gracePeriodSeconds"].(type) {
-		case float64:
-			grace = fmt.Sprint(g)
-		case int64:
-			grace = fmt.Sprint(g)
-		}
-		uidPrecondition, _, _ = unstructured.NestedString(opts.Object, "preconditions", "uid")
-	}
-	return grace == "0" && uidPrecondition == string(uid)
+	opts, ok := wt.deleteOptions()
+	return ok && opts.GracePeriodSeconds != nil && *opts.GracePeriodSeconds == 0 &&
+		opts.Preconditions != nil && opts.Preconditions.UID != nil && *opts.Preconditions.UID == uid
 }
 
-// dryRun reports whether the write is a dry run, which writes nothing.
-func (wt *writeThrough) dryRun() bool { return len(wt.r.URL.Query()["dryRun"]) > 0 }
+// deleteOptions are a delete's options as the apiserver reads them: from
+// the body when there is one (the query's are then ignored), else from
+// the query; false when they cannot be read.
+func (wt *writeThrough) deleteOptions() (metav1.DeleteOptions, bool) {
+	var opts metav1.DeleteOptions
+	if len(wt.body) == 0 {
+		return opts, metav1.ParameterCodec.DecodeParameters(wt.r.URL.Query(), metav1.SchemeGroupVersion, &opts) == nil
+	}
+	u, err := wt.decode(wt.body)
+	if err != nil {
+		return opts, false
+	}
+	return opts, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &opts) == nil
+}
+
+// dryRun reports whether the write is a dry run, which writes nothing: by
+// its query, or a delete's by its options.
+func (wt *writeThrough) dryRun() bool {
+	if wt.info.Verb == "delete" {
+		opts, ok := wt.deleteOptions()
+		return ok && len(opts.DryRun) > 0
+	}
+	return len(wt.r.URL.Query()["dryRun"]) > 0
+}
 
 // offline serves the write while the upstream is not reachable (cause, when
 // known, says why): the node's own writes are applied locally and kept
@@ -388,6 +425,7 @@ func (wt *writeThrough) offline(cause error) {
 			return
 		}
 		wt.r.Header.Set("Content-Type", runtime.ContentTypeJSON)
+		wt.r = wt.r.WithContext(mirrored.WithCopyWrite(wt.r.Context()))
 	}
 	wt.r.Body, wt.r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	wt.next.ServeHTTP(wt.w, wt.r)
@@ -550,7 +588,7 @@ func (wt *writeThrough) forward() {
 		wt.offline(err)
 		return
 	}
-	if len(wt.r.URL.Query()["dryRun"]) > 0 {
+	if wt.dryRun() {
 		wt.writeRaw(code, raw)
 		return
 	}
@@ -567,8 +605,14 @@ func (wt *writeThrough) forward() {
 		return
 	}
 	how := applyHow{answer: true, mayCreate: wt.info.Verb == "create", overPending: wt.own != ownNotOwned}
-	if _, err := wt.u.down.applyObject(ctx, wt.rule, wt.store, u, how); err != nil {
+	op, err := wt.u.down.applyObject(ctx, wt.rule, wt.store, u, how)
+	if err != nil {
 		wt.fail(apierrors.NewInternalError(fmt.Errorf("the upstream accepted the write, storing its answer failed (the mirror will retry): %w", err)), "")
+		return
+	}
+	if op == opDeferred {
+		// No local copy yet: the upstream's own answer.
+		wt.writeRaw(code, raw)
 		return
 	}
 	wt.serveLocal(code, u.GetName())
@@ -737,7 +781,7 @@ func (wt *writeThrough) awaitDeletion(ctx context.Context) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	if rl := wt.u.down.mirroredBy(wt.local); rl != nil {
+	if rl := wt.u.down.mirroredBy(wt.store, wt.localObj); rl != nil {
 		wt.u.down.remove(ctx, rl, wt.store, wt.local.GetNamespace(), wt.local.GetName(), "", false) //nolint:errcheck // the stream deletes it too
 	}
 }

@@ -1,14 +1,19 @@
 // Package mirrored is the contract of a mirrored object: the annotations
 // the mirror (package mirror) puts on its copies of an upstream cluster's
-// objects, and what each tells the rest of kubestore. It imports nothing,
-// so that a controller honours the contract without the mirror.
+// objects, and what each tells the rest of kubestore. It imports nothing
+// of kubestore or Kubernetes, so that a controller honours the contract
+// without the mirror.
 //
 // A copy belongs to the upstream: kubestore's own controllers (garbage
 // collection, the namespace and ServiceAccount controllers) never write
 // or delete it; the upstream's controllers do, and the mirror carries
 // their writes. A local object that kubestore keeps may say that a copy
-// takes its place (AnnotationReplaceable).
+// takes its place (AnnotationReplaceable). No write through the API sets
+// or changes the mirror's annotations (mirror.Annotations), but the
+// mirror's own (WithCopyWrite).
 package mirrored
+
+import "context"
 
 const (
 	// AnnotationRule names the rule that mirrored an object; every copy
@@ -23,6 +28,21 @@ const (
 	// own controllers keep it there.
 	AnnotationReplaceable = "mirror.kubestore.io/replaceable"
 )
+
+type copyWriteKey struct{}
+
+// WithCopyWrite marks a request the mirror makes through the API on the
+// node's behalf (its creation of its own objects offline), which may set
+// the annotations above.
+func WithCopyWrite(ctx context.Context) context.Context {
+	return context.WithValue(ctx, copyWriteKey{}, true)
+}
+
+// CopyWrite reports whether ctx is such a request's.
+func CopyWrite(ctx context.Context) bool {
+	v, _ := ctx.Value(copyWriteKey{}).(bool)
+	return v
+}
 
 // Is reports whether an object with these annotations is a mirror's copy.
 func Is(annotations map[string]string) bool {

@@ -31,6 +31,8 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+
+	"github.com/kubestore/kubestore/mirrored"
 )
 
 // Namespaces is the namespaces resource as the controller uses it:
@@ -134,6 +136,39 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	return true
 }
 
+// deleteContent deletes what s holds in the namespace of ctx, but the
+// mirror's copies of an upstream's objects: they are the upstream's to
+// delete (package mirrored), and a pod's copy deleted here would be the
+// kubelet's to finally delete, which the mirror forwards to the cluster.
+// It returns how many objects are left, and how many of them are copies.
+func deleteContent(ctx context.Context, s *genericregistry.Store) (remaining, copies int, err error) {
+	list, err := s.List(ctx, &metainternalversion.ListOptions{})
+	if err != nil {
+		return 0, 0, fmt.Errorf("listing %s: %w", s.DefaultQualifiedResource, err)
+	}
+	err = meta.EachListItem(list, func(obj runtime.Object) error {
+		a, err := meta.Accessor(obj)
+		if err != nil {
+			return err
+		}
+		remaining++
+		if mirrored.Is(a.GetAnnotations()) {
+			copies++
+			return nil
+		}
+		uid := a.GetUID()
+		_, deleted, err := s.Delete(ctx, a.GetName(), rest.ValidateAllObjectFunc, &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		switch {
+		case apierrors.IsNotFound(err) || apierrors.IsConflict(err) || err == nil && deleted:
+			remaining--
+		case err != nil:
+			return fmt.Errorf("deleting %s %s: %w", s.DefaultQualifiedResource, a.GetName(), err)
+		}
+		return nil
+	})
+	return remaining, copies, err
+}
+
 // sync deletes the content of a terminating namespace; once none is left
 // it removes the kubernetes finalizer and deletes the namespace. retry
 // means content is still going away.
@@ -152,16 +187,14 @@ func (c *Controller) sync(ctx context.Context, name string) (retry bool, err err
 	}
 	if slices.Contains(ns.Spec.Finalizers, corev1.FinalizerKubernetes) {
 		nsCtx := genericapirequest.WithNamespace(ctx, name)
-		remaining := 0
+		remaining, copies := 0, 0
 		for _, s := range c.contents {
-			if _, err := s.DeleteCollection(nsCtx, rest.ValidateAllObjectFunc, &metav1.DeleteOptions{}, &metainternalversion.ListOptions{}); err != nil {
-				return false, fmt.Errorf("deleting %s: %w", s.DefaultQualifiedResource, err)
-			}
-			list, err := s.List(nsCtx, &metainternalversion.ListOptions{})
+			left, mirrored, err := deleteContent(nsCtx, s)
 			if err != nil {
-				return false, fmt.Errorf("listing %s: %w", s.DefaultQualifiedResource, err)
+				return false, err
 			}
-			remaining += meta.LenList(list)
+			remaining += left
+			copies += mirrored
 		}
 		if c.custom != nil {
 			n, err := c.custom(ctx, name)
@@ -169,6 +202,10 @@ func (c *Controller) sync(ctx context.Context, name string) (retry bool, err err
 				return false, err
 			}
 			remaining += n
+		}
+		if copies > 0 && copies == remaining {
+			// Only the mirror's copies are left: the upstream deletes them.
+			klog.V(2).InfoS("Namespace waits for the upstream to delete the mirrored objects it holds", "namespace", name, "mirrored", copies)
 		}
 		if remaining > 0 {
 			klog.V(2).InfoS("Namespace content still being deleted", "namespace", name, "remaining", remaining)

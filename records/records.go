@@ -139,14 +139,34 @@ func (s *Store) DeleteStateIf(ctx context.Context, name string, value []byte) (b
 	return txn.Succeeded, nil
 }
 
-// ListState reads the records whose names start with prefix, by name.
-func (s *Store) ListState(ctx context.Context, prefix string) (map[string][]byte, error) {
-	resp, err := s.client.Get(ctx, s.key(prefix), clientv3.WithPrefix())
+// ListState reads the records in the directory dir, those named
+// dir/<anything>, by name. The store puts the "/" after dir itself (a
+// trailing one given is the same directory): a directory's listing never
+// reaches a sibling whose name only starts alike (mirror-pending@edge-1/
+// and mirror-pending@edge-10/, clusterip/ and clusterip-range).
+func (s *Store) ListState(ctx context.Context, dir string) (map[string][]byte, error) {
+	return s.list(ctx, s.key(dir)+"/")
+}
+
+// ListStatePrefix reads the records whose names start with prefix, which
+// is a name's beginning, not a directory: mirror-configured@ lists the
+// record of every node (mirror-configured@<node>). Use ListState for a
+// directory.
+func (s *Store) ListStatePrefix(ctx context.Context, prefix string) (map[string][]byte, error) {
+	if strings.HasSuffix(prefix, "/") {
+		return s.ListState(ctx, prefix)
+	}
+	return s.list(ctx, s.key(prefix))
+}
+
+// list reads the records whose etcd keys start with keyPrefix.
+func (s *Store) list(ctx context.Context, keyPrefix string) (map[string][]byte, error) {
+	resp, err := s.client.Get(ctx, keyPrefix, clientv3.WithPrefix())
+	root := s.key("") + "/"
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", prefix, err)
+		return nil, fmt.Errorf("reading %s: %w", strings.TrimPrefix(keyPrefix, root), err)
 	}
 	out := make(map[string][]byte, len(resp.Kvs))
-	root := s.key("") + "/"
 	for _, kv := range resp.Kvs {
 		out[strings.TrimPrefix(string(kv.Key), root)] = kv.Value
 	}

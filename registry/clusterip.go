@@ -28,7 +28,7 @@ type IPRecords interface {
 	CreateState(ctx context.Context, name string, value []byte) (bool, error)
 	GetState(ctx context.Context, name string) ([]byte, error)
 	PutState(ctx context.Context, name string, value []byte) error
-	ListState(ctx context.Context, prefix string) (map[string][]byte, error)
+	ListState(ctx context.Context, dir string) (map[string][]byte, error)
 	DeleteStateIf(ctx context.Context, name string, value []byte) (bool, error)
 }
 
@@ -422,14 +422,7 @@ func (c *ClusterIPs) Allocations(ctx context.Context) ([]Allocation, error) {
 	}
 	var out []Allocation
 	for name, value := range records {
-		// ListState's prefix is not a directory: the range's record
-		// (clusterip-range) is listed too, and is no IP (the repair once
-		// released it as one no Service holds, 3 minutes after every
-		// start).
-		ip, ok := strings.CutPrefix(name, ipRecordPrefix)
-		if !ok {
-			continue
-		}
+		ip := strings.TrimPrefix(name, ipRecordPrefix)
 		a := Allocation{key: name, value: string(value)}
 		if addr, err := netip.ParseAddr(ip); err == nil && addr.String() == ip {
 			a.IP = addr

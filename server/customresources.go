@@ -41,8 +41,11 @@ import (
 	"k8s.io/kube-openapi/pkg/common"
 	"k8s.io/kube-openapi/pkg/common/restfuladapter"
 	"k8s.io/kube-openapi/pkg/handler3"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubestore/kubestore/cacher"
+	"github.com/kubestore/kubestore/mirror"
+	"github.com/kubestore/kubestore/mirrored"
 	"github.com/kubestore/kubestore/server/openapi"
 )
 
@@ -71,7 +74,7 @@ func newCustomResourcesServer(base genericapiserver.Config, backend Storage, tra
 	})
 	c.RESTOptionsGetter = definitions
 	c.MergedResourceConfig = apiextensionsapiserver.DefaultAPIResourceConfigSource()
-	c.AdmissionControl = admission.NewChainHandler(nsLifecycle, conversionCheck{})
+	c.AdmissionControl = admission.NewChainHandler(nsLifecycle, conversionCheck{}, mirror.Annotations())
 	// Server-side apply of CRDs needs the apiextensions types' schemas,
 	// custom resources the metav1 and autoscaling/v1 Scale ones.
 	// Its /openapi/v3 is never served (the top server's is, with the
@@ -394,15 +397,31 @@ func (c *customContents) deleteIn(ctx context.Context, namespace string) (remain
 		}
 		gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: crd.Spec.Versions[i].Name, Resource: crd.Status.AcceptedNames.Plural}
 		r := c.client.Resource(gvr).Namespace(namespace)
-		if err := r.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return 0, fmt.Errorf("deleting %s: %w", gvr.GroupResource(), err)
-		}
 		l, err := r.List(ctx, metav1.ListOptions{})
 		if apierrors.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
 			return 0, fmt.Errorf("listing %s: %w", gvr.GroupResource(), err)
+		}
+		deleted := 0
+		for _, o := range l.Items {
+			// The mirror's copies are the upstream's to delete (as in
+			// namespaces' deleteContent).
+			if mirrored.Is(o.GetAnnotations()) {
+				continue
+			}
+			err := r.Delete(ctx, o.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(o.GetUID())}})
+			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				return 0, fmt.Errorf("deleting %s %s: %w", gvr.GroupResource(), o.GetName(), err)
+			}
+			deleted++
+		}
+		if deleted > 0 {
+			// Left: copies, and what finalizers hold.
+			if l, err = r.List(ctx, metav1.ListOptions{}); err != nil {
+				return 0, fmt.Errorf("listing %s: %w", gvr.GroupResource(), err)
+			}
 		}
 		remaining += len(l.Items)
 	}

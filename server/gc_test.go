@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubestore/kubestore/config"
 )
 
 // ownedBy is an owner reference to a ConfigMap.
@@ -121,22 +123,37 @@ func TestGarbageCollectorBlockingCycle(t *testing.T) {
 // What is collected and what is not, as upstream: a dependent whose owner
 // never existed is; a cluster-scoped object naming a namespaced owner, an
 // object whose owner is of a kind no one serves, and a mirrored object
-// (its upstream's collector decides) are not.
+// (its upstream's collector decides) are not. The copy is one a mirror
+// made, below the API: no write through the API may claim to be one.
 func TestGarbageCollectorWhatIsCollected(t *testing.T) {
-	ts := startServer(t, testConfig(t))
+	// The upstream's collector would collect it: its own is off.
+	upCfg := testConfig(t)
+	upCfg.Server.Controllers = append(upCfg.Server.Controllers, "-"+config.ControllerGarbageCollector)
+	up := startServer(t, upCfg)
+	ghost := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "never", UID: "never-existed"}
+	upNamespace(t, up, "mirrored")
+	if _, err := up.client.CoreV1().ConfigMaps("mirrored").Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "mirrored",
+		OwnerReferences: []metav1.OwnerReference{ghost}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := edgeConfig(t, up, up.rest.Host, "edge-a")
+	cfg.Mirror.Rules = append(cfg.Mirror.Rules, config.MirrorRule{Name: "mirrored", Resource: "configmaps", Namespaces: []string{"mirrored"}})
+	ts := startServer(t, cfg)
 	ctx := t.Context()
 	cms := ts.client.CoreV1().ConfigMaps("default")
+	mirroredCMs := ts.client.CoreV1().ConfigMaps("mirrored")
+	eventually(t, 20*time.Second, "the upstream's ConfigMap mirrored", func() (bool, error) {
+		_, err := mirroredCMs.Get(ctx, "mirrored", metav1.GetOptions{})
+		return err == nil, err
+	})
 	owner, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ghost := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "never", UID: "never-existed"}
 	for _, cm := range []*corev1.ConfigMap{
 		{ObjectMeta: metav1.ObjectMeta{Name: "dangling", OwnerReferences: []metav1.OwnerReference{ghost}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "unknown-kind", OwnerReferences: []metav1.OwnerReference{
 			{APIVersion: "example.com/v1", Kind: "Gadget", Name: "g", UID: "gadget-uid"}}}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "mirrored", Annotations: map[string]string{"mirror.kubestore.io/rule": "configmaps"},
-			OwnerReferences: []metav1.OwnerReference{ghost}}},
 	} {
 		if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -156,10 +173,11 @@ func TestGarbageCollectorWhatIsCollected(t *testing.T) {
 		return apierrors.IsNotFound(err), err
 	})
 	time.Sleep(3 * time.Second)
-	for _, name := range []string{"unknown-kind", "mirrored"} {
-		if _, err := cms.Get(ctx, name, metav1.GetOptions{}); err != nil {
-			t.Errorf("configmap %s: %v, want it kept", name, err)
-		}
+	if _, err := cms.Get(ctx, "unknown-kind", metav1.GetOptions{}); err != nil {
+		t.Errorf("configmap unknown-kind: %v, want it kept", err)
+	}
+	if _, err := mirroredCMs.Get(ctx, "mirrored", metav1.GetOptions{}); err != nil {
+		t.Errorf("the mirrored configmap: %v, want it kept", err)
 	}
 	if _, err := ts.client.CoreV1().Namespaces().Get(ctx, "owned-ns", metav1.GetOptions{}); err != nil {
 		t.Errorf("a cluster-scoped object naming a namespaced owner: %v, want it kept", err)

@@ -287,9 +287,10 @@ func TestMirrorOfflinePodStatusKeepsDisruptionTarget(t *testing.T) {
 }
 
 // A delete of a terminating pod offline that is not the kubelet's final
-// delete (a dry run, a graceful delete, one that fails locally) leaves it
-// terminating upstream; the kubelet's final delete after a terminal status
-// leaves the cluster with both, in that order.
+// delete (a graceful delete, one of another uid) is refused and leaves it
+// terminating upstream, and a dry run of the final delete changes nothing;
+// the kubelet's final delete after a terminal status leaves the cluster
+// with both, in that order.
 func TestMirrorOfflinePodDeletes(t *testing.T) {
 	t.Parallel()
 	p := startMirrorPair(t, "edge-a", false)
@@ -317,11 +318,15 @@ func TestMirrorOfflinePodDeletes(t *testing.T) {
 	dryRun := final(keep.UID)
 	dryRun.DryRun = []string{metav1.DryRunAll}
 	graceful := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](30)}
-	for what, opts := range map[string]metav1.DeleteOptions{"a dry run": dryRun, "a graceful delete": graceful, "a delete of another uid": final("not-its-uid")} {
+	for what, opts := range map[string]metav1.DeleteOptions{"a graceful delete": graceful, "a delete of another uid": final("not-its-uid")} {
 		// Not the node's own writes: refused while the link is down.
 		if err := edgePods.Delete(t.Context(), "keep", opts); !apierrors.IsServiceUnavailable(err) {
 			t.Errorf("%s of a terminating pod offline: %v, want 503", what, err)
 		}
+	}
+	// The node's own, as a dry run: answered locally, nothing written.
+	if err := edgePods.Delete(t.Context(), "keep", dryRun); err != nil {
+		t.Errorf("a dry run of the final delete offline: %v", err)
 	}
 	if k, err := edgePods.Get(t.Context(), "keep", metav1.GetOptions{}); err != nil || ptr.Deref(k.DeletionGracePeriodSeconds, -1) != 300 {
 		t.Errorf("the edge's pod after deletes that are not the node's: %v, grace %v; want it as the cluster has it", err, k.DeletionGracePeriodSeconds)

@@ -367,7 +367,7 @@ func (b *builder) stores() error {
 		return err
 	}
 	b.access.SetNodeAuthorizer(b.nodeAccess.authorizer)
-	handlers := append([]admission.Interface{b.nsLifecycle, registry.NewCertificatesAdmission(b.c.Authorization.Authorizer), b.nodeAccess.admission}, b.admission...)
+	handlers := append([]admission.Interface{b.nsLifecycle, registry.NewCertificatesAdmission(b.c.Authorization.Authorizer), b.nodeAccess.admission, mirror.Annotations()}, b.admission...)
 	b.c.AdmissionControl = admission.NewChainHandler(handlers...)
 	b.api.AddCoreSubresource("serviceaccounts/token", serviceaccount.NewTokenREST(b.saKeys, b.saLookup))
 	return nil

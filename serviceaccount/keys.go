@@ -43,7 +43,7 @@ const KeyFile = "service-account.key"
 // and publish one CA bundle (kubestore's own records: package records).
 type State interface {
 	PutState(ctx context.Context, name string, value []byte) error
-	ListState(ctx context.Context, prefix string) (map[string][]byte, error)
+	ListState(ctx context.Context, dir string) (map[string][]byte, error)
 	DeleteState(ctx context.Context, name string) error
 }
 
