@@ -344,13 +344,14 @@ func (wt *writeThrough) finalDelete(uid types.UID) bool {
 		opts.Preconditions != nil && opts.Preconditions.UID != nil && *opts.Preconditions.UID == uid
 }
 
-// deleteOptions are a delete's options as the apiserver reads them: from
-// the body when there is one (the query's are then ignored), else from
-// the query; false when they cannot be read.
+// deleteOptions are the options of a delete's body, which the apiserver
+// reads instead of the query's when there is one; false when there is
+// none or it cannot be read (a delete without a body names no uid
+// precondition: it is no final delete).
 func (wt *writeThrough) deleteOptions() (metav1.DeleteOptions, bool) {
 	var opts metav1.DeleteOptions
 	if len(wt.body) == 0 {
-		return opts, metav1.ParameterCodec.DecodeParameters(wt.r.URL.Query(), metav1.SchemeGroupVersion, &opts) == nil
+		return opts, false
 	}
 	u, err := wt.decode(wt.body)
 	if err != nil {
@@ -360,9 +361,9 @@ func (wt *writeThrough) deleteOptions() (metav1.DeleteOptions, bool) {
 }
 
 // dryRun reports whether the write is a dry run, which writes nothing: by
-// its query, or a delete's by its options.
+// its query, or a delete with a body by the body's options.
 func (wt *writeThrough) dryRun() bool {
-	if wt.info.Verb == "delete" {
+	if wt.info.Verb == "delete" && len(wt.body) > 0 {
 		opts, ok := wt.deleteOptions()
 		return ok && len(opts.DryRun) > 0
 	}
