@@ -7,13 +7,16 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -34,6 +37,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubestore/kubestore/test/link"
 	judge "github.com/kubestore/kubestore/test/model"
@@ -162,16 +166,28 @@ type modelGateway struct {
 	// lastFault is the link's fault that is on (a restore clears it).
 	lastFault judge.Op
 	// admin is the site admin's client configuration of the gateway: its
-	// port stays across restarts (the kubeconfig file is written anew).
-	admin *rest.Config
+	// port stays across restarts (the kubeconfig file is written anew),
+	// its certificate is the new CA's after a rotation (reloadAdmin).
+	admin atomic.Pointer[rest.Config]
 }
 
 // client is a client of the gateway as the site's admin, timing out after
 // timeout (0: never).
 func (g *modelGateway) client(timeout time.Duration) *rest.Config {
-	cfg := rest.CopyConfig(g.admin)
+	cfg := rest.CopyConfig(g.admin.Load())
 	cfg.Timeout = timeout
 	return cfg
+}
+
+// reloadAdmin reads the gateway's admin kubeconfig again.
+func (g *modelGateway) reloadAdmin() error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", g.p.kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = -1, -1
+	g.admin.Store(cfg)
+	return nil
 }
 
 // modelRun is one schedule's run.
@@ -196,9 +212,25 @@ type modelRun struct {
 	faults     map[judge.Op]int
 	// etcd is a client of the site's store, for its records.
 	etcd *clientv3.Client
+	// dir holds the run's files; newer is the newer release of the
+	// updates; forged a member certificate of the CA before a rotation.
+	dir    string
+	newer  string
+	forged *http.Client
+	// killed are the kills, resumed how long after each a write through
+	// another member was acknowledged.
+	killed  []kill
+	resumed []time.Duration
 	// seen are the violations seen while the schedule ran.
 	mu   sync.Mutex
 	seen []judge.Violation
+}
+
+// count counts a fault or operation of the schedule.
+func (r *modelRun) count(op judge.Op) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.faults[op]++
 }
 
 // violate records a violation seen while the schedule runs.
@@ -206,6 +238,12 @@ func (r *modelRun) violate(invariant, what string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.seen = append(r.seen, judge.Violation{Invariant: invariant, What: what})
+}
+
+// kill is a gateway's kill, and when.
+type kill struct {
+	g  int
+	at time.Time
 }
 
 // modelResult is a run's outcome: what broke, and its figures.
@@ -218,6 +256,9 @@ type modelResult struct {
 	steps      int
 	gateways   int
 	writes     []judge.Write
+	// resumed is, per kill in a site of three, how soon a write through
+	// another member was acknowledged (-1: none was).
+	resumed []time.Duration
 }
 
 func (r modelResult) lines() []string {
@@ -261,8 +302,12 @@ func (r modelResult) summary() string {
 	for _, k := range slices.Sorted(maps.Keys(r.counts)) {
 		counts = append(counts, fmt.Sprintf("%s %d", k, r.counts[k]))
 	}
-	return fmt.Sprintf("%d gateways, %d steps, writes: %s; link faults %v, kills %d; every side agreed %s after the links' return; violations %d",
-		r.gateways, r.steps, strings.Join(counts, ", "), r.faults, r.kills, r.agreed.Round(100*time.Millisecond), len(r.violations))
+	var resumed []string
+	for _, d := range r.resumed {
+		resumed = append(resumed, d.Round(10*time.Millisecond).String())
+	}
+	return fmt.Sprintf("%d gateways, %d steps, writes: %s; faults and operations %v, kills %d (writes through the others resumed after %v); every side agreed %s after the links' return; violations %d",
+		r.gateways, r.steps, strings.Join(counts, ", "), r.faults, r.kills, resumed, r.agreed.Round(100*time.Millisecond), len(r.violations))
 }
 
 // modelFigures add up the runs, for the closing figures.
@@ -378,6 +423,10 @@ func setupModel(t *testing.T, s judge.Schedule, up *modelUpstream) *modelRun {
 	t.Helper()
 	r := &modelRun{t: t, s: s, h: &judge.History{}, faults: map[judge.Op]int{}}
 	dir := shortTempDir(t)
+	r.dir = dir
+	if slices.ContainsFunc(s.Steps, func(st judge.Step) bool { return st.Op == judge.SiteUpdate }) {
+		r.newer = newerBinary(t)
+	}
 	must(t, os.WriteFile(filepath.Join(dir, "rules.yaml"), []byte(modelRules), 0o600))
 	upCfg := restConfigOf(t, up.kubeconfig)
 	r.cluster, r.upDyn = kubernetes.NewForConfigOrDie(upCfg), dynamic.NewForConfigOrDie(upCfg)
@@ -404,7 +453,7 @@ func setupModel(t *testing.T, s judge.Schedule, up *modelUpstream) *modelRun {
 	}
 	r.token = foundSite(t, sites[0], sites[1:]...)
 	for _, g := range r.gws {
-		g.admin = g.p.restConfig()
+		g.admin.Store(g.p.restConfig())
 		k := newModelKubelet(r, g)
 		k.n = len(r.kubelets)
 		r.kubelets = append(r.kubelets, k)
@@ -467,6 +516,8 @@ func (r *modelRun) run() {
 			r.fault(st)
 		case strings.HasPrefix(string(st.Op), "kubelet-"):
 			queue("kubelet-"+strconv.Itoa(st.N), func() { r.kubelets[st.N].step(i, st) })
+		case strings.HasPrefix(string(st.Op), "site-"):
+			queue("site", func() { r.siteStep(i, st) })
 		case strings.HasPrefix(string(st.Op), "cluster-"):
 			queue("cluster", func() { r.clusterStep(i, st) })
 		default:
@@ -488,7 +539,7 @@ func (r *modelRun) run() {
 // starts it again (in the background: the schedule goes on meanwhile).
 func (r *modelRun) fault(st judge.Step) {
 	g := r.gws[st.G]
-	r.faults[st.Op]++
+	r.count(st.Op)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch st.Op {
@@ -510,6 +561,7 @@ func (r *modelRun) fault(st judge.Step) {
 		g.down = true
 		g.p.kill()
 		g.restarts = append(g.restarts, time.Now())
+		r.killed = append(r.killed, kill{g: st.G, at: time.Now()})
 		r.restarting.Go(func() { r.startAgain(g) })
 		return
 	}
@@ -530,15 +582,158 @@ func (r *modelRun) startAgain(g *modelGateway) {
 	if join == "" {
 		token = ""
 	}
+	g.mu.Lock()
+	g.restarts = append(g.restarts, time.Now())
+	g.mu.Unlock()
 	g.launch(r.t, join, token)
 	ok := eventually(90*time.Second, func() bool { return g.p.hasExited() || g.p.readyAt("/readyz?exclude=etcd-members") })
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.restarts = append(g.restarts, time.Now())
 	g.down = false
 	if !ok || g.p.hasExited() {
 		r.t.Errorf("gateway %s did not serve again within 90 s of its kill\n%s", g.name, g.p.logs())
 	}
+}
+
+// siteStep is an operation of the site's operator, each waited for: the
+// schedule's other writers go on meanwhile.
+func (r *modelRun) siteStep(i int, st judge.Step) {
+	g := r.gws[st.G]
+	r.count(st.Op)
+	switch st.Op {
+	case judge.SiteCARotate:
+		r.caRotate(i, g)
+	case judge.SiteCAFinish:
+		r.caFinish(i, g)
+	case judge.SiteUpdate:
+		r.restartOn(g, r.newer)
+	case judge.SiteFallback:
+		r.restartOn(g, "")
+	case judge.SiteMemberReset:
+		r.memberReset(i, g)
+	}
+}
+
+// operator runs a kubestore command of g's release on its data directory,
+// as the README writes it.
+func (r *modelRun) operator(g *modelGateway, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(r.t.Context(), 3*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, g.release(r.t), append(args, "--data-dir", g.dir)...).CombinedOutput()
+	return string(out), err
+}
+
+// up waits until g is not being started again, and marks it down.
+func (r *modelRun) takeDown(g *modelGateway) {
+	for {
+		g.mu.Lock()
+		if !g.down {
+			g.down = true
+			g.mu.Unlock()
+			return
+		}
+		g.mu.Unlock()
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// restartOn stops g gracefully and starts it on bin (its own release
+// when ""): an update to a newer release, on trial, or the fallback.
+func (r *modelRun) restartOn(g *modelGateway, bin string) {
+	r.takeDown(g)
+	if err := g.p.stop(30 * time.Second); err != nil {
+		r.violate(judge.Agree, fmt.Sprintf("%s did not stop within 30 s of SIGTERM: %v", g.name, err))
+		g.p.kill()
+	}
+	g.bin = bin
+	r.startAgain(g)
+}
+
+// caRotate rotates the site's CA on g as the README says (kubestore ca
+// rotate --data-dir), then waits until every member took it: each
+// kubelet then renews its client certificate, and the site's admin
+// kubeconfig is the new CA's.
+func (r *modelRun) caRotate(i int, g *modelGateway) {
+	forged, err := forgedPeer(filepath.Join(g.dir, "pki"))
+	if err != nil {
+		r.violate("site", "forging a member certificate of the CA before the rotation: "+err.Error())
+		return
+	}
+	if out, err := r.operator(g, "ca", "rotate"); err != nil {
+		r.violate("site", fmt.Sprintf("step %d: kubestore ca rotate on %s: %v\n%s", i, g.name, err, out))
+		return
+	}
+	var status string
+	if !eventually(time.Minute, func() bool {
+		status, _ = r.operator(g, "ca", "status")
+		for _, o := range r.gws {
+			if !strings.Contains(status, "member "+o.name+": both") {
+				return false
+			}
+		}
+		return true
+	}) {
+		r.violate("site", fmt.Sprintf("step %d: not every member took the rotation within a minute:\n%s", i, status))
+		return
+	}
+	r.forged = forged
+	for _, o := range r.gws {
+		if err := o.reloadAdmin(); err != nil {
+			r.violate("site", "reading "+o.name+"'s admin kubeconfig after the rotation: "+err.Error())
+		}
+	}
+	for _, k := range r.kubelets {
+		path, err := r.gws[k.n].p.issueNodeKubeconfig(k.node, r.dir)
+		if err != nil {
+			r.violate("site", fmt.Sprintf("the kubelet of %s renews its certificate after the rotation: %v", k.node, err))
+			continue
+		}
+		cfg, err := clientcmd.BuildConfigFromFlags("", path)
+		if err != nil {
+			r.violate("site", err.Error())
+			continue
+		}
+		k.use(cfg)
+	}
+}
+
+// caFinish finishes the rotation (ca finish --force: the kubelets' and
+// admin's certificates of the previous CA were seen), then waits until
+// every member started again by itself and no etcd peer port takes a
+// member certificate made with a copy of the previous CA's key.
+func (r *modelRun) caFinish(i int, g *modelGateway) {
+	if r.forged == nil {
+		return
+	}
+	if out, err := r.operator(g, "ca", "finish", "--force"); err != nil {
+		r.violate("site", fmt.Sprintf("step %d: kubestore ca finish --force on %s: %v\n%s", i, g.name, err, out))
+		return
+	}
+	for _, o := range r.gws {
+		if !eventually(3*time.Minute, func() bool { return peerGet(r.forged, o.peerPort) != nil }) {
+			r.violate("site", fmt.Sprintf("step %d: %s's etcd peer port still takes a member certificate of the previous CA 3 minutes after the finish", i, o.name))
+		}
+	}
+}
+
+// memberReset removes g from the site through another member, waits for
+// g to stop, and starts it again with --join: it rejoins.
+func (r *modelRun) memberReset(i int, g *modelGateway) {
+	var other *modelGateway
+	for _, o := range r.gws {
+		if o != g {
+			other = o
+			break
+		}
+	}
+	r.takeDown(g)
+	if out, err := r.operator(other, "member", "remove", g.name); err != nil {
+		r.violate("site", fmt.Sprintf("step %d: kubestore member remove %s on %s: %v\n%s", i, g.name, other.name, err, out))
+	}
+	if err := g.p.wait(90 * time.Second); err == nil || !g.p.hasExited() {
+		g.p.kill()
+	}
+	r.startAgain(g)
 }
 
 // record adds a write of slots to ref to the history, as its writer was
@@ -745,7 +940,8 @@ type modelKubelet struct {
 	r    *modelRun
 	n    int
 	node string
-	cs   kubernetes.Interface
+	// cs is its client, on its current certificate.
+	cs atomic.Pointer[kubernetes.Clientset]
 	// pods are the pods it runs, as it last listed them: by name, their
 	// uid and whether it finished them.
 	pods     map[string]*corev1.Pod
@@ -755,11 +951,20 @@ type modelKubelet struct {
 
 func newModelKubelet(r *modelRun, g *modelGateway) *modelKubelet {
 	cfg := restConfigOf(r.t, g.p.nodeKubeconfig(g.node))
+	k := &modelKubelet{r: r, node: g.node, pods: map[string]*corev1.Pod{}, finished: map[types.UID]bool{}, events: map[string]int32{}}
+	k.use(cfg)
+	return k
+}
+
+// use makes the kubelet talk with cfg's identity (a renewed certificate).
+func (k *modelKubelet) use(cfg *rest.Config) {
 	cfg.ContentType = runtime.ContentTypeProtobuf
 	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	cfg.Timeout = 20 * time.Second
-	return &modelKubelet{r: r, node: g.node, cs: kubernetes.NewForConfigOrDie(cfg), pods: map[string]*corev1.Pod{}, finished: map[types.UID]bool{}, events: map[string]int32{}}
+	k.cs.Store(kubernetes.NewForConfigOrDie(cfg))
 }
+
+func (k *modelKubelet) c() *kubernetes.Clientset { return k.cs.Load() }
 
 func (k *modelKubelet) writer() string { return "kubelet:" + k.node }
 
@@ -770,7 +975,7 @@ func (k *modelKubelet) register() {
 	ctx := t.Context()
 	nodeRef := judge.Ref{Kind: judge.NodeKind, Name: k.node}
 	began := time.Now()
-	node, err := k.cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: k.node}}, metav1.CreateOptions{})
+	node, err := k.c().CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: k.node}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("the kubelet of %s registers its Node: %v", k.node, err)
 	}
@@ -778,7 +983,7 @@ func (k *modelKubelet) register() {
 	k.heartbeat(-1, 0)
 	owner := []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: k.node, UID: node.UID}}
 	began = time.Now()
-	_, err = k.cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Create(ctx, &coordinationv1.Lease{
+	_, err = k.c().CoordinationV1().Leases(corev1.NamespaceNodeLease).Create(ctx, &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Name: k.node, OwnerReferences: owner},
 		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptrTo(k.node), LeaseDurationSeconds: ptrTo[int32](40), RenewTime: &metav1.MicroTime{Time: time.Now()}},
 	}, metav1.CreateOptions{})
@@ -788,7 +993,7 @@ func (k *modelKubelet) register() {
 	k.r.record(-1, k.writer(), judge.Ref{Kind: judge.LeaseKind, Namespace: corev1.NamespaceNodeLease, Name: k.node}, "",
 		map[string]string{judge.SlotCreate: "", judge.SlotDuration: "40"}, began, err)
 	began = time.Now()
-	_, err = k.cs.StorageV1().CSINodes().Create(ctx, &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: k.node, OwnerReferences: owner},
+	_, err = k.c().StorageV1().CSINodes().Create(ctx, &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: k.node, OwnerReferences: owner},
 		Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{{Name: "d0" + judge.CSIDriver, NodeID: k.node}}}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("the kubelet of %s creates its CSINode: %v", k.node, err)
@@ -803,7 +1008,7 @@ func (k *modelKubelet) heartbeat(i, v int) {
 	defer cancel()
 	msg := "hb-" + strconv.Itoa(v)
 	began := time.Now()
-	_, err := k.cs.CoreV1().Nodes().Patch(ctx, k.node, types.StrategicMergePatchType, conditionPatch("Ready", "True", msg, "KubeletReady"), metav1.PatchOptions{}, "status")
+	_, err := k.c().CoreV1().Nodes().Patch(ctx, k.node, types.StrategicMergePatchType, conditionPatch("Ready", "True", msg, "KubeletReady"), metav1.PatchOptions{}, "status")
 	k.r.record(i, k.writer(), judge.Ref{Kind: judge.NodeKind, Name: k.node}, "", map[string]string{judge.SlotReady: judge.ConditionValue("True", msg)}, began, err)
 }
 
@@ -811,7 +1016,7 @@ func (k *modelKubelet) heartbeat(i, v int) {
 func (k *modelKubelet) renew(i, duration int) {
 	ctx, cancel := context.WithTimeout(k.r.t.Context(), 20*time.Second)
 	defer cancel()
-	leases := k.cs.CoordinationV1().Leases(corev1.NamespaceNodeLease)
+	leases := k.c().CoordinationV1().Leases(corev1.NamespaceNodeLease)
 	l, err := leases.Get(ctx, k.node, metav1.GetOptions{})
 	if err != nil {
 		return
@@ -841,19 +1046,19 @@ func (k *modelKubelet) step(i int, st judge.Step) {
 		k.heartbeat(i, st.V)
 	case judge.KubeletCondition:
 		status := []string{"False", "True"}[st.V%2]
-		_, err := k.cs.CoreV1().Nodes().Patch(ctx, k.node, types.StrategicMergePatchType, conditionPatch("DiskPressure", status, "d-"+v, "KubeletDisk"), metav1.PatchOptions{}, "status")
+		_, err := k.c().CoreV1().Nodes().Patch(ctx, k.node, types.StrategicMergePatchType, conditionPatch("DiskPressure", status, "d-"+v, "KubeletDisk"), metav1.PatchOptions{}, "status")
 		k.r.record(i, k.writer(), judge.Ref{Kind: judge.NodeKind, Name: k.node}, "", map[string]string{judge.SlotDisk: judge.ConditionValue(status, "d-"+v)}, began, err)
 	case judge.KubeletLease:
 		k.renew(i, 10+st.V)
 	case judge.KubeletCSINode:
-		c, err := k.cs.StorageV1().CSINodes().Get(ctx, k.node, metav1.GetOptions{})
+		c, err := k.c().StorageV1().CSINodes().Get(ctx, k.node, metav1.GetOptions{})
 		if err != nil {
 			return
 		}
 		driver := "d" + v + judge.CSIDriver
 		c.Spec.Drivers = []storagev1.CSINodeDriver{{Name: driver, NodeID: k.node}}
 		began = time.Now()
-		_, err = k.cs.StorageV1().CSINodes().Update(ctx, c, metav1.UpdateOptions{})
+		_, err = k.c().StorageV1().CSINodes().Update(ctx, c, metav1.UpdateOptions{})
 		k.r.record(i, k.writer(), judge.Ref{Kind: judge.CSINodeKind, Name: k.node}, "", map[string]string{judge.SlotDriver: driver}, began, err)
 	case judge.KubeletPodStatus, judge.KubeletDryRun:
 		pod := k.pod(ctx, st.P)
@@ -868,7 +1073,7 @@ func (k *modelKubelet) step(i int, st judge.Step) {
 			opts.DryRun = []string{metav1.DryRunAll}
 		}
 		began = time.Now()
-		_, err := k.cs.CoreV1().Pods(modelNamespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, opts, "status")
+		_, err := k.c().CoreV1().Pods(modelNamespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, opts, "status")
 		if st.Op == judge.KubeletDryRun && err == nil {
 			// A dry run makes nothing: its values must never show.
 			err = apierrors.NewBadRequest("a dry run")
@@ -889,7 +1094,7 @@ func (k *modelKubelet) step(i int, st judge.Step) {
 // pod is the kubelet's pod of slot p (by the order of their names), as it
 // lists them through its gateway; nil when it runs none.
 func (k *modelKubelet) pod(ctx context.Context, p int) *corev1.Pod {
-	list, err := k.cs.CoreV1().Pods(modelNamespace).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + k.node})
+	list, err := k.c().CoreV1().Pods(modelNamespace).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + k.node})
 	if err != nil || len(list.Items) == 0 {
 		return nil
 	}
@@ -901,7 +1106,7 @@ func (k *modelKubelet) pod(ctx context.Context, p int) *corev1.Pod {
 // more.
 func (k *modelKubelet) event(ctx context.Context, i int, pod *corev1.Pod) {
 	name := pod.Name + ".model"
-	events := k.cs.CoreV1().Events(modelNamespace)
+	events := k.c().CoreV1().Events(modelNamespace)
 	ref := judge.Ref{Kind: judge.EventKind, Namespace: modelNamespace, Name: name}
 	began := time.Now()
 	cur, err := events.Get(ctx, name, metav1.GetOptions{})
@@ -926,7 +1131,7 @@ func (k *modelKubelet) event(ctx context.Context, i int, pod *corev1.Pod) {
 // status, then the final delete (no grace, the pod's uid as
 // precondition, the options in the body).
 func (k *modelKubelet) sync(ctx context.Context, i int) {
-	list, err := k.cs.CoreV1().Pods(modelNamespace).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + k.node})
+	list, err := k.c().CoreV1().Pods(modelNamespace).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + k.node})
 	if err != nil {
 		return
 	}
@@ -937,13 +1142,13 @@ func (k *modelKubelet) sync(ctx context.Context, i int) {
 		ref := judge.Ref{Kind: judge.PodKind, Namespace: modelNamespace, Name: pod.Name}
 		began := time.Now()
 		patch := fmt.Appendf(nil, `{"metadata":{"uid":%q},"status":{"phase":"Succeeded"}}`, pod.UID)
-		_, err := k.cs.CoreV1().Pods(modelNamespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+		_, err := k.c().CoreV1().Pods(modelNamespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 		k.r.record(i, k.writer(), ref, string(pod.UID), map[string]string{judge.SlotPhase: "Succeeded"}, began, err)
 		if err != nil {
 			continue
 		}
 		began = time.Now()
-		err = k.cs.CoreV1().Pods(modelNamespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptrTo[int64](0), Preconditions: metav1.NewUIDPreconditions(string(pod.UID))})
+		err = k.c().CoreV1().Pods(modelNamespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptrTo[int64](0), Preconditions: metav1.NewUIDPreconditions(string(pod.UID))})
 		k.r.record(i, k.writer(), ref, string(pod.UID), map[string]string{judge.SlotFinalDelete: "Succeeded"}, began, err)
 		if err == nil {
 			k.finished[pod.UID] = true
@@ -1088,6 +1293,59 @@ func (d *upstreamDeletions) all() map[string]judge.Object {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return maps.Clone(d.last)
+}
+
+// logTimes are the times of the klog lines of log that hold text.
+func logTimes(log, text string) []time.Time {
+	var out []time.Time
+	for _, line := range strings.Split(log, "\n") {
+		if !strings.Contains(line, text) || len(line) < 21 {
+			continue
+		}
+		// I1205 14:14:27.138516 ...
+		at, err := time.ParseInLocation("0102 15:04:05.000000", line[1:21], time.UTC)
+		if err != nil {
+			continue
+		}
+		now := time.Now().UTC()
+		out = append(out, at.AddDate(now.Year(), 0, 0))
+	}
+	return out
+}
+
+// resumeAfterLoss bounds how long after a member's loss writes through the
+// others resume (issue 48).
+const resumeAfterLoss = 5 * time.Second
+
+// writesResumed checks, for each kill of a member of a site of three
+// (which keeps its quorum), that a kubelet write through a surviving
+// gateway begun after the kill was acknowledged within resumeAfterLoss of
+// it, when one began then; it keeps how long that took (resumed).
+func (r *modelRun) writesResumed() []judge.Violation {
+	if len(r.gws) < 3 {
+		return nil
+	}
+	var out []judge.Violation
+	writes := r.h.Writes()
+	for _, k := range r.killed {
+		first, tried := time.Duration(-1), false
+		for _, w := range writes {
+			if w.Writer == "kubelet:"+r.gws[k.g].node || w.Began.Before(k.at) || !strings.HasPrefix(w.Writer, "kubelet:") {
+				continue
+			}
+			if w.Began.Before(k.at.Add(resumeAfterLoss)) {
+				tried = true
+			}
+			if d := w.Ended.Sub(k.at); w.Outcome == judge.Acked && (first < 0 || d < first) {
+				first = d
+			}
+		}
+		r.resumed = append(r.resumed, first)
+		if tried && (first < 0 || first > resumeAfterLoss) {
+			out = append(out, judge.Violation{Invariant: "site", What: fmt.Sprintf("writes through the others resumed %s after %s was killed, more than %s", first.Round(100*time.Millisecond), r.gws[k.g].name, resumeAfterLoss)})
+		}
+	}
+	return out
 }
 
 // modelObject is u as the model reads it.
@@ -1255,7 +1513,10 @@ func (r *modelRun) judge() modelResult {
 		g.mu.Lock()
 		restarts = append(restarts, g.restarts...)
 		g.mu.Unlock()
+		// A member starts itself again after a CA rotation's finish.
+		restarts = append(restarts, logTimes(g.p.logs(), "Stopping to start again")...)
 	}
+	violations = append(violations, r.writesResumed()...)
 	var logs []judge.WatchLog
 	for _, w := range r.watchers {
 		logs = append(logs, w.log(restarts))
@@ -1264,5 +1525,6 @@ func (r *modelRun) judge() modelResult {
 	violations = append(violations, r.seen...)
 	r.mu.Unlock()
 	res.violations = append(violations, judge.CheckWatches(logs)...)
+	res.resumed = r.resumed
 	return res
 }

@@ -23,13 +23,24 @@ import (
 // issued through kubectl, as an operator provisions a kubelet by hand.
 func (p *proc) nodeKubeconfig(node string) string {
 	p.t.Helper()
-	t := p.t
+	path, err := p.issueNodeKubeconfig(node, p.t.TempDir())
+	must(p.t, err)
+	return path
+}
+
+// issueNodeKubeconfig is nodeKubeconfig, written in dir, for a caller
+// that is not the test's goroutine: it returns its failure.
+func (p *proc) issueNodeKubeconfig(node, dir string) (string, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	must(t, err)
+	if err != nil {
+		return "", err
+	}
 	csr, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
 		Subject: pkix.Name{CommonName: "system:node:" + node, Organization: []string{"system:nodes"}}}, key)
-	must(t, err)
-	name := "kubelet-" + node
+	if err != nil {
+		return "", err
+	}
+	name := fmt.Sprintf("kubelet-%s-%d", node, time.Now().UnixNano())
 	manifest := fmt.Sprintf(`apiVersion: certificates.k8s.io/v1
 kind: CertificateSigningRequest
 metadata: {name: %s}
@@ -38,28 +49,39 @@ spec:
   signerName: kubernetes.io/kube-apiserver-client-kubelet
   usages: [digital signature, client auth]
 `, name, base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: csr})))
-	dir := t.TempDir()
-	must(t, os.WriteFile(filepath.Join(dir, "csr.yaml"), []byte(manifest), 0o600))
-	p.mustKubectl("create", "-f", filepath.Join(dir, "csr.yaml"))
-	p.mustKubectl("certificate", "approve", name)
+	if err := os.WriteFile(filepath.Join(dir, name+".yaml"), []byte(manifest), 0o600); err != nil {
+		return "", err
+	}
+	if out, err := p.kubectl("create", "-f", filepath.Join(dir, name+".yaml")); err != nil {
+		return "", fmt.Errorf("kubectl create csr: %w: %s", err, out)
+	}
+	if out, err := p.kubectl("certificate", "approve", name); err != nil {
+		return "", fmt.Errorf("kubectl certificate approve: %w: %s", err, out)
+	}
 	var issued string
 	if !eventually(30*time.Second, func() bool {
 		issued, _ = p.kubectl("get", "csr", name, "-o", "jsonpath={.status.certificate}")
 		return strings.TrimSpace(issued) != ""
 	}) {
-		t.Fatalf("the CSR of %s was not issued in 30 s", node)
+		return "", fmt.Errorf("the CSR of %s was not issued in 30 s", node)
 	}
 	certPEM, err := base64.StdEncoding.DecodeString(strings.TrimSpace(issued))
-	must(t, err)
+	if err != nil {
+		return "", err
+	}
 	der, err := x509.MarshalECPrivateKey(key)
-	must(t, err)
+	if err != nil {
+		return "", err
+	}
 	kc, err := clientcmd.LoadFromFile(p.kubeconfig)
-	must(t, err)
+	if err != nil {
+		return "", err
+	}
 	for _, a := range kc.AuthInfos {
 		a.ClientCertificateData, a.ClientKeyData = certPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})
+		a.ClientCertificate, a.ClientKey = "", ""
 		a.Token = ""
 	}
-	path := filepath.Join(dir, node+".kubeconfig")
-	must(t, clientcmd.WriteToFile(*kc, path))
-	return path
+	path := filepath.Join(dir, name+".kubeconfig")
+	return path, clientcmd.WriteToFile(*kc, path)
 }

@@ -162,20 +162,33 @@ func TestSiteCARotation(t *testing.T) {
 // it could.
 func forgePeerClient(t *testing.T, pkiDir string) *http.Client {
 	t.Helper()
+	c, err := forgedPeer(pkiDir)
+	must(t, err)
+	return c
+}
+
+// forgedPeer is forgePeerClient, returning its failure.
+func forgedPeer(pkiDir string) (*http.Client, error) {
 	ca, err := tls.LoadX509KeyPair(filepath.Join(pkiDir, "ca.crt"), filepath.Join(pkiDir, "ca.key"))
-	must(t, err)
+	if err != nil {
+		return nil, err
+	}
 	caCert, err := x509.ParseCertificate(ca.Certificate[0])
-	must(t, err)
+	if err != nil {
+		return nil, err
+	}
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: config.SiteMemberCommonName},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth, x509.ExtKeyUsageServerAuth}, IPAddresses: []net.IP{net.IPv6loopback, net.ParseIP("127.0.0.1")}} // etcd checks a client's SANs against its address
 	// The leaf's key is the CA's own: whatever it is, only a holder of the
 	// CA's key could sign it.
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, caCert.PublicKey, ca.PrivateKey)
-	must(t, err)
+	if err != nil {
+		return nil, err
+	}
 	cert := tls.Certificate{Certificate: [][]byte{der}, PrivateKey: ca.PrivateKey}
 	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true,
-		TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{cert}, InsecureSkipVerify: true}}} //nolint:gosec // the server is not the question
+		TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{cert}, InsecureSkipVerify: true}}}, nil //nolint:gosec // the server is not the question
 }
 
 // peerGet asks the etcd peer port for its members, as a member would.

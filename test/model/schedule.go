@@ -58,6 +58,18 @@ const (
 	ClusterCSINodeLabel  Op = "cluster-csinode-label"
 	ClusterNodeCondition Op = "cluster-node-condition"
 
+	// The site's own operations, by its operator: the CA rotated on
+	// gateway G (kubestore ca rotate, as the README says it) and, later,
+	// finished (ca finish --force); gateway G updated to a newer release
+	// (on trial) and, later, back on its own (the fallback); gateway G
+	// removed from the site (kubestore member remove, through another
+	// member) and, once it stopped, started again: it rejoins.
+	SiteCARotate    Op = "site-ca-rotate"
+	SiteCAFinish    Op = "site-ca-finish"
+	SiteUpdate      Op = "site-update"
+	SiteFallback    Op = "site-fallback"
+	SiteMemberReset Op = "site-member-remove"
+
 	// A local user of the site, through gateway G: a label of node N's
 	// pod P (any node's: its own gateway's or another's), a write of a
 	// local ConfigMap, and the deletion of a namespace (a local one, or
@@ -167,6 +179,24 @@ func Generate(seed uint64, opts Options) Schedule {
 			op := []Op{LocalPodLabel, LocalPodLabel, LocalConfigMap, LocalNamespaceDelete}[r.IntN(4)]
 			add(Step{At: at, Op: op, G: g, N: n, P: p})
 		}
+	}
+	// The site's operations, each at most once: a CA rotation in half the
+	// schedules, finished 10 to 15 s later; an update and its fallback in
+	// a third; a member removed and rejoining in a third of the sites of
+	// three (a site of two would lose its quorum).
+	if r.IntN(2) == 0 {
+		at := time.Duration(4+r.IntN(10)) * time.Second
+		add(Step{At: at, Op: SiteCARotate, G: r.IntN(opts.Gateways)})
+		add(Step{At: at + time.Duration(10+r.IntN(6))*time.Second, Op: SiteCAFinish, G: r.IntN(opts.Gateways)})
+	}
+	if r.IntN(3) == 0 {
+		at := time.Duration(4+r.IntN(16)) * time.Second
+		g := r.IntN(opts.Gateways)
+		add(Step{At: at, Op: SiteUpdate, G: g})
+		add(Step{At: at + time.Duration(8+r.IntN(5))*time.Second, Op: SiteFallback, G: g})
+	}
+	if opts.Gateways == 3 && r.IntN(3) == 0 {
+		add(Step{At: time.Duration(8+r.IntN(16)) * time.Second, Op: SiteMemberReset, G: r.IntN(opts.Gateways)})
 	}
 	sort.SliceStable(s.Steps, func(i, j int) bool { return s.Steps[i].At < s.Steps[j].At })
 	return s
