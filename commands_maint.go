@@ -7,9 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/kubestore/kubestore/access"
 	"github.com/kubestore/kubestore/config"
-	"github.com/kubestore/kubestore/datadir"
 	"github.com/kubestore/kubestore/maintenance"
 	"github.com/kubestore/kubestore/server"
 )
@@ -305,16 +303,7 @@ func memberToken(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	dir := datadir.Dir(cc.Config().DataDir)
-	if !cc.Config().Site.Enabled() {
-		return fmt.Errorf("--%s is not set: start this gateway as a site's member first", config.FlagPeerAdvertiseAddress)
-	}
-	token, err := access.JoinToken(dir)
-	if err != nil {
-		return fmt.Errorf("reading the site's CA in %s (has the server started on it?): %w", dir.PKI(), err)
-	}
-	fmt.Fprintln(c.App.Writer, token)
-	return nil
+	return maintenance.MemberToken(cc, c.App.Writer)
 }
 
 func clusterReset(c *cli.Context) error {

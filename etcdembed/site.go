@@ -66,6 +66,17 @@ func ReadJoin(dir datadir.Dir) (Join, error) {
 	return j, nil
 }
 
+// ServedInSite reports whether the etcd of dir served as a site's member:
+// every start of one records its join (settleInSite), and only a restore
+// removes that record (its data then founds a site anew, or stays alone).
+func ServedInSite(dir datadir.Dir) (bool, error) {
+	_, err := os.Stat(dir.SiteJoin())
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // siteConfig makes ec a member of c's site: named, listening for its peers
 // on --peer-bind-address and --peer-port with mutual TLS from the site's
 // CA, advertising --peer-advertise-address, with raft's timing from

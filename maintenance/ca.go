@@ -40,6 +40,10 @@ func CARotate(ctx context.Context, cc config.Completed, version string, w io.Wri
 		return err
 	}
 	defer c.close()
+	me, err := whoAmI(ctx, c, cfg)
+	if err != nil {
+		return err
+	}
 	rec := records.New(c.client, cfg.Etcd.Prefix).Record(name)
 	data, err := json.Marshal(prep)
 	if err != nil {
@@ -58,7 +62,7 @@ func CARotate(ctx context.Context, cc config.Completed, version string, w io.Wri
 			return errors.New("a rotation of this CA was begun already and the servers are taking it: kubestore ca status")
 		}
 	}
-	keys, err := sealKeys(ctx, c, cfg, name)
+	keys, err := sealKeys(ctx, c, cfg, me, name)
 	if err != nil {
 		return err
 	}
@@ -77,16 +81,17 @@ func CARotate(ctx context.Context, cc config.Completed, version string, w io.Wri
 		return errors.New("another kubestore ca rotate took the rotation meanwhile: kubestore ca status")
 	}
 	fmt.Fprintf(w, "a new CA signs from now on, and the previous one stays trusted until kubestore ca finish\n")
-	if cfg.Site.Enabled() {
+	if me.site {
 		fmt.Fprintf(w, "the site's join token changed; new gateways join with:\n%s\n", token)
 	}
 	return waitStep(ctx, c, cfg, rot, w)
 }
 
-// sealKeys waits until every member published its seal key for the
-// rotation name, preparing this gateway itself when no server runs here.
-func sealKeys(ctx context.Context, c *conn, cfg config.Config, name string) (map[string][]byte, error) {
-	self := cfg.Site.Name()
+// sealKeys waits until every member of the site of me (learners too)
+// published its seal key for the rotation name, preparing this gateway
+// itself when no server runs here.
+func sealKeys(ctx context.Context, c *conn, cfg config.Config, me member, name string) (map[string][]byte, error) {
+	self := me.name
 	if !c.online {
 		key, err := access.SealKey(datadir.Dir(cfg.DataDir))
 		if err != nil {
@@ -108,8 +113,8 @@ func sealKeys(ctx context.Context, c *conn, cfg config.Config, name string) (map
 			return nil, err
 		}
 		members := []string{self}
-		if cfg.Site.Enabled() {
-			if members, err = rotationMembers(ctx, c, cfg, progress); err != nil {
+		if me.site {
+			if members, err = rotationMembers(ctx, c, me, progress); err != nil {
 				return nil, err
 			}
 		}
@@ -151,12 +156,16 @@ func CAFinish(ctx context.Context, cc config.Completed, force bool, version stri
 		return err
 	}
 	defer c.close()
+	me, err := whoAmI(ctx, c, cfg)
+	if err != nil {
+		return err
+	}
 	name := access.RotationName(previous.Raw)
 	rot, progress, err := readRotation(ctx, c, cfg, name)
 	if err != nil {
 		return err
 	}
-	members, err := rotationMembers(ctx, c, cfg, progress)
+	members, err := rotationMembers(ctx, c, me, progress)
 	if err != nil {
 		return err
 	}
@@ -216,11 +225,15 @@ func CAStatus(ctx context.Context, cc config.Completed, version string, w io.Wri
 		return err
 	}
 	defer c.close()
+	me, err := whoAmI(ctx, c, cfg)
+	if err != nil {
+		return err
+	}
 	_, progress, err := readRotation(ctx, c, cfg, access.RotationName(previous.Raw))
 	if err != nil {
 		return err
 	}
-	members, err := rotationMembers(ctx, c, cfg, progress)
+	members, err := rotationMembers(ctx, c, me, progress)
 	if err != nil {
 		return err
 	}
@@ -268,11 +281,11 @@ func readRotation(ctx context.Context, c *conn, cfg config.Config, name string) 
 	return rot, progress, nil
 }
 
-// rotationMembers are the names of the processes that share the CA: a
-// site's members, or, on a gateway of its own, those that recorded their
-// progress.
-func rotationMembers(ctx context.Context, c *conn, cfg config.Config, progress map[string]access.RotationProgress) ([]string, error) {
-	if !cfg.Site.Enabled() {
+// rotationMembers are the names of the processes that share the CA of
+// me: a site's members, learners included (memberName), or, on a gateway
+// of its own, those that recorded their progress.
+func rotationMembers(ctx context.Context, c *conn, me member, progress map[string]access.RotationProgress) ([]string, error) {
+	if !me.site {
 		if len(progress) == 0 {
 			return []string{"(this gateway's server)"}, nil
 		}
@@ -284,7 +297,7 @@ func rotationMembers(ctx context.Context, c *conn, cfg config.Config, progress m
 	}
 	var names []string
 	for _, m := range list.Members {
-		names = append(names, m.Name)
+		names = append(names, memberName(m))
 	}
 	slices.Sort(names)
 	return names, nil

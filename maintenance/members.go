@@ -7,14 +7,16 @@ import (
 	"io"
 	"text/tabwriter"
 
+	"github.com/kubestore/kubestore/access"
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/datadir"
 	"github.com/kubestore/kubestore/etcdembed"
 	"github.com/kubestore/kubestore/site"
 )
 
-// siteMember refuses a site's command on a kubestore that is not a
-// site's member.
+// siteMember refuses a site's command that starts the member's etcd
+// itself, as its server would, without the site's flags it needs for
+// that.
 func siteMember(cfg config.Config) error {
 	if !cfg.Site.Enabled() {
 		return fmt.Errorf("--%s is not set: this kubestore's etcd is not a site's member", config.FlagPeerAdvertiseAddress)
@@ -22,12 +24,22 @@ func siteMember(cfg config.Config) error {
 	return nil
 }
 
-// connectSite connects to the etcd of a site's member (connect).
+// connectSite connects to the etcd of a site's member (connect), and
+// refuses one that is not, as its etcd tells (whoAmI).
 func connectSite(ctx context.Context, cfg config.Config, version string) (*conn, error) {
-	if err := siteMember(cfg); err != nil {
+	c, err := connect(ctx, cfg, version)
+	if err != nil {
 		return nil, err
 	}
-	return connect(ctx, cfg, version)
+	me, err := whoAmI(ctx, c, cfg)
+	if err == nil && !me.site {
+		err = fmt.Errorf("the etcd of --%s %s is not a site's member: it is this gateway's alone", config.FlagDataDir, cfg.DataDir)
+	}
+	if err != nil {
+		c.close()
+		return nil, err
+	}
+	return c, nil
 }
 
 // MemberList prints the members of the site of cc's data directory, as its
@@ -65,6 +77,25 @@ func MemberList(ctx context.Context, cc config.Completed, version string, w io.W
 		fmt.Fprintf(tw, "%s\t%x\t%s\t%s\t%s\n", name, m.ID, m.PeerURL, role, reach)
 	}
 	return tw.Flush()
+}
+
+// MemberToken prints the join token of the site of cc's data directory.
+// The directory says whether its etcd is a site's member, not the
+// command's flags; it is read without starting that etcd, so that the
+// token is printed with the site down too.
+func MemberToken(cc config.Completed, w io.Writer) error {
+	dir := datadir.Dir(cc.Config().DataDir)
+	if site, err := etcdembed.ServedInSite(dir); err != nil {
+		return err
+	} else if !site {
+		return fmt.Errorf("the etcd of --%s %s has not served as a site's member: start this gateway's server with --%s first", config.FlagDataDir, dir, config.FlagPeerAdvertiseAddress)
+	}
+	token, err := access.JoinToken(dir)
+	if err != nil {
+		return fmt.Errorf("reading the site's CA in %s (has the server started on it?): %w", dir.PKI(), err)
+	}
+	fmt.Fprintln(w, token)
+	return nil
 }
 
 // MemberRemove removes member name from the site; it may be down. etcd

@@ -159,14 +159,21 @@ func watchFormatFrom(ctx context.Context, rec records.Record, seen *int64, fn fu
 	return true
 }
 
-// localMember is the id of the etcd member c's first endpoint is: the
-// local one, for a client of a data directory's etcd.
+// localMember is the id, in hex, of the etcd member c's first endpoint
+// is (localMemberID).
 func localMember(ctx context.Context, c *clientv3.Client) (string, error) {
+	id, err := localMemberID(ctx, c)
+	return strconv.FormatUint(id, 16), err
+}
+
+// localMemberID is the id of the etcd member c's first endpoint is: the
+// local one, for a client of a data directory's etcd.
+func localMemberID(ctx context.Context, c *clientv3.Client) (uint64, error) {
 	st, err := c.Status(ctx, c.Endpoints()[0])
 	if err != nil {
-		return "", fmt.Errorf("asking the local etcd who it is: %w", err)
+		return 0, fmt.Errorf("asking the local etcd who it is: %w", err)
 	}
-	return strconv.FormatUint(st.Header.MemberId, 16), nil
+	return st.Header.MemberId, nil
 }
 
 // ErrMembersBehind refuses a commit that would raise the site's data
