@@ -89,7 +89,9 @@ func CARotate(ctx context.Context, cc config.Completed, version string, w io.Wri
 
 // sealKeys waits until every member of the site of me (learners too)
 // published its seal key for the rotation name, preparing this gateway
-// itself when no server runs here.
+// itself when no server runs here. A member that joins later is not
+// among them: the join is refused while the rotation is prepared, and
+// until the member it joins through has taken it (site.WithJoin).
 func sealKeys(ctx context.Context, c *conn, cfg config.Config, me member, name string) (map[string][]byte, error) {
 	self := me.name
 	if !c.online {

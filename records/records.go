@@ -22,7 +22,7 @@
 //	clusterip-range, clusterip/<ip> registry        the Service CIDR and each allocated ClusterIP
 //	serviceaccount-keys/<kid>      serviceaccount   each member's token-signing public key
 //	ca-bundle/<hash>               serviceaccount   each CA certificate the site trusts
-//	ca-rotation/<hash>[/members/…] maintenance      a CA rotation and each member's progress
+//	ca-rotation/<hash>[/members/…] maintenance      a CA rotation and each member's progress (site holds joins while it stands)
 //	site-peer-restart              maintenance      whose turn it is to restart its peer port
 //	site-releases/<member>         maintenance      the release each member runs and the format it reads
 //	data-format                    maintenance      the format the data is in (an update's commit)

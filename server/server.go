@@ -332,7 +332,7 @@ func (b *builder) genericConfig() error {
 		}
 		h = genericapiserver.DefaultBuildHandlerChain(checkQuery(h, c.Serializer), c)
 		if b.cfg.Site.Enabled() {
-			h = site.WithJoin(h, b.dir, b.storage.Client())
+			h = site.WithJoin(h, b.dir, b.storage.Client(), b.records)
 		}
 		return h
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net/http"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/kubestore/kubestore/access"
 	"github.com/kubestore/kubestore/datadir"
+	"github.com/kubestore/kubestore/records"
 )
 
 // removedHeader tells a member with data that the site no longer has it.
@@ -30,11 +32,12 @@ const removedHeader = "Kubestore-Member-Removed"
 const handlerTimeout = 30 * time.Second
 
 // WithJoin serves the join protocol (CAPath, JoinPath) of the member of dir
-// in front of next, the API. The paths are answered before the API's
+// in front of next, the API, with the site's etcd client and kubestore's
+// records st on it. The paths are answered before the API's
 // authentication: a joiner has no identity in the site yet, and proves
 // itself with the join secret instead.
-func WithJoin(next http.Handler, dir datadir.Dir, client *clientv3.Client) http.Handler {
-	h := &handler{dir: dir, client: client}
+func WithJoin(next http.Handler, dir datadir.Dir, client *clientv3.Client, st *records.Store) http.Handler {
+	h := &handler{dir: dir, client: client, records: st}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case CAPath:
@@ -48,8 +51,9 @@ func WithJoin(next http.Handler, dir datadir.Dir, client *clientv3.Client) http.
 }
 
 type handler struct {
-	dir    datadir.Dir
-	client *clientv3.Client
+	dir     datadir.Dir
+	client  *clientv3.Client
+	records *records.Store
 	// mu lets one join at a time change the membership through this
 	// member; etcd itself admits one learner at a time across the site.
 	mu sync.Mutex
@@ -134,6 +138,10 @@ func (h *handler) join(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusServiceUnavailable, "the site cannot list its members (has it lost quorum?): %v", err)
 		return
 	}
+	if err := h.rotating(ctx, secrets); err != nil {
+		fail(w, http.StatusServiceUnavailable, "%v", err)
+		return
+	}
 	var stale []Member
 	for _, m := range members {
 		switch {
@@ -180,6 +188,15 @@ func (h *handler) join(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusServiceUnavailable, "adding the member: %v", err)
 		return
 	}
+	if err := h.rotating(ctx, secrets); err != nil {
+		// The rotation began while the member was added: its command
+		// may have listed the members before the add.
+		if _, rerr := h.client.MemberRemove(ctx, added.Member.ID); rerr != nil {
+			klog.ErrorS(rerr, "Removing a learner added as a rotation of the CA began", "id", fmt.Sprintf("%x", added.Member.ID))
+		}
+		fail(w, http.StatusServiceUnavailable, "%v", err)
+		return
+	}
 	var cluster []string
 	for _, m := range added.Members {
 		name := m.Name
@@ -193,6 +210,29 @@ func (h *handler) join(w http.ResponseWriter, r *http.Request) {
 	klog.InfoS("Added a member to the site as a learner", "name", req.Name, "id", fmt.Sprintf("%x", added.Member.ID), "peerURL", req.PeerURL)
 	go h.nudge(added.Member.ID)
 	writeJSON(w, joinResponse{MemberID: added.Member.ID, InitialCluster: strings.Join(cluster, ","), Secrets: &secrets})
+}
+
+// rotating refuses a join while a rotation of the CA that secrets hold
+// (the signing one, first in ca.crt) is prepared, or under way and not yet
+// taken by this member. The rotation seals the new CA's key and join
+// secret for the members its command listed once it was prepared
+// (maintenance.CARotate): a member added later could open neither, would
+// never take the new CA, and would keep the previous one trusted on its
+// peer port after the finish. The joiner retries a 503: it joins once
+// this member took the new CA, with its secrets.
+func (h *handler) rotating(ctx context.Context, secrets access.SiteSecrets) error {
+	block, _ := pem.Decode(secrets.CACert)
+	if block == nil {
+		return errors.New("the member's CA certificate does not read")
+	}
+	data, err := h.records.GetState(ctx, access.RotationName(block.Bytes))
+	switch {
+	case err != nil:
+		return fmt.Errorf("the site cannot tell whether its CA is being rotated (has it lost quorum?): %v", err)
+	case data != nil:
+		return errors.New("the site's CA is being rotated and this member has not taken the new one yet (kubestore ca status): the join waits for it")
+	}
+	return nil
 }
 
 // nudgeFor bounds how long a learner is nudged (nudge): longer than a
