@@ -67,6 +67,10 @@ type Server struct {
 	guard   *DiskGuard
 	guarded <-chan struct{} // closed when the guard has stopped
 	quota   *QuotaGuard
+	// leader answers the writes lost with a dead leader (a site's member
+	// only; nil alone), until leaderDone is closed.
+	leader     *leaderLoss
+	leaderDone chan struct{}
 }
 
 // SocketPath is where the embedded etcd of a data directory listens.
@@ -150,6 +154,11 @@ func start(ctx context.Context, c config.Config, forceNew bool) (*Server, error)
 		s.guarded = s.guard.run(closing)
 		s.quota = newQuotaGuard(e.Server, cfg, lg)
 		if c.Site.Enabled() {
+			s.leader, s.leaderDone = newLeaderLoss(e.Server), make(chan struct{})
+			go func() {
+				defer close(s.leaderDone)
+				s.leader.run(closing)
+			}()
 			if err := s.settleInSite(ctx, c, timer.C, lg); err != nil {
 				s.Close()
 				return nil, err
@@ -266,9 +275,14 @@ func Logger(cfg config.Log) (*zap.Logger, error) {
 func (s *Server) Endpoints() []string { return []string{s.endpoint} }
 
 // WriteGuards goes on every client that writes through the server: the
-// DiskGuard and the QuotaGuard.
+// DiskGuard and the QuotaGuard, and on a site's member the leaderLoss
+// guard.
 func (s *Server) WriteGuards() grpc.DialOption {
-	return grpc.WithChainUnaryInterceptor(s.guard.UnaryClientInterceptor(), s.quota.UnaryClientInterceptor())
+	guards := []grpc.UnaryClientInterceptor{s.guard.UnaryClientInterceptor(), s.quota.UnaryClientInterceptor()}
+	if s.leader != nil {
+		guards = append(guards, s.leader.UnaryClientInterceptor())
+	}
+	return grpc.WithChainUnaryInterceptor(guards...)
 }
 
 // watch waits for the first fatal error of the running member: one that
@@ -335,6 +349,9 @@ func (s *Server) Close() {
 		}
 		if s.guarded != nil {
 			<-s.guarded
+		}
+		if s.leaderDone != nil {
+			<-s.leaderDone
 		}
 	})
 }
