@@ -114,7 +114,15 @@ func TestSiteCARotation(t *testing.T) {
 			out, err := kubectlOld(g)
 			t.Errorf("the previous CA's client certificate is not refused on %s after the finish: %v\n%s", g.name, err, out)
 		}
-		g.p.mustKubectl("create", "configmap", "finished-"+g.name)
+		// The members start again by themselves from the finish on, one
+		// at a time: g may be down for a moment.
+		var out string
+		if !eventually(90*time.Second, func() bool {
+			out, err = g.p.kubectl("create", "configmap", "finished-"+g.name)
+			return err == nil || strings.Contains(out, "AlreadyExists")
+		}) {
+			t.Fatalf("kubectl create configmap finished-%s after the finish: %v\n%s", g.name, err, out)
+		}
 	}
 	caPEM, err := os.ReadFile(filepath.Join(a.dir, "pki", "ca.crt"))
 	must(t, err)
