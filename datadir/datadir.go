@@ -85,6 +85,11 @@ func (d Dir) Aside(name string) ([]string, error) {
 // writes): the member must rejoin wiped (site.Prepare).
 func (d Dir) RaftLogLost() string { return filepath.Join(string(d), "etcd-log-lost") }
 
+// EtcdRemoved, when present, says etcd found this member removed from its
+// site: the next start with --join asks the site to take it back, even a
+// founder's (site.Prepare).
+func (d Dir) EtcdRemoved() string { return filepath.Join(string(d), "etcd-removed") }
+
 // SiteJoin records how this member joined its site (etcdembed.Join).
 func (d Dir) SiteJoin() string { return filepath.Join(string(d), "site-join.json") }
 func (d Dir) lockFile() string { return filepath.Join(string(d), "lock") }

@@ -38,7 +38,7 @@ const httpSocketName = "http.sock"
 var ErrNotReady = errors.New("embedded etcd did not become ready")
 
 // ErrRemoved means the member's site removed it.
-var ErrRemoved = fmt.Errorf("this member was removed from its site: with --%s and --%s it joins the site again at its next start; alone, move <data-dir>/etcd away to start afresh", config.FlagJoin, config.FlagJoinToken)
+var ErrRemoved = fmt.Errorf("this member was removed from its site: with --%s naming another member and --%s it joins the site again at its next start; alone, move <data-dir>/etcd away to start afresh", config.FlagJoin, config.FlagJoinToken)
 
 // ErrStopped means the member stopped while it served, without Close.
 var ErrStopped = errors.New("embedded etcd stopped")
@@ -118,6 +118,13 @@ func start(ctx context.Context, c config.Config, forceNew bool) (*Server, error)
 	closing, removed := make(chan struct{}), new(atomic.Bool)
 	filter := logFilter{closing: closing, removed: removed}
 	if c.Site.Enabled() {
+		filter.onRemoved = func() {
+			// Recorded for the next start: it rejoins the site, a
+			// founder too (site.Prepare).
+			if err := datadir.WriteFileAtomic(dir.EtcdRemoved(), []byte("removed\n")); err != nil {
+				lg.Error("recording that the site removed this member", zap.Error(err))
+			}
+		}
 		filter.logLost = func(msg string) {
 			// Recorded before raft's panic ends the process: the next
 			// start rejoins the site wiped (site.Prepare).

@@ -27,6 +27,9 @@ const loggerName = "etcd"
 type logFilter struct {
 	// closing is the Server's: closed when Close begins.
 	closing <-chan struct{}
+	// onRemoved, when set, is called once etcd says the site removed this
+	// member.
+	onRemoved func()
 	// removed, when set, is set once etcd says the site removed this
 	// member (it stops then, with an error that does not say so).
 	removed *atomic.Bool
@@ -129,8 +132,8 @@ func (c *filterCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
 		c.filter.logLost(e.Message)
 	}
 	if r := c.filter.removed; r != nil && e.LoggerName == loggerName && e.Message == "server error" {
-		if err := fieldError(fields); err != nil && strings.Contains(err.Error(), "permanently removed") {
-			r.Store(true)
+		if err := fieldError(fields); err != nil && strings.Contains(err.Error(), "permanently removed") && !r.Swap(true) && c.filter.onRemoved != nil {
+			c.filter.onRemoved()
 		}
 	}
 	if c.filter.drop(e, fields) {

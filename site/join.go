@@ -121,7 +121,16 @@ func lostLog(cfg config.Config, dir datadir.Dir) (string, error) {
 func joinIfNeeded(ctx context.Context, cfg config.Config, dir datadir.Dir, lost string) error {
 	req := joinRequest{Name: cfg.Site.Name(), PeerURL: cfg.Site.PeerURL()}
 	hasData := dir.HasEtcdData()
-	if hasData && lost == "" {
+	// A member etcd found removed asks, a founder too: its own etcd says
+	// the site it founded went on without it.
+	_, err := os.Stat(dir.EtcdRemoved())
+	removed := err == nil
+	if hasData && removed {
+		if j, err := etcdembed.ReadJoin(dir); err == nil {
+			req.MemberID = j.MemberID
+		}
+	}
+	if hasData && lost == "" && !removed {
 		j, err := etcdembed.ReadJoin(dir)
 		if errors.Is(err, os.ErrNotExist) || (err == nil && (j.MemberID == 0 || j.InitialCluster == "")) {
 			// It never served as a site's member, or founded its site
@@ -185,6 +194,11 @@ func joinIfNeeded(ctx context.Context, cfg config.Config, dir datadir.Dir, lost 
 	}
 	if lost != "" {
 		if err := os.Remove(dir.RaftLogLost()); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	if removed {
+		if err := os.Remove(dir.EtcdRemoved()); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 	}

@@ -727,8 +727,15 @@ func (r *modelRun) memberReset(i int, g *modelGateway) {
 		}
 	}
 	r.takeDown(g)
-	if out, err := r.operator(other, "member", "remove", g.name); err != nil {
-		r.violate("site", fmt.Sprintf("step %d: kubestore member remove %s on %s: %v\n%s", i, g.name, other.name, err, out))
+	// Refused while the members have not reached each other for 5 s
+	// (a member just started again): the operator retries, as it says.
+	var out string
+	if !eventually(time.Minute, func() bool {
+		var err error
+		out, err = r.operator(other, "member", "remove", g.name)
+		return err == nil
+	}) {
+		r.violate("site", fmt.Sprintf("step %d: kubestore member remove %s on %s for a minute:\n%s", i, g.name, other.name, out))
 	}
 	if err := g.p.wait(90 * time.Second); err == nil || !g.p.hasExited() {
 		g.p.kill()

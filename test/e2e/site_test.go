@@ -574,3 +574,37 @@ func TestSiteClusterReset(t *testing.T) {
 		t.Fatalf("the reset site is not three reachable voters:\n%s", a.memberList(t))
 	}
 }
+
+// A removed member rejoins at its next start with --join, also the one
+// that founded the site: its etcd records the removal in the data
+// directory, and the next start asks the site to take it back. Before, a
+// founder never asked (it could be told by a site that replaced it that it
+// is gone), and every start with --join failed on its removal (found by
+// the mirror's model checker, issue 48).
+func TestSiteFounderRemovedRejoins(t *testing.T) {
+	t.Parallel()
+	a, b, c := newGateway(t, "gw-a"), newGateway(t, "gw-b"), newGateway(t, "gw-c")
+	token := foundSite(t, a, b, c)
+	// The site refuses a removal until its members reached each other for
+	// 5 s: it just formed.
+	var out []byte
+	if !eventually(30*time.Second, func() bool {
+		var err error
+		out, err = exec.Command(binary(t), "member", "remove", "gw-a", "--data-dir", b.dir).CombinedOutput()
+		return err == nil
+	}) {
+		t.Fatalf("member remove gw-a through gw-b:\n%s", out)
+	}
+	if err := a.p.wait(60 * time.Second); err == nil || !strings.Contains(a.p.logs(), "removed from its site") {
+		t.Fatalf("gw-a, removed: %v, want it stopped saying so\n%s", err, a.p.logs())
+	}
+	a.start(t, b.url(), token)
+	if !eventually(60*time.Second, func() bool { return voters(b.memberList(t), "gw-a", "gw-b", "gw-c") }) {
+		t.Fatalf("gw-a did not rejoin as a voter:\n%s", b.memberList(t))
+	}
+	a.p.mustKubectl("create", "configmap", "back")
+	c.p.mustKubectl("get", "configmap", "back")
+	if matches, _ := filepath.Glob(filepath.Join(a.dir, "etcd.removed.*")); len(matches) != 1 {
+		t.Errorf("gw-a's data of before its removal kept aside: %v, want one etcd.removed.<time>", matches)
+	}
+}
