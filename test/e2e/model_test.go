@@ -217,9 +217,8 @@ type modelRun struct {
 	dir    string
 	newer  string
 	forged *http.Client
-	// killed are the kills, resumed how long after each a write through
-	// another member was acknowledged.
-	killed  []kill
+	// resumed is, per kill in a site of three, how soon writes through
+	// every other member were acknowledged again (probeWrites).
 	resumed []time.Duration
 	// seen are the violations seen while the schedule ran.
 	mu   sync.Mutex
@@ -240,12 +239,6 @@ func (r *modelRun) violate(invariant, what string) {
 	r.seen = append(r.seen, judge.Violation{Invariant: invariant, What: what})
 }
 
-// kill is a gateway's kill, and when.
-type kill struct {
-	g  int
-	at time.Time
-}
-
 // modelResult is a run's outcome: what broke, and its figures.
 type modelResult struct {
 	violations []judge.Violation
@@ -256,8 +249,8 @@ type modelResult struct {
 	steps      int
 	gateways   int
 	writes     []judge.Write
-	// resumed is, per kill in a site of three, how soon a write through
-	// another member was acknowledged (-1: none was).
+	// resumed is, per kill in a site of three, how soon writes through
+	// every other member were acknowledged again.
 	resumed []time.Duration
 }
 
@@ -561,7 +554,9 @@ func (r *modelRun) fault(st judge.Step) {
 		g.down = true
 		g.p.kill()
 		g.restarts = append(g.restarts, time.Now())
-		r.killed = append(r.killed, kill{g: st.G, at: time.Now()})
+		if len(r.gws) == 3 {
+			r.restarting.Go(func() { r.probeWrites(g, time.Now()) })
+		}
 		r.restarting.Go(func() { r.startAgain(g) })
 		return
 	}
@@ -1324,35 +1319,35 @@ func logTimes(log, text string) []time.Time {
 // others resume (issue 48).
 const resumeAfterLoss = 5 * time.Second
 
-// writesResumed checks, for each kill of a member of a site of three
-// (which keeps its quorum), that a kubelet write through a surviving
-// gateway begun after the kill was acknowledged within resumeAfterLoss of
-// it, when one began then; it keeps how long that took (resumed).
-func (r *modelRun) writesResumed() []judge.Violation {
-	if len(r.gws) < 3 {
-		return nil
-	}
-	var out []judge.Violation
-	writes := r.h.Writes()
-	for _, k := range r.killed {
-		first, tried := time.Duration(-1), false
-		for _, w := range writes {
-			if w.Writer == "kubelet:"+r.gws[k.g].node || w.Began.Before(k.at) || !strings.HasPrefix(w.Writer, "kubelet:") {
-				continue
-			}
-			if w.Began.Before(k.at.Add(resumeAfterLoss)) {
-				tried = true
-			}
-			if d := w.Ended.Sub(k.at); w.Outcome == judge.Acked && (first < 0 || d < first) {
-				first = d
-			}
+// probeWrites writes through every gateway but g, from the moment g was
+// killed (at), a ConfigMap every 100 ms with 1 s to answer, until each
+// took one, and records how long the slowest took (r.resumed): in a site
+// of three, which keeps its quorum, writes must resume within
+// resumeAfterLoss of a member's loss.
+func (r *modelRun) probeWrites(g *modelGateway, at time.Time) {
+	var slowest time.Duration
+	for _, o := range r.gws {
+		if o == g {
+			continue
 		}
-		r.resumed = append(r.resumed, first)
-		if tried && (first < 0 || first > resumeAfterLoss) {
-			out = append(out, judge.Violation{Invariant: "site", What: fmt.Sprintf("writes through the others resumed %s after %s was killed, more than %s", first.Round(100*time.Millisecond), r.gws[k.g].name, resumeAfterLoss)})
+		cs := kubernetes.NewForConfigOrDie(o.client(time.Second))
+		for n := 0; ; n++ {
+			_, err := cs.CoreV1().ConfigMaps(metav1.NamespaceDefault).Create(r.t.Context(), &corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("probe-%s-%d-%d", o.name, at.UnixNano(), n)}}, metav1.CreateOptions{})
+			if err == nil || time.Since(at) > 3*resumeAfterLoss {
+				slowest = max(slowest, time.Since(at))
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	return out
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.resumed = append(r.resumed, slowest)
+	if slowest > resumeAfterLoss {
+		r.seen = append(r.seen, judge.Violation{Invariant: "site", What: fmt.Sprintf("writes through the other members resumed %s after %s was killed, more than %s",
+			slowest.Round(10*time.Millisecond), g.name, resumeAfterLoss)})
+	}
 }
 
 // modelObject is u as the model reads it.
@@ -1523,7 +1518,6 @@ func (r *modelRun) judge() modelResult {
 		// A member starts itself again after a CA rotation's finish.
 		restarts = append(restarts, logTimes(g.p.logs(), "Stopping to start again")...)
 	}
-	violations = append(violations, r.writesResumed()...)
 	var logs []judge.WatchLog
 	for _, w := range r.watchers {
 		logs = append(logs, w.log(restarts))
@@ -1532,6 +1526,8 @@ func (r *modelRun) judge() modelResult {
 	violations = append(violations, r.seen...)
 	r.mu.Unlock()
 	res.violations = append(violations, judge.CheckWatches(logs)...)
+	r.mu.Lock()
 	res.resumed = r.resumed
+	r.mu.Unlock()
 	return res
 }
