@@ -362,20 +362,22 @@ func (m *Mirror) localObjects(ctx context.Context, r *rule, store *Store, namesp
 // selection (owns), so without this the copies the new selectors leave
 // out would stay. None when another gateway of the site runs a rule of
 // r's name: they may be its.
-func (m *Mirror) formerCopies(ctx context.Context, r *rule, store *Store, namespace, former string) (map[string]localRef, error) {
+// It returns them with the rule as it selected then, which owns them.
+func (m *Mirror) formerCopies(ctx context.Context, r *rule, store *Store, namespace, former string) (map[string]localRef, *rule, error) {
 	others, err := m.othersShared(ctx)
 	if err != nil || others[r.name] {
-		return nil, err
+		return nil, nil, err
 	}
 	label, field, _ := strings.Cut(former, "|")
 	old := *r
 	if old.labels, err = labels.Parse(label); err != nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if old.fields, err = fields.ParseSelector(field); err != nil {
-		return nil, nil
+		return nil, nil, nil
 	}
-	return m.localObjects(ctx, &old, store, namespace, "")
+	copies, err := m.localObjects(ctx, &old, store, namespace, "")
+	return copies, &old, err
 }
 
 var namespaces = schema.GroupResource{Resource: "namespaces"}

@@ -496,9 +496,13 @@ const relistWrites = 8
 // upstream objects seen so far, and the writes under way.
 type relisting struct {
 	local map[string]localRef
-	seen  sets.Set[string]
-	slots chan struct{}
-	wg    sync.WaitGroup
+	// former are the copies of local only the rule's former selectors
+	// selected, owned by formerRule.
+	former     sets.Set[string]
+	formerRule *rule
+	seen       sets.Set[string]
+	slots      chan struct{}
+	wg         sync.WaitGroup
 
 	mu      sync.Mutex
 	applied int
@@ -510,18 +514,21 @@ func (s *stream) newRelisting(ctx context.Context, store *Store) (*relisting, er
 	if err != nil {
 		return nil, err
 	}
+	rl := &relisting{local: local, seen: sets.New[string](), slots: make(chan struct{}, relistWrites)}
 	if s.former != "" {
-		former, err := s.m.formerCopies(ctx, s.rule, store, s.namespace, s.former)
+		former, old, err := s.m.formerCopies(ctx, s.rule, store, s.namespace, s.former)
 		if err != nil {
 			return nil, err
 		}
+		rl.former, rl.formerRule = sets.New[string](), old
 		for k, ref := range former {
 			if _, ok := local[k]; !ok {
 				local[k] = ref
+				rl.former.Insert(k)
 			}
 		}
 	}
-	return &relisting{local: local, seen: sets.New[string](), slots: make(chan struct{}, relistWrites)}, nil
+	return rl, nil
 }
 
 // apply writes u unless the local copy listed before the relist already
@@ -603,7 +610,11 @@ func (s *stream) synced(ctx context.Context, store *Store, rl *relisting, rv str
 			// when the write is reconciled.
 			continue
 		}
-		if deleted, err := s.m.remove(ctx, s.rule, store, ref.namespace, ref.name, "", false); err != nil {
+		owner := s.rule
+		if rl.former.Has(key) {
+			owner = rl.formerRule
+		}
+		if deleted, err := s.m.remove(ctx, owner, store, ref.namespace, ref.name, "", false); err != nil {
 			return err
 		} else if deleted {
 			s.m.deleted.add(types.UID(ref.uid))

@@ -609,3 +609,35 @@ func TestMirrorCopyWaitsForATerminatingNamespace(t *testing.T) {
 		t.Errorf("the cluster's pod: %v, deletionTimestamp %v; want it untouched", err, u.DeletionTimestamp)
 	}
 }
+
+// A shared rule owns its copies by its selection: when its configuration
+// changes its selectors, the relist still deletes the copies the former
+// ones selected and the new ones do not (none other gateway runs the rule).
+func TestMirrorSharedRuleNewSelectorsDropTheFormerCopies(t *testing.T) {
+	t.Parallel()
+	up := startServer(t, testConfig(t))
+	upNamespace(t, up, "shared")
+	for _, n := range []string{"a", "b"} {
+		if _, err := up.client.CoreV1().ConfigMaps("shared").Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "for-" + n, Labels: map[string]string{"for": n}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := edgeConfig(t, up, up.rest.Host, "edge-a")
+	rules := cfg.Mirror.Rules
+	cfg.Mirror.Rules = append(rules, config.MirrorRule{Name: "settings", Resource: "configmaps", Namespaces: []string{"shared"}, LabelSelector: "for=a"})
+	edge := startServer(t, cfg)
+	cms := edge.client.CoreV1().ConfigMaps("shared")
+	eventually(t, 20*time.Second, "for-a mirrored", func() (bool, error) {
+		_, err := cms.Get(t.Context(), "for-a", metav1.GetOptions{})
+		return err == nil, err
+	})
+	edge.stop()
+	cfg.Mirror.Rules = append(rules, config.MirrorRule{Name: "settings", Resource: "configmaps", Namespaces: []string{"shared"}, LabelSelector: "for=b"})
+	edge = startServer(t, cfg)
+	cms = edge.client.CoreV1().ConfigMaps("shared")
+	eventually(t, 20*time.Second, "for-b mirrored, for-a gone", func() (bool, error) {
+		_, errA := cms.Get(t.Context(), "for-a", metav1.GetOptions{})
+		_, errB := cms.Get(t.Context(), "for-b", metav1.GetOptions{})
+		return apierrors.IsNotFound(errA) && errB == nil, fmt.Errorf("for-a: %v, for-b: %v", errA, errB)
+	})
+}
