@@ -63,12 +63,15 @@ vet:
 # here: it runs in release-check. client-go's cache mutation detector is
 # on: the in-process controllers' informers hold the watch cache's own
 # objects (docs/CONTROLLERS.md), and one modified fails the test.
-# test/e2e, the longest package (about 10 minutes, mostly waiting), is named
+# test/e2e, the longest package (about 11 minutes, mostly waiting), is named
 # first: go test starts packages in the order given, and last (./...'s
 # order) it started after server/ and scripts/bench/ had run, 8 minutes in.
+# Its tests wait more than they compute (processes starting, outages,
+# elections): three run side by side, not go test's default of the 2
+# CPUs (the model checker's schedules added 2.5 minutes to it).
 test: vet build build-format2
 	KUBESTORE_BIN=$(CURDIR)/bin/kubestore KUBESTORE_NEWER_BIN=$(CURDIR)/bin/kubestore-format2 KUBE_CACHE_MUTATION_DETECTOR=true \
-		go test -count=1 $(GOTESTFLAGS) -timeout $(TEST_TIMEOUT) ./test/e2e ./...
+		go test -count=1 -parallel 3 $(GOTESTFLAGS) -timeout $(TEST_TIMEOUT) ./test/e2e ./...
 
 # The slow checks of a release, on top of make test (.ci/run runs both):
 # the arm64, armv7 and riscv64 binaries of make cross run under
