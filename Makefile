@@ -68,10 +68,13 @@ vet:
 # order) it started after server/ and scripts/bench/ had run, 8 minutes in.
 # Its tests wait more than they compute (processes starting, outages,
 # elections): three run side by side, not go test's default of the 2
-# CPUs (the model checker's schedules added 2.5 minutes to it).
+# CPUs (the model checker's schedules added 2.5 minutes to it). So do
+# server/ (about 9 minutes) and scripts/bench/ (about 5): three packages
+# run at once (-p 3), or those two ran one after the other beside
+# test/e2e and were the longest path.
 test: vet build build-format2
 	KUBESTORE_BIN=$(CURDIR)/bin/kubestore KUBESTORE_NEWER_BIN=$(CURDIR)/bin/kubestore-format2 KUBE_CACHE_MUTATION_DETECTOR=true \
-		go test -count=1 -parallel 3 $(GOTESTFLAGS) -timeout $(TEST_TIMEOUT) ./test/e2e ./...
+		go test -count=1 -p 3 -parallel 3 $(GOTESTFLAGS) -timeout $(TEST_TIMEOUT) ./test/e2e ./...
 
 # The slow checks of a release, on top of make test (.ci/run runs both):
 # the arm64, armv7 and riscv64 binaries of make cross run under
