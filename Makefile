@@ -117,17 +117,20 @@ upstream-bins:
 # site's member whose disk fails and a site reset after its quorum is
 # lost, the registry's answers to 377 objects compared with
 # kube-apiserver's (docs/REGISTRY-DIFFERENCES.md) (KUBESTORE_RELEASE_E2E),
-# and the mirror's model checker on six schedules against kube-apiserver
+# and the mirror's model checker on four schedules against kube-apiserver
 # and kube-controller-manager (make test runs three against a kubestore).
 # They wait more than they compute: three run side by side (go test's
 # default is the 2 CPUs). RELEASE_E2E_FLAGS may
-# say -short (outages of a minute, two delete races).
+# say -short (outages of a minute, two delete races). Its output ends with
+# what each failed test logged (scripts/testsummary), its processes'
+# logs left above: a log read from its end shows why first.
 RELEASE_E2E_FLAGS ?=
 OLDER_COMMIT ?= d64fc635805387fbc73dd10d014fefdcf4c714e6
 release-e2e: build-format2
 	KUBESTORE_BIN=$(CURDIR)/bin/kubestore KUBESTORE_NEWER_BIN=$(CURDIR)/bin/kubestore-format2 KUBESTORE_UPSTREAM_BIN_DIR=$(UPSTREAM_BIN) KUBESTORE_MIRROR_FLAP=5m KUBESTORE_CLEAN_STARTS=50 \
-	KUBESTORE_OLDER_COMMIT=$(OLDER_COMMIT) KUBESTORE_UPDATE_CUTS=12 KUBESTORE_SITE_CUTS=8 KUBESTORE_RELEASE_E2E=1 KUBESTORE_MODEL_SCHEDULES=6 \
-		go test -count=1 -v -parallel 3 $(RELEASE_E2E_FLAGS) -timeout 40m -run '^(TestNodeAgents|TestMirrorUnderFaults|TestCleanLogsFirstStarts|TestUpdateAcrossReleases|TestPowerCutDuringUpdate|TestSitePowerCutOneMember|TestSiteMemberDiskFault|TestSiteClusterReset|TestRegistryAgainstKubeAPIServer|TestMirrorModelAgainstKubeAPIServer)' ./test/e2e
+	KUBESTORE_OLDER_COMMIT=$(OLDER_COMMIT) KUBESTORE_UPDATE_CUTS=12 KUBESTORE_SITE_CUTS=8 KUBESTORE_RELEASE_E2E=1 KUBESTORE_MODEL_SCHEDULES=4 \
+		go test -count=1 -json -parallel 3 $(RELEASE_E2E_FLAGS) -timeout 40m -run '^(TestNodeAgents|TestMirrorUnderFaults|TestCleanLogsFirstStarts|TestUpdateAcrossReleases|TestPowerCutDuringUpdate|TestSitePowerCutOneMember|TestSiteMemberDiskFault|TestSiteClusterReset|TestRegistryAgainstKubeAPIServer|TestMirrorModelAgainstKubeAPIServer)' ./test/e2e \
+		| go run ./scripts/testsummary
 
 # Measures the built binary: one table on stdout, the figures in bench.json
 # (docs/PERFORMANCE.md). BENCHFLAGS adds options, e.g.
