@@ -251,13 +251,7 @@ func TestMirrorWriteToAnotherNodesCopyKeepsItsRule(t *testing.T) {
 // namespace controller deleted them).
 func TestMirrorSharedRulesOwnTheirSelection(t *testing.T) {
 	t.Parallel()
-	up := startServer(t, testConfig(t))
-	upNamespace(t, up, "shared")
-	for _, n := range []string{"a", "b"} {
-		if _, err := up.client.CoreV1().ConfigMaps("shared").Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "for-" + n, Labels: map[string]string{"for": n}}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	up := upForAAndB(t)
 	settings := func(selector string) []config.MirrorRule {
 		return []config.MirrorRule{{Name: "settings", Resource: "configmaps", Namespaces: []string{"shared"}, LabelSelector: selector}}
 	}
@@ -615,13 +609,7 @@ func TestMirrorCopyWaitsForATerminatingNamespace(t *testing.T) {
 // ones selected and the new ones do not (none other gateway runs the rule).
 func TestMirrorSharedRuleNewSelectorsDropTheFormerCopies(t *testing.T) {
 	t.Parallel()
-	up := startServer(t, testConfig(t))
-	upNamespace(t, up, "shared")
-	for _, n := range []string{"a", "b"} {
-		if _, err := up.client.CoreV1().ConfigMaps("shared").Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "for-" + n, Labels: map[string]string{"for": n}}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	up := upForAAndB(t)
 	cfg := edgeConfig(t, up, up.rest.Host, "edge-a")
 	rules := cfg.Mirror.Rules
 	cfg.Mirror.Rules = append(rules, config.MirrorRule{Name: "settings", Resource: "configmaps", Namespaces: []string{"shared"}, LabelSelector: "for=a"})
@@ -640,4 +628,17 @@ func TestMirrorSharedRuleNewSelectorsDropTheFormerCopies(t *testing.T) {
 		_, errB := cms.Get(t.Context(), "for-b", metav1.GetOptions{})
 		return apierrors.IsNotFound(errA) && errB == nil, fmt.Errorf("for-a: %v, for-b: %v", errA, errB)
 	})
+}
+
+// upForAAndB is an upstream with the ConfigMaps for-a and for-b, labelled
+// for=a and for=b, in the namespace "shared".
+func upForAAndB(t *testing.T) *testServer {
+	up := startServer(t, testConfig(t))
+	upNamespace(t, up, "shared")
+	for _, n := range []string{"a", "b"} {
+		if _, err := up.client.CoreV1().ConfigMaps("shared").Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "for-" + n, Labels: map[string]string{"for": n}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return up
 }
