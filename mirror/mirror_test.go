@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -389,5 +390,42 @@ func TestNodePatchReassertsTheKubeletsConditions(t *testing.T) {
 	}
 	if len(patch.Status.Conditions) != 1 || patch.Status.Conditions[0]["type"] != "Ready" || patch.Status.Conditions[0]["status"] != "True" {
 		t.Errorf("patch %s, want the node's Ready=True alone", data)
+	}
+}
+
+// A condition reasserted beside one the node changed keeps the order the
+// patch's $setElementOrder gives: the apiserver refuses a list out of it
+// (500, "doesn't match $setElementOrder list"), at every try, and the
+// node's offline status was held back until its quarantine (found by
+// test/model, seed 2: the cluster's Node had lost the node's DiskPressure,
+// which the node had written before its Ready).
+func TestNodePatchReassertedConditionsKeepTheirOrder(t *testing.T) {
+	store := testStore(t, schema.GroupResource{Resource: "nodes"})
+	rec := pendingRecord{Resource: "nodes", Name: "edge-1", Writes: []ownWrite{ownStatus}}
+	base := `{"conditions":[{"type":"DiskPressure","status":"True","reason":"KubeletDisk","message":"d-17"},{"type":"Ready","status":"True","reason":"KubeletReady","message":"hb-0"}]}`
+	owned := `{"conditions":[{"type":"DiskPressure","status":"True","reason":"KubeletDisk","message":"d-17"},{"type":"Ready","status":"True","reason":"KubeletReady","message":"hb-89"}]}`
+	cur := obj(t, `{"apiVersion":"v1","kind":"Node","metadata":{"name":"edge-1","uid":"u1","resourceVersion":"9"},"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady","message":"hb-0"},{"type":"Model","status":"True","reason":"Model","message":"c-118"}]}}`)
+	data, err := nodePatch(store, rec, json.RawMessage(base), mustMap(t, []byte(owned)), cur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	curJSON, err := cur.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	merged, err := strategicpatch.StrategicMergePatch(curJSON, data, &corev1.Node{})
+	if err != nil {
+		t.Fatalf("the apiserver's merge of the patch: %v\npatch %s", err, data)
+	}
+	var node corev1.Node
+	if err := json.Unmarshal(merged, &node); err != nil {
+		t.Fatal(err)
+	}
+	got := map[corev1.NodeConditionType]string{}
+	for _, c := range node.Status.Conditions {
+		got[c.Type] = c.Message
+	}
+	if want := map[corev1.NodeConditionType]string{"DiskPressure": "d-17", "Ready": "hb-89", "Model": "c-118"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("conditions after the patch %v, want %v; patch %s", got, want, data)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -483,6 +484,28 @@ func reassertConditions(gr schema.GroupResource, patch map[string]any, owned any
 			part["$setElementOrder/conditions"] = append(order, map[string]any{"type": t})
 		}
 	}
+	if part, ok := patch["status"].(map[string]any); ok {
+		inSetElementOrder(part)
+	}
+}
+
+// inSetElementOrder sorts part's conditions in the order its
+// $setElementOrder/conditions gives: the apiserver refuses a patch whose
+// list is in another (strategicpatch: "doesn't match $setElementOrder
+// list"), and a condition reasserted was appended after those changed.
+func inSetElementOrder(part map[string]any) {
+	order, _ := part["$setElementOrder/conditions"].([]any)
+	list, _ := part["conditions"].([]any)
+	at := func(c any) int {
+		m, _ := c.(map[string]any)
+		for i, o := range order {
+			if om, ok := o.(map[string]any); ok && m != nil && om["type"] == m["type"] {
+				return i
+			}
+		}
+		return len(order) // a directive ($patch: delete) goes after
+	}
+	slices.SortStableFunc(list, func(a, b any) int { return at(a) - at(b) })
 }
 
 // nodePatch is the strategic merge patch of what the node changed in the
