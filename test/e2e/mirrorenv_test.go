@@ -341,12 +341,39 @@ func (ed *edge) watch(ctx context.Context, gvr schema.GroupVersionResource, ns s
 func (v *view) relists() int64 { return v.lists.Load() + v.initialWatches.Load() }
 
 func (v *view) runRaw(ctx context.Context, ri dynamic.ResourceInterface) {
+	last := uint64(0)
+	resumedWatch(ctx, ri, 100*time.Millisecond, func() {
+		v.mu.Lock()
+		v.rawRelists++
+		v.mu.Unlock()
+	}, func(typ watch.EventType, u *unstructured.Unstructured, from string) {
+		n, _ := strconv.ParseUint(u.GetResourceVersion(), 10, 64)
+		resumed, _ := strconv.ParseUint(from, 10, 64)
+		last = max(last, resumed)
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		if n <= last {
+			v.outOfOrder = append(v.outOfOrder, fmt.Sprintf("%s %s at %d after %d", typ, key(u), n, last))
+		}
+		last = n
+		value, _, _ := unstructured.NestedString(u.Object, "data", "v")
+		ann := u.GetAnnotations()
+		v.events = append(v.events, event{typ: typ, name: u.GetName(), rv: u.GetResourceVersion(), upstreamRV: ann[annUpstreamRV], uid: string(u.GetUID()), rule: ann[annRule], value: value})
+	})
+}
+
+// resumedWatch lists and watches ri as a raw client does until ctx ends:
+// each watch resumes from the last resourceVersion it saw (bookmarks
+// included), through the server's restarts, and only a 410 makes it list
+// again, which it reports to relisted. Every event but bookmarks goes to
+// seen, in order, with the resourceVersion its watch resumed from.
+func resumedWatch(ctx context.Context, ri dynamic.ResourceInterface, pause time.Duration, relisted func(), seen func(watch.EventType, *unstructured.Unstructured, string)) {
 	rv := ""
 	for ctx.Err() == nil {
 		if rv == "" {
 			list, err := ri.List(ctx, metav1.ListOptions{})
 			if err != nil {
-				time.Sleep(100 * time.Millisecond)
+				time.Sleep(pause)
 				continue
 			}
 			rv = list.GetResourceVersion()
@@ -354,29 +381,25 @@ func (v *view) runRaw(ctx context.Context, ri dynamic.ResourceInterface) {
 		w, err := ri.Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
 		if err != nil {
 			if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
-				v.mu.Lock()
-				v.rawRelists++
-				v.mu.Unlock()
+				relisted()
 				rv = ""
 			}
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(pause)
 			continue
 		}
-		rv = v.consume(w, rv)
+		rv = consumeWatch(w, rv, relisted, seen)
 	}
 }
 
-// consume records events until the watch ends, and returns the
+// consumeWatch hands w's events to seen until it ends, and returns the
 // resourceVersion to resume from ("" to relist).
-func (v *view) consume(w watch.Interface, rv string) string {
+func consumeWatch(w watch.Interface, rv string, relisted func(), seen func(watch.EventType, *unstructured.Unstructured, string)) string {
 	defer w.Stop()
-	last, _ := strconv.ParseUint(rv, 10, 64)
+	from := rv
 	for ev := range w.ResultChan() {
 		if ev.Type == watch.Error {
 			if err := apierrors.FromObject(ev.Object); apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
-				v.mu.Lock()
-				v.rawRelists++
-				v.mu.Unlock()
+				relisted()
 				return ""
 			}
 			return rv
@@ -386,19 +409,9 @@ func (v *view) consume(w watch.Interface, rv string) string {
 			continue
 		}
 		rv = u.GetResourceVersion()
-		if ev.Type == watch.Bookmark {
-			continue
+		if ev.Type != watch.Bookmark {
+			seen(ev.Type, u, from)
 		}
-		n, _ := strconv.ParseUint(rv, 10, 64)
-		v.mu.Lock()
-		if n <= last {
-			v.outOfOrder = append(v.outOfOrder, fmt.Sprintf("%s %s at %d after %d", ev.Type, key(u), n, last))
-		}
-		last = n
-		value, _, _ := unstructured.NestedString(u.Object, "data", "v")
-		ann := u.GetAnnotations()
-		v.events = append(v.events, event{typ: ev.Type, name: u.GetName(), rv: rv, upstreamRV: ann[annUpstreamRV], uid: string(u.GetUID()), rule: ann[annRule], value: value})
-		v.mu.Unlock()
 	}
 	return rv
 }

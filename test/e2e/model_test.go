@@ -101,8 +101,8 @@ func runModel(t *testing.T, n int, up func(t *testing.T, nodes []string) *modelU
 		if len(res.violations) == 0 {
 			continue
 		}
-		t.Errorf("schedule of seed %d broke %d invariants (rerun: KUBESTORE_MODEL_SEED=%d KUBESTORE_MODEL_SCHEDULES=1):\n%s\nthe writes of the objects named:\n%s\n%s",
-			s.Seed, len(res.violations), s.Seed, strings.Join(res.lines(), "\n"), strings.Join(res.writesOf(), "\n"), s)
+		t.Errorf("schedule of seed %d broke %d invariants (rerun: KUBESTORE_MODEL_SEED=%d KUBESTORE_MODEL_SCHEDULES=1):\n%s\nthe writes of the objects named:\n%s\nwhat the gateways' mirrors logged of them:\n%s\n%s",
+			s.Seed, len(res.violations), s.Seed, strings.Join(res.lines(), "\n"), strings.Join(res.writesOf(), "\n"), strings.Join(res.logs, "\n"), s)
 		if shrink > 0 {
 			short := judge.Shrink(s, shrink, func(p judge.Schedule) bool { return len(runSchedule(t, p, up).violations) > 0 })
 			t.Errorf("the shortest failing prefix found: %d of %d steps (KUBESTORE_MODEL_SEED=%d KUBESTORE_MODEL_STEPS=%d)", len(short.Steps), len(s.Steps), s.Seed, len(short.Steps))
@@ -249,6 +249,8 @@ type modelResult struct {
 	steps      int
 	gateways   int
 	writes     []judge.Write
+	// logs is what the gateways logged of the violations' objects.
+	logs []string
 	// resumed is, per kill in a site of three, how soon writes through
 	// every other member were acknowledged again.
 	resumed []time.Duration
@@ -280,14 +282,27 @@ func (r modelResult) notAcked() []string {
 func (r modelResult) writesOf() []string {
 	var out []string
 	for _, w := range r.writes {
-		for _, v := range r.violations {
-			if strings.Contains(v.What, w.Ref.String()+" ") {
-				out = append(out, "  "+w.String())
-				break
-			}
+		if r.violated(w.Ref) {
+			out = append(out, "  "+w.String())
 		}
 	}
 	return out
+}
+
+// namesOf is the names of the objects the violations name.
+func (r modelResult) namesOf() []string {
+	var out []string
+	for _, w := range r.writes {
+		if r.violated(w.Ref) && !slices.Contains(out, w.Ref.Name) {
+			out = append(out, w.Ref.Name)
+		}
+	}
+	return out
+}
+
+// violated reports whether a violation names ref.
+func (r modelResult) violated(ref judge.Ref) bool {
+	return slices.ContainsFunc(r.violations, func(v judge.Violation) bool { return strings.Contains(v.What, ref.String()+" ") })
 }
 
 func (r modelResult) summary() string {
@@ -440,7 +455,9 @@ func setupModel(t *testing.T, s judge.Schedule, up *modelUpstream) *modelRun {
 		g.link = link.New(t, strings.TrimPrefix(up.server, "https://"))
 		kc := filepath.Join(dir, n+"-upstream.kubeconfig")
 		writeEdgeKubeconfig(t, up.kubeconfig, g.link.Addr, up.tokens[n], kc)
-		g.extra = []string{"--upstream-kubeconfig", kc, "--node-name", n, "--config", filepath.Join(dir, "rules.yaml")}
+		// At -v 2 the mirror logs each retry of a pending write and why:
+		// a failed schedule's report quotes those of its objects.
+		g.extra = []string{"--upstream-kubeconfig", kc, "--node-name", n, "--config", filepath.Join(dir, "rules.yaml"), "-v", "2"}
 		r.gws = append(r.gws, g)
 		sites = append(sites, g.siteGateway)
 	}
@@ -1185,27 +1202,7 @@ func watchGateway(t *testing.T, g *modelGateway) []*modelWatcher {
 
 func (w *modelWatcher) run(ctx context.Context, gvr schema.GroupVersionResource, ns string) {
 	ri := dynamic.NewForConfigOrDie(w.g.client(0)).Resource(gvr).Namespace(ns)
-	rv := ""
-	for ctx.Err() == nil {
-		if rv == "" {
-			list, err := ri.List(ctx, metav1.ListOptions{})
-			if err != nil {
-				time.Sleep(200 * time.Millisecond)
-				continue
-			}
-			rv = list.GetResourceVersion()
-		}
-		wi, err := ri.Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
-		if err != nil {
-			if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
-				w.relisted()
-				rv = ""
-			}
-			time.Sleep(200 * time.Millisecond)
-			continue
-		}
-		rv = w.consume(wi, rv)
-	}
+	resumedWatch(ctx, ri, 200*time.Millisecond, w.relisted, w.seen)
 }
 
 func (w *modelWatcher) relisted() {
@@ -1214,35 +1211,16 @@ func (w *modelWatcher) relisted() {
 	w.relists = append(w.relists, time.Now())
 }
 
-func (w *modelWatcher) consume(wi watch.Interface, rv string) string {
-	defer wi.Stop()
-	for ev := range wi.ResultChan() {
-		if ev.Type == watch.Error {
-			if err := apierrors.FromObject(ev.Object); apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
-				w.relisted()
-				return ""
-			}
-			return rv
-		}
-		u, ok := ev.Object.(*unstructured.Unstructured)
-		if !ok {
-			continue
-		}
-		rv = u.GetResourceVersion()
-		if ev.Type == watch.Bookmark {
-			continue
-		}
-		n, _ := strconv.ParseInt(rv, 10, 64)
-		c := u.DeepCopy()
-		unstructured.RemoveNestedField(c.Object, "metadata", "resourceVersion")
-		unstructured.RemoveNestedField(c.Object, "metadata", "managedFields")
-		content, _ := json.Marshal(c.Object)
-		w.mu.Lock()
-		w.events = append(w.events, judge.WatchEvent{Type: string(ev.Type), Ref: judge.Ref{Kind: judge.Kind(u.GetKind()), Namespace: u.GetNamespace(), Name: u.GetName()},
-			UID: string(u.GetUID()), RV: n, Content: string(content)})
-		w.mu.Unlock()
-	}
-	return rv
+func (w *modelWatcher) seen(typ watch.EventType, u *unstructured.Unstructured, _ string) {
+	n, _ := strconv.ParseInt(u.GetResourceVersion(), 10, 64)
+	c := u.DeepCopy()
+	unstructured.RemoveNestedField(c.Object, "metadata", "resourceVersion")
+	unstructured.RemoveNestedField(c.Object, "metadata", "managedFields")
+	content, _ := json.Marshal(c.Object)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.events = append(w.events, judge.WatchEvent{Type: string(typ), Ref: judge.Ref{Kind: judge.Kind(u.GetKind()), Namespace: u.GetNamespace(), Name: u.GetName()},
+		UID: string(u.GetUID()), RV: n, Content: string(content)})
 }
 
 // log is what the watcher saw; restarts are the kills and restarts of
@@ -1529,5 +1507,29 @@ func (r *modelRun) judge() modelResult {
 	r.mu.Lock()
 	res.resumed = r.resumed
 	r.mu.Unlock()
+	if names := res.namesOf(); len(names) > 0 {
+		for _, g := range r.gws {
+			res.logs = append(res.logs, mirrorLogOf(g.name, g.p.logs(), names)...)
+		}
+	}
 	return res
+}
+
+// mirrorLogOf is what gateway name's mirror logged of the objects of
+// names: its last 30 such lines.
+func mirrorLogOf(name, logs string, names []string) []string {
+	var out []string
+	multi := false // within a matched line's multi-line value (err=<…>)
+	for line := range strings.Lines(logs) {
+		line = strings.TrimRight(line, "\n")
+		switch {
+		case multi:
+			out[len(out)-1] += " " + strings.TrimSpace(line)
+			multi = !strings.HasPrefix(line, " >")
+		case strings.Contains(line, "Mirror") && slices.ContainsFunc(names, func(n string) bool { return strings.Contains(line, `"`+n+`"`) }):
+			out = append(out, "  "+name+": "+line)
+			multi = strings.HasSuffix(line, "=<")
+		}
+	}
+	return out[max(0, len(out)-30):]
 }
