@@ -32,7 +32,7 @@ import (
 // etcd, the API server; each step's failure undoes the ones before it. The
 // stop's order is server.Run's; after it the storage closes and the lock is
 // released. Every goroutine started here is waited for.
-func serve(c *cli.Context) error {
+func serve(c *cli.Context) (err error) {
 	cc, err := loadConfig(c)
 	if err != nil {
 		return err
@@ -54,7 +54,15 @@ func serve(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	defer unlock()
+	defer func() {
+		// A server that starts itself again (main's startAgain, an exec)
+		// hands its lock to the new process: a command run on the
+		// directory meanwhile must not find it free.
+		if errors.Is(err, server.ErrRestart) && datadir.Dir(cfg.DataDir).KeepLockAcrossExec() == nil {
+			return
+		}
+		unlock()
+	}()
 	// An external etcd's data is shared with the other kubestores on it:
 	// no data directory speaks for it.
 	dir, version, embedded := datadir.Dir(cfg.DataDir), server.BuildInfo().Version, !cfg.Etcd.External()

@@ -19,7 +19,9 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -119,15 +121,23 @@ var ErrLocked = errors.New("data directory is in use by another kubestore proces
 
 // Lock creates the directory (0700) if needed and takes an exclusive lock on
 // it for the life of the process, so that two servers never share one etcd
-// member. The returned func releases it.
+// member. The returned func releases it. A process started in place of a
+// kubestore that kept its lock across the exec (KeepLockAcrossExec) takes
+// that lock over: it was never released.
 func (d Dir) Lock() (unlock func(), err error) {
 	if err := os.MkdirAll(string(d), 0o700); err != nil {
 		return nil, fmt.Errorf("creating data directory: %w", err)
 	}
-	f, err := os.OpenFile(d.lockFile(), os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := d.inheritedLock()
 	if err != nil {
-		return nil, fmt.Errorf("opening data directory lock: %w", err)
+		return nil, err
 	}
+	if f == nil {
+		if f, err = os.OpenFile(d.lockFile(), os.O_RDWR|os.O_CREATE, 0o600); err != nil {
+			return nil, fmt.Errorf("opening data directory lock: %w", err)
+		}
+	}
+	// On a lock inherited, flock succeeds: the open file holds it already.
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
@@ -135,7 +145,68 @@ func (d Dir) Lock() (unlock func(), err error) {
 		}
 		return nil, fmt.Errorf("locking data directory: %w", err)
 	}
-	return func() { f.Close() }, nil
+	held.Lock()
+	held.files[d.lockFile()] = f
+	held.Unlock()
+	return func() {
+		held.Lock()
+		delete(held.files, d.lockFile())
+		held.Unlock()
+		f.Close()
+	}, nil
+}
+
+// lockFDEnv names the descriptor of the data directory's lock that a
+// kubestore hands to the process it starts in place of itself (exec).
+const lockFDEnv = "KUBESTORE_DATA_DIR_LOCK_FD"
+
+// held is the lock files this process holds, by path.
+var held = struct {
+	sync.Mutex
+	files map[string]*os.File
+}{files: map[string]*os.File{}}
+
+// KeepLockAcrossExec makes the lock this process holds on d pass to the
+// process an exec starts in its place (a server starting itself again), so
+// the directory is never unlocked between the two: a command run on it in
+// that moment (kubestore ca finish --data-dir) found it free, started an
+// etcd of its own on the member's data and held the server out (the model
+// checker found it, issue 48). The caller must not release the lock.
+func (d Dir) KeepLockAcrossExec() error {
+	held.Lock()
+	f := held.files[d.lockFile()]
+	held.Unlock()
+	if f == nil {
+		return fmt.Errorf("%s: the data directory is not locked by this process", string(d))
+	}
+	if _, _, errno := syscall.Syscall(syscall.SYS_FCNTL, f.Fd(), syscall.F_SETFD, 0); errno != 0 {
+		return fmt.Errorf("keeping the data directory's lock across exec: %w", errno)
+	}
+	return os.Setenv(lockFDEnv, strconv.Itoa(int(f.Fd())))
+}
+
+// inheritedLock is the lock file on d a kubestore that exec'd this process
+// kept for it, or nil. The descriptor is closed on exec again, and not
+// handed further.
+func (d Dir) inheritedLock() (*os.File, error) {
+	v, ok := os.LookupEnv(lockFDEnv)
+	if !ok {
+		return nil, nil
+	}
+	fd, err := strconv.Atoi(v)
+	if err != nil || fd < 0 {
+		return nil, fmt.Errorf("%s=%q: not a file descriptor", lockFDEnv, v)
+	}
+	// Compared before it becomes an *os.File, whose finalizer would close
+	// a descriptor that is not the lock's.
+	var got, want syscall.Stat_t
+	if syscall.Fstat(fd, &got) != nil || syscall.Stat(d.lockFile(), &want) != nil || got.Dev != want.Dev || got.Ino != want.Ino {
+		// Another directory's, or a stale variable: not this one's lock.
+		return nil, nil
+	}
+	os.Unsetenv(lockFDEnv)
+	syscall.CloseOnExec(fd)
+	return os.NewFile(uintptr(fd), d.lockFile()), nil
 }
 
 // WriteFileAtomic writes data to path (0600) through a temporary file and a

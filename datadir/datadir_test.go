@@ -146,6 +146,97 @@ func TestLockAcrossProcesses(t *testing.T) {
 	}
 }
 
+// A server that starts itself again (exec) keeps the directory locked all
+// along: a command that tries the lock meanwhile finds it taken at every
+// try, and the new process holds it, then releases it.
+func TestLockKeptAcrossExec(t *testing.T) {
+	switch os.Getenv("DATADIR_TEST_EXEC") {
+	case "before":
+		d := datadir.Dir(os.Getenv("DATADIR_TEST_DIR"))
+		if _, err := d.Lock(); err != nil {
+			os.Exit(4)
+		}
+		if err := d.KeepLockAcrossExec(); err != nil {
+			os.Exit(5)
+		}
+		os.Stdout.WriteString("exec\n")
+		time.Sleep(100 * time.Millisecond) // the parent is trying the lock
+		os.Setenv("DATADIR_TEST_EXEC", "after")
+		syscall.Exec(os.Args[0], os.Args, os.Environ())
+		os.Exit(6)
+	case "after":
+		unlock, err := datadir.Dir(os.Getenv("DATADIR_TEST_DIR")).Lock()
+		if err != nil {
+			os.Stdout.WriteString(err.Error() + "\n")
+			os.Exit(7)
+		}
+		if os.Getenv("KUBESTORE_DATA_DIR_LOCK_FD") != "" {
+			os.Exit(8) // handed on to whatever this process starts
+		}
+		os.Stdout.WriteString("held\n")
+		time.Sleep(200 * time.Millisecond) // the parent is trying the lock
+		unlock()
+		os.Exit(0)
+	}
+
+	d := datadir.Dir(filepath.Join(t.TempDir(), "data"))
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestLockKeptAcrossExec$")
+	cmd.Env = append(os.Environ(), "DATADIR_TEST_EXEC=before", "DATADIR_TEST_DIR="+string(d))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		buf := make([]byte, 256)
+		var acc string
+		for {
+			n, err := out.Read(buf)
+			acc += string(buf[:n])
+			for strings.Contains(acc, "\n") {
+				line, rest, _ := strings.Cut(acc, "\n")
+				lines <- line
+				acc = rest
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	if l := <-lines; l != "exec" {
+		t.Fatalf("the child said %q before its exec", l)
+	}
+	// From before the exec until the new process says it holds the lock,
+	// every try finds it taken.
+	tries := 0
+	for held := false; !held; {
+		select {
+		case l := <-lines:
+			if l != "held" {
+				t.Fatalf("the process after the exec: %q", l)
+			}
+			held = true
+		default:
+		}
+		if unlock, err := d.Lock(); err == nil {
+			unlock()
+			t.Fatalf("the lock was free during the exec, after %d tries", tries)
+		} else if !errors.Is(err, datadir.ErrLocked) {
+			t.Fatal(err)
+		}
+		tries++
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the child: %v", err)
+	}
+	lock(t, d)()
+	t.Logf("%d tries found the lock taken", tries)
+}
+
 func stat(t *testing.T, path string) (os.FileInfo, *syscall.Stat_t) {
 	t.Helper()
 	fi, err := os.Stat(path)
