@@ -162,6 +162,20 @@ func joinIfNeeded(ctx context.Context, cfg config.Config, dir datadir.Dir, lost 
 	ctx, cancel := context.WithTimeout(ctx, joinTimeout)
 	defer cancel()
 	resp, err := join(ctx, cfg.Site.Join, token, trusted, req)
+	for err != nil && hasData && removed && lost == "" && errors.Is(err, errUnreachable) {
+		// Its etcd said the site removed it: its data cannot serve, so
+		// it waits for the site (one that lost its quorum for a moment,
+		// a member of two removed while the other restarted) rather
+		// than start on it and stop again at once.
+		klog.InfoS("The site removed this member and is not reachable to take it back; asking again", "join", cfg.Site.Join, "err", err, "in", joinRetry)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the site at --%s %s removed this member and did not answer within %s: %w (with the site gone for good, move %s away to start afresh)",
+				config.FlagJoin, cfg.Site.Join, joinTimeout, err, dir.Etcd())
+		case <-time.After(joinRetry):
+		}
+		resp, err = join(ctx, cfg.Site.Join, token, trusted, req)
+	}
 	if err != nil && lost != "" {
 		return fmt.Errorf("etcd's raft log lost entries this member had acknowledged (%s): its data in %s stays until the site at --%s %s takes the member back: %w",
 			lost, dir.Etcd(), config.FlagJoin, cfg.Site.Join, err)

@@ -126,3 +126,66 @@ func TestLostLogDataStaysUntilTheSiteAnswers(t *testing.T) {
 		t.Errorf("the record of the lost log is gone: %v", err)
 	}
 }
+
+// A member its etcd found removed waits for the site to answer before it
+// starts: its data cannot serve. It used to start on it when the site was
+// not reachable (a site of two members whose other was restarting), and
+// stop again at once, removed, with nobody to start it (found by the
+// model checker, issue 48).
+func TestRemovedMemberWaitsForTheSite(t *testing.T) {
+	dir := datadir.Dir(t.TempDir())
+	wal := filepath.Join(dir.Etcd(), "member", "wal")
+	if err := os.MkdirAll(wal, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(wal, "0000000000000000-0000000000000000.wal"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir.EtcdRemoved(), []byte("removed\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ca, caKey := issue(t, "kubestore-ca", 0, nil, nil)
+	leaf, key := issue(t, access.ServingCommonName, x509.ExtKeyUsageServerAuth, ca, caKey)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // refused until the site is back
+	cfg := config.Default()
+	cfg.DataDir = string(dir)
+	cfg.Site = config.Site{MemberName: "gw-b", PeerAdvertiseAddress: "127.0.0.1", PeerBindAddress: "127.0.0.1", PeerPort: 2380,
+		Join: "https://" + addr, JoinToken: config.FormatJoinToken(ca.Raw, "a-secret-of-sixteen-or-more")}
+	done := make(chan error, 1)
+	go func() { done <- joinIfNeeded(t.Context(), cfg, dir, "") }()
+	select {
+	case err := <-done:
+		t.Fatalf("with the site unreachable, joinIfNeeded returned (%v): the member would start on its removed data", err)
+	case <-time.After(3 * time.Second):
+	}
+	ln, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case CAPath:
+			w.Write(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Raw})) //nolint:errcheck
+		case JoinPath:
+			w.Write([]byte(`{"member":true}`)) //nolint:errcheck
+		}
+	}))
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{leaf.Raw}, PrivateKey: key}}}
+	srv.StartTLS()
+	defer srv.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("once the site answered: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the member did not ask the site again within 30 s of its return")
+	}
+}
