@@ -32,12 +32,17 @@ type event struct {
 // logged by proc_test.go, their lines indented further.
 var ownLine = regexp.MustCompile(`^\s{4,}[\w.-]+\.go:\d+: `)
 
+// continued is a further line of a message: go test indents it by four
+// more spaces.
+var continued = regexp.MustCompile(`^\s{8,}\S`)
+
 func main() {
 	os.Exit(summarize(os.Stdin, os.Stdout))
 }
 
 func summarize(in io.Reader, out io.Writer) int {
 	lines := map[string][]string{} // by package and test
+	own := map[string]bool{}       // whether the test's last line was its own message's
 	var failed []string
 	packagesDone, packagesFailed := 0, 0
 	sc := bufio.NewScanner(in)
@@ -53,8 +58,19 @@ func summarize(in io.Reader, out io.Writer) int {
 		switch e.Action {
 		case "output":
 			fmt.Fprint(out, e.Output)
-			if e.Test != "" && ownLine.MatchString(e.Output) && !strings.Contains(e.Output, "proc_test.go:") {
+			switch {
+			case e.Test == "":
+			case ownLine.MatchString(e.Output):
+				// A message of the test's own, or a process log's start.
+				own[key] = !strings.Contains(e.Output, "proc_test.go:")
+				if own[key] {
+					lines[key] = append(lines[key], strings.TrimRight(e.Output, "\n"))
+				}
+			case own[key] && continued.MatchString(e.Output):
+				// The next lines of a message of several.
 				lines[key] = append(lines[key], strings.TrimRight(e.Output, "\n"))
+			default:
+				own[key] = false
 			}
 		case "fail":
 			if e.Test == "" {

@@ -12,7 +12,8 @@ func TestSummarize(t *testing.T) {
 		`{"Action":"output","Package":"p","Test":"TestA","Output":"    a_test.go:10: outage of 2m: converged false\n"}`,
 		`{"Action":"output","Package":"p","Test":"TestA","Output":"    proc_test.go:182: kubestore output (last 8 KiB):\n"}`,
 		`{"Action":"output","Package":"p","Test":"TestA","Output":"        I1205 a log line\n"}`,
-		`{"Action":"output","Package":"p","Test":"TestA","Output":"    a_test.go:12: 10 s after the link came back: pods differ\n"}`,
+		`{"Action":"output","Package":"p","Test":"TestA","Output":"    a_test.go:12: 10 s after the link came back: pods differ:\n"}`,
+		`{"Action":"output","Package":"p","Test":"TestA","Output":"        pod p-1 Running here, Pending there\n"}`,
 		`{"Action":"fail","Package":"p","Test":"TestA"}`,
 		`{"Action":"output","Package":"p","Test":"TestB","Output":"    b_test.go:3: fine\n"}`,
 		`{"Action":"pass","Package":"p","Test":"TestB"}`,
@@ -26,7 +27,7 @@ func TestSummarize(t *testing.T) {
 	if !ok {
 		t.Fatalf("no summary in:\n%s", out.String())
 	}
-	want := "--- FAIL: p TestA\n    a_test.go:10: outage of 2m: converged false\n    a_test.go:12: 10 s after the link came back: pods differ\n"
+	want := "--- FAIL: p TestA\n    a_test.go:10: outage of 2m: converged false\n    a_test.go:12: 10 s after the link came back: pods differ:\n        pod p-1 Running here, Pending there\n"
 	if !strings.HasSuffix(summary, want) {
 		t.Errorf("summary:\n%s\nwant it to end with:\n%s", summary, want)
 	}
