@@ -300,6 +300,54 @@ func (r modelResult) namesOf() []string {
 	return out
 }
 
+// refsOf is the objects the violations name.
+func (r modelResult) refsOf() []judge.Ref {
+	var out []judge.Ref
+	for _, w := range r.writes {
+		if r.violated(w.Ref) && !slices.Contains(out, w.Ref) {
+			out = append(out, w.Ref)
+		}
+	}
+	return out
+}
+
+// lastWriters is who wrote ref upstream, as its managedFields say: each
+// manager, its operation and subresource, and when (the mirror's
+// reconciliations, the forwarded writes and the cluster's writers each
+// under their own name).
+func (r *modelRun) lastWriters(ref judge.Ref) string {
+	ctx, cancel := context.WithTimeout(r.t.Context(), 10*time.Second)
+	defer cancel()
+	var obj metav1.Object
+	var err error
+	switch ref.Kind {
+	case judge.NodeKind:
+		obj, err = r.cluster.CoreV1().Nodes().Get(ctx, ref.Name, metav1.GetOptions{})
+	case judge.LeaseKind:
+		obj, err = r.cluster.CoordinationV1().Leases(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	case judge.CSINodeKind:
+		obj, err = r.cluster.StorageV1().CSINodes().Get(ctx, ref.Name, metav1.GetOptions{})
+	case judge.PodKind:
+		obj, err = r.cluster.CoreV1().Pods(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	case judge.EventKind:
+		obj, err = r.cluster.CoreV1().Events(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	default:
+		return "not read"
+	}
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, m := range obj.GetManagedFields() {
+		at := ""
+		if m.Time != nil {
+			at = m.Time.UTC().Format(time.TimeOnly)
+		}
+		out = append(out, fmt.Sprintf("%s %s %s at %s", m.Manager, m.Operation, m.Subresource, at))
+	}
+	return "resourceVersion " + obj.GetResourceVersion() + ", managers: " + strings.Join(out, "; ")
+}
+
 // violated reports whether a violation names ref.
 func (r modelResult) violated(ref judge.Ref) bool {
 	return slices.ContainsFunc(r.violations, func(v judge.Violation) bool { return strings.Contains(v.What, ref.String()+" ") })
@@ -739,6 +787,9 @@ func (r *modelRun) memberReset(i int, g *modelGateway) {
 		}
 	}
 	r.takeDown(g)
+	g.mu.Lock()
+	g.restarts = append(g.restarts, time.Now()) // removed: out of the quorum
+	g.mu.Unlock()
 	// Refused while the members have not reached each other for 5 s
 	// (a member just started again): the operator retries, as it says.
 	var out string
@@ -1319,13 +1370,41 @@ func (r *modelRun) probeWrites(g *modelGateway, at time.Time) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
+	// The promise is the quorum's: not judged when another member was
+	// also out (killed, restarting, removed and rejoining) from shortly
+	// before the kill until writes resumed.
+	other := r.outBesides(g, at.Add(-memberSettles), at.Add(slowest))
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.resumed = append(r.resumed, slowest)
-	if slowest > resumeAfterLoss {
+	if slowest > resumeAfterLoss && other == "" {
 		r.seen = append(r.seen, judge.Violation{Invariant: "site", What: fmt.Sprintf("writes through the other members resumed %s after %s was killed, more than %s",
 			slowest.Round(10*time.Millisecond), g.name, resumeAfterLoss)})
 	}
+}
+
+// memberSettles is how long a member started again, or rejoined, may take
+// to be a voter the quorum counts on again.
+const memberSettles = 30 * time.Second
+
+// outBesides is the name of a gateway other than g that was killed,
+// removed or started again (by the schedule, or by itself after a CA
+// rotation's finish) between from and to, or "".
+func (r *modelRun) outBesides(g *modelGateway, from, to time.Time) string {
+	for _, o := range r.gws {
+		if o == g {
+			continue
+		}
+		o.mu.Lock()
+		times := slices.Clone(o.restarts)
+		down := o.down
+		o.mu.Unlock()
+		times = append(times, logTimes(o.p.logs(), "Stopping to start again")...)
+		if down || slices.ContainsFunc(times, func(t time.Time) bool { return !t.Before(from) && !t.After(to) }) {
+			return o.name
+		}
+	}
+	return ""
 }
 
 // modelObject is u as the model reads it.
@@ -1510,6 +1589,9 @@ func (r *modelRun) judge() modelResult {
 	if names := res.namesOf(); len(names) > 0 {
 		for _, g := range r.gws {
 			res.logs = append(res.logs, mirrorLogOf(g.name, g.p.logs(), names)...)
+		}
+		for _, ref := range res.refsOf() {
+			res.logs = append(res.logs, "  upstream "+ref.String()+": "+r.lastWriters(ref))
 		}
 	}
 	return res
