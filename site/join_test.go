@@ -94,14 +94,7 @@ func TestJoinRefusesAServerThatIsNotAMember(t *testing.T) {
 // until the site answers that it takes it back: with no site to answer
 // (every member lost its tail in one power cut), nothing is moved aside.
 func TestLostLogDataStaysUntilTheSiteAnswers(t *testing.T) {
-	dir := datadir.Dir(t.TempDir())
-	wal := filepath.Join(dir.Etcd(), "member", "wal")
-	if err := os.MkdirAll(wal, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(wal, "0000000000000000-0000000000000000.wal"), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir := dirWithEtcdData(t)
 	if err := os.WriteFile(dir.RaftLogLost(), []byte("tocommit(12) is out of range [lastIndex(9)]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -133,14 +126,7 @@ func TestLostLogDataStaysUntilTheSiteAnswers(t *testing.T) {
 // stop again at once, removed, with nobody to start it (found by the
 // model checker, issue 48).
 func TestRemovedMemberWaitsForTheSite(t *testing.T) {
-	dir := datadir.Dir(t.TempDir())
-	wal := filepath.Join(dir.Etcd(), "member", "wal")
-	if err := os.MkdirAll(wal, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(wal, "0000000000000000-0000000000000000.wal"), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir := dirWithEtcdData(t)
 	if err := os.WriteFile(dir.EtcdRemoved(), []byte("removed\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -188,4 +174,18 @@ func TestRemovedMemberWaitsForTheSite(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the member did not ask the site again within 30 s of its return")
 	}
+}
+
+// dirWithEtcdData is a data directory whose etcd has data (a WAL file).
+func dirWithEtcdData(t *testing.T) datadir.Dir {
+	t.Helper()
+	dir := datadir.Dir(t.TempDir())
+	wal := filepath.Join(dir.Etcd(), "member", "wal")
+	if err := os.MkdirAll(wal, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(wal, "0000000000000000-0000000000000000.wal"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
