@@ -50,7 +50,7 @@ func serve(c *cli.Context) (err error) {
 	cc = cc.OnDevice(device)
 	logSmallDeviceCaches(cc)
 	limit, limitFrom := setMemoryLimit(cfg.Memory, device, deviceFrom)
-	unlock, err := datadir.Dir(cfg.DataDir).Lock()
+	lock, err := datadir.Dir(cfg.DataDir).Lock()
 	if err != nil {
 		return err
 	}
@@ -58,10 +58,10 @@ func serve(c *cli.Context) (err error) {
 		// A server that starts itself again (main's startAgain, an exec)
 		// hands its lock to the new process: a command run on the
 		// directory meanwhile must not find it free.
-		if errors.Is(err, server.ErrRestart) && datadir.Dir(cfg.DataDir).KeepLockAcrossExec() == nil {
+		if errors.Is(err, server.ErrRestart) && lock.KeepAcrossExec() == nil {
 			return
 		}
-		unlock()
+		lock.Unlock()
 	}()
 	// An external etcd's data is shared with the other kubestores on it:
 	// no data directory speaks for it.

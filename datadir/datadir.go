@@ -21,7 +21,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -121,10 +120,10 @@ var ErrLocked = errors.New("data directory is in use by another kubestore proces
 
 // Lock creates the directory (0700) if needed and takes an exclusive lock on
 // it for the life of the process, so that two servers never share one etcd
-// member. The returned func releases it. A process started in place of a
-// kubestore that kept its lock across the exec (KeepLockAcrossExec) takes
-// that lock over: it was never released.
-func (d Dir) Lock() (unlock func(), err error) {
+// member; Unlock releases it. A process started in place of a kubestore
+// that kept its lock across the exec (KeepAcrossExec) takes that lock
+// over: it was never released.
+func (d Dir) Lock() (*Lock, error) {
 	if err := os.MkdirAll(string(d), 0o700); err != nil {
 		return nil, fmt.Errorf("creating data directory: %w", err)
 	}
@@ -145,44 +144,30 @@ func (d Dir) Lock() (unlock func(), err error) {
 		}
 		return nil, fmt.Errorf("locking data directory: %w", err)
 	}
-	held.Lock()
-	held.files[d.lockFile()] = f
-	held.Unlock()
-	return func() {
-		held.Lock()
-		delete(held.files, d.lockFile())
-		held.Unlock()
-		f.Close()
-	}, nil
+	return &Lock{f: f}, nil
 }
+
+// Lock is a data directory's lock this process holds.
+type Lock struct{ f *os.File }
+
+// Unlock releases the lock.
+func (l *Lock) Unlock() { l.f.Close() }
 
 // lockFDEnv names the descriptor of the data directory's lock that a
 // kubestore hands to the process it starts in place of itself (exec).
 const lockFDEnv = "KUBESTORE_DATA_DIR_LOCK_FD"
 
-// held is the lock files this process holds, by path.
-var held = struct {
-	sync.Mutex
-	files map[string]*os.File
-}{files: map[string]*os.File{}}
-
-// KeepLockAcrossExec makes the lock this process holds on d pass to the
-// process an exec starts in its place (a server starting itself again), so
-// the directory is never unlocked between the two: a command run on it in
-// that moment (kubestore ca finish --data-dir) found it free, started an
-// etcd of its own on the member's data and held the server out (the model
-// checker found it, issue 48). The caller must not release the lock.
-func (d Dir) KeepLockAcrossExec() error {
-	held.Lock()
-	f := held.files[d.lockFile()]
-	held.Unlock()
-	if f == nil {
-		return fmt.Errorf("%s: the data directory is not locked by this process", string(d))
-	}
-	if _, _, errno := syscall.Syscall(syscall.SYS_FCNTL, f.Fd(), syscall.F_SETFD, 0); errno != 0 {
+// KeepAcrossExec makes the lock pass to the process an exec starts in
+// this one's place (a server starting itself again), so the directory is
+// never unlocked between the two: a command run on it in that moment
+// (kubestore ca finish --data-dir) found it free, started an etcd of its
+// own on the member's data and held the server out (the model checker
+// found it, issue 48). The lock is then not to be released.
+func (l *Lock) KeepAcrossExec() error {
+	if _, _, errno := syscall.Syscall(syscall.SYS_FCNTL, l.f.Fd(), syscall.F_SETFD, 0); errno != 0 {
 		return fmt.Errorf("keeping the data directory's lock across exec: %w", errno)
 	}
-	return os.Setenv(lockFDEnv, strconv.Itoa(int(f.Fd())))
+	return os.Setenv(lockFDEnv, strconv.Itoa(int(l.f.Fd())))
 }
 
 // inheritedLock is the lock file on d a kubestore that exec'd this process

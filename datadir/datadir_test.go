@@ -30,11 +30,11 @@ func TestLayout(t *testing.T) {
 
 func lock(t *testing.T, d datadir.Dir) func() {
 	t.Helper()
-	unlock, err := d.Lock()
+	l, err := d.Lock()
 	if err != nil {
 		t.Fatalf("Lock(%s): %v", d, err)
 	}
-	return unlock
+	return l.Unlock
 }
 
 func TestLockCreatesPrivateDir(t *testing.T) {
@@ -75,8 +75,8 @@ func TestLockCreatesPrivateDir(t *testing.T) {
 		if err := os.WriteFile(path, nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if unlock, err := datadir.Dir(path).Lock(); err == nil {
-			unlock()
+		if l, err := datadir.Dir(path).Lock(); err == nil {
+			l.Unlock()
 			t.Fatal("Lock on a regular file succeeded")
 		}
 	})
@@ -109,14 +109,14 @@ func TestLockIsExclusive(t *testing.T) {
 // kubestore would.
 func TestLockAcrossProcesses(t *testing.T) {
 	if dir := os.Getenv("DATADIR_TEST_LOCK_CHILD"); dir != "" {
-		unlock, err := datadir.Dir(dir).Lock()
+		l, err := datadir.Dir(dir).Lock()
 		switch {
 		case errors.Is(err, datadir.ErrLocked):
 			os.Exit(3)
 		case err != nil:
 			os.Exit(4)
 		}
-		unlock()
+		l.Unlock()
 		os.Exit(0)
 	}
 
@@ -153,10 +153,11 @@ func TestLockKeptAcrossExec(t *testing.T) {
 	switch os.Getenv("DATADIR_TEST_EXEC") {
 	case "before":
 		d := datadir.Dir(os.Getenv("DATADIR_TEST_DIR"))
-		if _, err := d.Lock(); err != nil {
+		l, err := d.Lock()
+		if err != nil {
 			os.Exit(4)
 		}
-		if err := d.KeepLockAcrossExec(); err != nil {
+		if err := l.KeepAcrossExec(); err != nil {
 			os.Exit(5)
 		}
 		os.Stdout.WriteString("exec\n")
@@ -165,7 +166,7 @@ func TestLockKeptAcrossExec(t *testing.T) {
 		syscall.Exec(os.Args[0], os.Args, os.Environ())
 		os.Exit(6)
 	case "after":
-		unlock, err := datadir.Dir(os.Getenv("DATADIR_TEST_DIR")).Lock()
+		l, err := datadir.Dir(os.Getenv("DATADIR_TEST_DIR")).Lock()
 		if err != nil {
 			os.Stdout.WriteString(err.Error() + "\n")
 			os.Exit(7)
@@ -175,7 +176,7 @@ func TestLockKeptAcrossExec(t *testing.T) {
 		}
 		os.Stdout.WriteString("held\n")
 		time.Sleep(200 * time.Millisecond) // the parent is trying the lock
-		unlock()
+		l.Unlock()
 		os.Exit(0)
 	}
 
@@ -222,8 +223,8 @@ func TestLockKeptAcrossExec(t *testing.T) {
 			held = true
 		default:
 		}
-		if unlock, err := d.Lock(); err == nil {
-			unlock()
+		if l, err := d.Lock(); err == nil {
+			l.Unlock()
 			t.Fatalf("the lock was free during the exec, after %d tries", tries)
 		} else if !errors.Is(err, datadir.ErrLocked) {
 			t.Fatal(err)

@@ -66,7 +66,7 @@ func connect(ctx context.Context, cfg config.Config, version string) (*conn, err
 	if !dir.HasEtcdData() {
 		return nil, fmt.Errorf("no etcd data in --%s %s", config.FlagDataDir, cfg.DataDir)
 	}
-	unlock, err := dir.Lock()
+	lock, err := dir.Lock()
 	if errors.Is(err, datadir.ErrLocked) {
 		// A server runs on the directory: use its etcd.
 		c, err := dial(cfg, etcdembed.Endpoints(dir, cfg.Etcd), lg, func() {})
@@ -79,15 +79,15 @@ func connect(ctx context.Context, cfg config.Config, version string) (*conn, err
 		return nil, err
 	}
 	if _, _, err := dir.RefuseNewerFormat(version); err != nil {
-		unlock()
+		lock.Unlock()
 		return nil, err
 	}
 	srv, err := etcdembed.Start(ctx, cfg)
 	if err != nil {
-		unlock()
+		lock.Unlock()
 		return nil, err
 	}
-	return dial(cfg, srv.Endpoints(), lg, func() { srv.Close(); unlock() })
+	return dial(cfg, srv.Endpoints(), lg, func() { srv.Close(); lock.Unlock() })
 }
 
 func dial(cfg config.Config, endpoints []string, lg *zap.Logger, closeFn func()) (*conn, error) {
@@ -289,11 +289,11 @@ func SnapshotRestore(ctx context.Context, cc config.Completed, file string, bump
 		return err
 	}
 	dir := datadir.Dir(cfg.DataDir)
-	unlock, err := dir.Lock()
+	lock, err := dir.Lock()
 	if err != nil {
 		return err
 	}
-	defer unlock()
+	defer lock.Unlock()
 	format, err := restore(ctx, cfg, dir, file, bump, version)
 	if err != nil {
 		return err

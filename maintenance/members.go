@@ -123,14 +123,14 @@ func ClusterReset(ctx context.Context, cc config.Completed, version string, w io
 		return err
 	}
 	dir := datadir.Dir(cfg.DataDir)
-	unlock, err := dir.Lock()
+	lock, err := dir.Lock()
 	if errors.Is(err, datadir.ErrLocked) {
 		return fmt.Errorf("a server runs on --%s %s: stop it first (a reset is for a site that lost quorum, whose servers cannot serve)", config.FlagDataDir, cfg.DataDir)
 	}
 	if err != nil {
 		return err
 	}
-	defer unlock()
+	defer lock.Unlock()
 	if _, _, err := dir.RefuseNewerFormat(version); err != nil {
 		return err
 	}
