@@ -1383,6 +1383,16 @@ func (r *modelRun) probeWrites(g *modelGateway, at time.Time) {
 	}
 }
 
+// outTimes is when g was killed, removed or started again, by the
+// schedule or by itself (a member starts itself again after a CA
+// rotation's finish).
+func (g *modelGateway) outTimes() []time.Time {
+	g.mu.Lock()
+	times := slices.Clone(g.restarts)
+	g.mu.Unlock()
+	return append(times, logTimes(g.p.logs(), "Stopping to start again")...)
+}
+
 // memberSettles is how long a member started again, or rejoined, may take
 // to be a voter the quorum counts on again.
 const memberSettles = 30 * time.Second
@@ -1396,11 +1406,9 @@ func (r *modelRun) outBesides(g *modelGateway, from, to time.Time) string {
 			continue
 		}
 		o.mu.Lock()
-		times := slices.Clone(o.restarts)
 		down := o.down
 		o.mu.Unlock()
-		times = append(times, logTimes(o.p.logs(), "Stopping to start again")...)
-		if down || slices.ContainsFunc(times, func(t time.Time) bool { return !t.Before(from) && !t.After(to) }) {
+		if down || slices.ContainsFunc(o.outTimes(), func(t time.Time) bool { return !t.Before(from) && !t.After(to) }) {
 			return o.name
 		}
 	}
@@ -1569,11 +1577,7 @@ func (r *modelRun) judge() modelResult {
 	}
 	var restarts []time.Time
 	for _, g := range r.gws {
-		g.mu.Lock()
-		restarts = append(restarts, g.restarts...)
-		g.mu.Unlock()
-		// A member starts itself again after a CA rotation's finish.
-		restarts = append(restarts, logTimes(g.p.logs(), "Stopping to start again")...)
+		restarts = append(restarts, g.outTimes()...)
 	}
 	var logs []judge.WatchLog
 	for _, w := range r.watchers {
