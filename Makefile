@@ -98,12 +98,22 @@ release-builds: build-linux-arm64 build-linux-arm build-linux-riscv64 fuzz
 # Third-party binaries the node-agent tests run, built from their upstream
 # modules at the versions kubestore pins, in the test tree's own module
 # (test/upstream/go.mod), never in kubestore's go.mod: kubemark (the hollow
-# node), kube-apiserver, kube-controller-manager and etcd; and CoreDNS, at
-# its own pins (test/coredns/go.mod).
+# node), kube-apiserver, kube-controller-manager and etcd; the real node's
+# kubelet, containerd 2.4 (with its runc shim, ctr), runc, crictl and the
+# CNI plugins (bridge, host-local, loopback); and CoreDNS, at its own pins
+# (test/coredns/go.mod). One go build for the Kubernetes and containerd
+# binaries: their shared packages compile once.
 UPSTREAM_BIN := $(CURDIR)/bin/upstream
 upstream-bins:
 	cd test/upstream && CGO_ENABLED=0 go build -trimpath -o $(UPSTREAM_BIN)/ \
-		k8s.io/kubernetes/cmd/kubemark k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
+		k8s.io/kubernetes/cmd/kubemark k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+		k8s.io/kubernetes/cmd/kubelet github.com/containerd/containerd/v2/cmd/containerd \
+		github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 github.com/containerd/containerd/v2/cmd/ctr \
+		github.com/containernetworking/plugins/plugins/main/bridge github.com/containernetworking/plugins/plugins/main/loopback \
+		github.com/containernetworking/plugins/plugins/ipam/host-local sigs.k8s.io/cri-tools/cmd/crictl
+	# runc's nsenter is C and its seccomp filters libseccomp's
+	# (libseccomp-dev, .ci/run): the one binary built with cgo.
+	cd test/upstream && CGO_ENABLED=1 go build -trimpath -tags seccomp -o $(UPSTREAM_BIN)/runc github.com/opencontainers/runc
 	cd test/upstream && CGO_ENABLED=0 go build -trimpath -o $(UPSTREAM_BIN)/etcd go.etcd.io/etcd/server/v3
 	cd test/coredns && CGO_ENABLED=0 go build -trimpath -o $(UPSTREAM_BIN)/coredns github.com/coredns/coredns
 
@@ -117,8 +127,11 @@ upstream-bins:
 # site's member whose disk fails and a site reset after its quorum is
 # lost, the registry's answers to 377 objects compared with
 # kube-apiserver's (docs/REGISTRY-DIFFERENCES.md) (KUBESTORE_RELEASE_E2E),
-# and the mirror's model checker on four schedules against kube-apiserver
-# and kube-controller-manager (make test runs three against a kubestore).
+# the mirror's model checker on four schedules against kube-apiserver
+# and kube-controller-manager (make test runs three against a kubestore),
+# and a real node (the kubelet on containerd running real containers, on
+# kubestore alone and through the mirror, with an operator's kubectl
+# logs, exec, attach and port-forward; about 5.5 minutes, root).
 # They wait more than they compute: three run side by side (go test's
 # default is the 2 CPUs). RELEASE_E2E_FLAGS may
 # say -short (outages of a minute, two delete races). Its output ends with
@@ -129,7 +142,7 @@ OLDER_COMMIT ?= d64fc635805387fbc73dd10d014fefdcf4c714e6
 release-e2e: build-format2
 	KUBESTORE_BIN=$(CURDIR)/bin/kubestore KUBESTORE_NEWER_BIN=$(CURDIR)/bin/kubestore-format2 KUBESTORE_UPSTREAM_BIN_DIR=$(UPSTREAM_BIN) KUBESTORE_MIRROR_FLAP=5m KUBESTORE_CLEAN_STARTS=50 \
 	KUBESTORE_OLDER_COMMIT=$(OLDER_COMMIT) KUBESTORE_UPDATE_CUTS=12 KUBESTORE_SITE_CUTS=8 KUBESTORE_RELEASE_E2E=1 KUBESTORE_MODEL_SCHEDULES=4 \
-		go test -count=1 -json -parallel 3 $(RELEASE_E2E_FLAGS) -timeout 40m -run '^(TestNodeAgents|TestMirrorUnderFaults|TestCleanLogsFirstStarts|TestUpdateAcrossReleases|TestPowerCutDuringUpdate|TestSitePowerCutOneMember|TestSiteMemberDiskFault|TestSiteClusterReset|TestRegistryAgainstKubeAPIServer|TestMirrorModelAgainstKubeAPIServer)' ./test/e2e \
+		go test -count=1 -json -parallel 3 $(RELEASE_E2E_FLAGS) -timeout 40m -run '^(TestNodeAgents|TestMirrorUnderFaults|TestCleanLogsFirstStarts|TestUpdateAcrossReleases|TestPowerCutDuringUpdate|TestSitePowerCutOneMember|TestSiteMemberDiskFault|TestSiteClusterReset|TestRegistryAgainstKubeAPIServer|TestMirrorModelAgainstKubeAPIServer|TestRealNode)' ./test/e2e \
 		| go run ./scripts/testsummary
 
 # Measures the built binary: one table on stdout, the figures in bench.json

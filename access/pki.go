@@ -101,6 +101,15 @@ func ServingHosts(s config.Server, site config.Site) []string {
 	if ip := net.ParseIP(s.BindAddress); ip != nil && !ip.IsUnspecified() {
 		hosts = append(hosts, ip.String())
 	}
+	// The names and address of the Service default/kubernetes, and its
+	// endpoint, where in-cluster clients call, as kube-apiserver's.
+	hosts = append(hosts, "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local")
+	if cidrs, err := config.ParseServiceClusterIPRange(s.ServiceClusterIPRange); err == nil {
+		hosts = append(hosts, config.KubernetesServiceIP(cidrs[0]).String())
+	}
+	if ip, ok := s.AdvertisedAddress(); ok {
+		hosts = append(hosts, ip.String())
+	}
 	if site.Enabled() {
 		hosts = append(hosts, site.PeerAdvertiseAddress)
 	}
@@ -276,6 +285,25 @@ func addHosts(t *x509.Certificate, hosts []string) {
 
 func (p *PKI) adminTemplate() *x509.Certificate {
 	return p.leafTemplate(AdminUser, []string{user.SystemPrivilegedGroup}, x509.ExtKeyUsageClientAuth)
+}
+
+// KubeletClientUser is the identity kubestore connects to kubelets with
+// (pods/log, exec, attach, portforward, nodes/proxy), as kubeadm names
+// kube-apiserver's (--kubelet-client-certificate): a kubelet with webhook
+// authorization asks kubestore whether it may, and system:masters may.
+const KubeletClientUser = "kube-apiserver-kubelet-client"
+
+func (p *PKI) kubeletClientTemplate() *x509.Certificate {
+	return p.leafTemplate(KubeletClientUser, []string{user.SystemPrivilegedGroup}, x509.ExtKeyUsageClientAuth)
+}
+
+// KubeletClient is the client certificate kubestore presents to kubelets
+// (pki/kubelet-client.crt), issued when missing, due, or of a CA no longer
+// signing: ask for each connection.
+func (p *PKI) KubeletClient() (certPEM, keyPEM []byte, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.leaf("kubelet-client", p.kubeletClientTemplate)
 }
 
 // Renew replaces the serving certificate, and a site member's peer

@@ -274,6 +274,8 @@ func TestServingHosts(t *testing.T) {
 		{"every interface", config.Server{BindAddress: "0.0.0.0"}, base, "0.0.0.0", nil},
 		{"one address", config.Server{BindAddress: "192.168.1.5"}, append(slices.Clone(base), "192.168.1.5"), "", nil},
 		{"extra names last", config.Server{BindAddress: "::", TLSSANs: []string{"gw.example", "10.1.1.1"}}, base, "::", []string{"gw.example", "10.1.1.1"}},
+		{"the Service default/kubernetes and its endpoint", config.Server{BindAddress: "0.0.0.0", ServiceClusterIPRange: "10.96.0.0/16", AdvertiseAddress: "192.0.2.10"},
+			append(slices.Clone(base), "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", "10.96.0.1", "192.0.2.10"), "0.0.0.0", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := ServingHosts(tc.s, config.Site{})

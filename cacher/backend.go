@@ -142,6 +142,16 @@ func (b *Backend) Failure() error {
 	return b.embedded.Failure()
 }
 
+// Leader is the ID of the leader the embedded member knows, 0 for none
+// (or with an external etcd): the server's own view, with no RPC
+// (site.StatusLeader says why).
+func (b *Backend) Leader() uint64 {
+	if b.embedded == nil {
+		return 0
+	}
+	return b.embedded.Leader()
+}
+
 // Endpoints are the etcd client URLs in use.
 func (b *Backend) Endpoints() []string { return b.client.Endpoints() }
 

@@ -194,9 +194,10 @@ func (b *Backend) decorator(cached bool, budget config.Budget) generic.StorageDe
 		}
 		// A create passes the heap watermark first, then the resource's budget;
 		// every other write the budget alone.
+		// An object too large for etcd gets 413 (withSizeLimit).
 		guard := func(s storage.Interface) (storage.Interface, func()) {
 			s, stopBudget := withBudget(s, sc.GroupResource, budget, resourcePrefix, keyFunc)
-			return withHeapGuard(s, sc.GroupResource, b.heap), stopBudget
+			return withSizeLimit(withHeapGuard(s, sc.GroupResource, b.heap), sc.GroupResource, b.requestLimit()), stopBudget
 		}
 		if !cached {
 			s, stopBudget := guard(store)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -133,6 +134,10 @@ type Update struct {
 // Server configures the HTTPS API server.
 type Server struct {
 	BindAddress string `json:"bindAddress"`
+	// AdvertiseAddress is the address the node's pods reach the API at:
+	// the endpoint of the Service default/kubernetes. Empty: the bind
+	// address when it is one pods can reach, else none.
+	AdvertiseAddress string `json:"advertiseAddress,omitempty"`
 	// SecurePort 0 picks a free port (tests); the kubeconfig records it.
 	SecurePort int `json:"securePort"`
 	// TLSSANs are extra names and IPs for the serving certificate.
@@ -320,6 +325,34 @@ func DefaultDataDir() string {
 	return "kubestore-data"
 }
 
+// notAnEndpoint says why ip cannot be an endpoint of a Service, as the
+// validation of Endpoints refuses it, or "" when it can be.
+func notAnEndpoint(ip netip.Addr) string {
+	switch {
+	case ip.IsUnspecified():
+		return "is unspecified"
+	case ip.IsLoopback():
+		return "is a loopback address"
+	case ip.IsLinkLocalUnicast(), ip.IsLinkLocalMulticast():
+		return "is link-local"
+	case ip.IsMulticast():
+		return "is multicast"
+	}
+	return ""
+}
+
+// AdvertisedAddress is where the node's pods reach the API (the endpoint
+// of default/kubernetes): --advertise-address, else --bind-address when
+// an endpoint can name it; false when there is none.
+func (s Server) AdvertisedAddress() (netip.Addr, bool) {
+	for _, a := range []string{s.AdvertiseAddress, s.BindAddress} {
+		if ip, err := netip.ParseAddr(a); err == nil && notAnEndpoint(ip) == "" {
+			return ip.Unmap(), true
+		}
+	}
+	return netip.Addr{}, false
+}
+
 // invalid is the one shape of every validation message: the flag, the
 // offending value, and what is allowed.
 func invalid(flag string, value any, why string) error {
@@ -373,6 +406,14 @@ func (s Server) validate(cc *completed) []error {
 	if net.ParseIP(s.BindAddress) == nil {
 		errs = append(errs, invalid(FlagBindAddress, s.BindAddress, "must be an IP address"))
 	}
+	advertise, advertiseErr := netip.ParseAddr(s.AdvertiseAddress)
+	if s.AdvertiseAddress != "" {
+		if advertiseErr != nil {
+			errs = append(errs, invalid(FlagAdvertiseAddress, s.AdvertiseAddress, "must be an IP address"))
+		} else if why := notAnEndpoint(advertise); why != "" {
+			errs = append(errs, invalid(FlagAdvertiseAddress, s.AdvertiseAddress, why+": the Service default/kubernetes cannot name it (pods could not reach it)"))
+		}
+	}
 	if s.SecurePort < 0 || s.SecurePort > 65535 {
 		errs = append(errs, invalid(FlagSecurePort, s.SecurePort, "must be between 0 and 65535"))
 	}
@@ -411,6 +452,8 @@ func (s Server) validate(cc *completed) []error {
 	}
 	if cc.serviceCIDRs, err = ParseServiceClusterIPRange(s.ServiceClusterIPRange); err != nil {
 		errs = append(errs, err)
+	} else if advertiseErr == nil && advertise.Unmap().Is4() != cc.serviceCIDRs[0].Addr().Is4() {
+		errs = append(errs, invalid(FlagAdvertiseAddress, s.AdvertiseAddress, "must be of the family of the first --"+FlagServiceClusterIPRange+" "+cc.serviceCIDRs[0].String()+", as the Service default/kubernetes"))
 	}
 	if err := validateIssuer(s.ServiceAccountIssuer); err != nil {
 		errs = append(errs, err)

@@ -116,6 +116,7 @@ func dur(d time.Duration) config.Duration { return config.Duration{Duration: d} 
 var settings = []setting{
 	{config.FlagDataDir, "/srv/ks", func(c *config.Config) any { return &c.DataDir }, "/srv/ks"},
 	{config.FlagBindAddress, "0.0.0.0", func(c *config.Config) any { return &c.Server.BindAddress }, "0.0.0.0"},
+	{config.FlagAdvertiseAddress, "192.0.2.10", func(c *config.Config) any { return &c.Server.AdvertiseAddress }, "192.0.2.10"},
 	{config.FlagSecurePort, "7443", func(c *config.Config) any { return &c.Server.SecurePort }, 7443},
 	{config.FlagTLSSAN, "gw.local,10.0.0.1", func(c *config.Config) any { return &c.Server.TLSSANs }, []string{"gw.local", "10.0.0.1"}},
 	{config.FlagShutdownTimeout, "5s", func(c *config.Config) any { return &c.Server.ShutdownTimeout }, dur(5 * time.Second)},
@@ -719,6 +720,16 @@ func TestValidateRefuses(t *testing.T) {
 			[][]string{{"--bind-address", "localhost"}}},
 		{"bind address with port", func(c *config.Config) { c.Server.BindAddress = "127.0.0.1:6443" },
 			[][]string{{"--bind-address", "127.0.0.1:6443"}}},
+		{"advertise address is a name", func(c *config.Config) { c.Server.AdvertiseAddress = "gateway" },
+			[][]string{{"--advertise-address", "gateway", "must be an IP address"}}},
+		{"advertise address on loopback", func(c *config.Config) { c.Server.AdvertiseAddress = "127.0.0.1" },
+			[][]string{{"--advertise-address", "127.0.0.1", "loopback", "default/kubernetes"}}},
+		{"advertise address unspecified", func(c *config.Config) { c.Server.AdvertiseAddress = "0.0.0.0" },
+			[][]string{{"--advertise-address", "0.0.0.0", "unspecified"}}},
+		{"advertise address link-local", func(c *config.Config) { c.Server.AdvertiseAddress = "169.254.20.10" },
+			[][]string{{"--advertise-address", "169.254.20.10", "link-local"}}},
+		{"advertise address of the other family", func(c *config.Config) { c.Server.AdvertiseAddress = "fd00::10" },
+			[][]string{{"--advertise-address", "fd00::10", "family", "10.0.0.0/24"}}},
 		{"port 70000", func(c *config.Config) { c.Server.SecurePort = 70000 },
 			[][]string{{"--secure-port", "70000"}}},
 		{"negative port", func(c *config.Config) { c.Server.SecurePort = -1 },
@@ -1189,6 +1200,27 @@ func TestFlagsBeforeAndAfterCommand(t *testing.T) {
 		}
 		if got.DataDir != "/x" {
 			t.Errorf("%q: data dir %q, want /x", args, got.DataDir)
+		}
+	}
+}
+
+// The endpoint of default/kubernetes: --advertise-address, else a bind
+// address pods can reach; a loopback or unspecified bind address
+// advertises none.
+func TestAdvertisedAddress(t *testing.T) {
+	for _, tc := range []struct {
+		bind, advertise, want string
+	}{
+		{"127.0.0.1", "", ""},
+		{"0.0.0.0", "", ""},
+		{"::", "", ""},
+		{"192.0.2.5", "", "192.0.2.5"},
+		{"0.0.0.0", "192.0.2.10", "192.0.2.10"},
+		{"192.0.2.5", "192.0.2.10", "192.0.2.10"},
+	} {
+		got, ok := config.Server{BindAddress: tc.bind, AdvertiseAddress: tc.advertise}.AdvertisedAddress()
+		if ok != (tc.want != "") || ok && got.String() != tc.want {
+			t.Errorf("bind %s, advertise %q: %v %v, want %q", tc.bind, tc.advertise, got, ok, tc.want)
 		}
 	}
 }

@@ -17,6 +17,7 @@ const (
 	ControllerServiceAccount    = "serviceaccount-controller"
 	ControllerRootCAPublisher   = "root-ca-certificate-publisher-controller"
 	ControllerGarbageCollector  = "garbage-collector-controller"
+	ControllerPodGC             = "pod-garbage-collector-controller"
 	ControllerClusterIPAllocate = "service-cluster-ip-allocator"
 	ControllerCSRSigning        = "certificatesigningrequest-signing-controller"
 	ControllerCSRApproving      = "certificatesigningrequest-approving-controller"
@@ -28,6 +29,7 @@ var Controllers = []string{
 	ControllerServiceAccount,
 	ControllerRootCAPublisher,
 	ControllerGarbageCollector,
+	ControllerPodGC,
 	ControllerClusterIPAllocate,
 	ControllerCSRSigning,
 	ControllerCSRApproving,
@@ -66,6 +68,11 @@ func parseControllers(entries []string) (map[string]bool, error) {
 	}
 	return on, nil
 }
+
+// KubernetesServiceIP is the cluster IP of the Service default/kubernetes
+// in the primary service range cidr: its first address, as
+// kube-apiserver's.
+func KubernetesServiceIP(cidr netip.Prefix) netip.Addr { return cidr.Masked().Addr().Next() }
 
 // ParseServiceClusterIPRange parses --service-cluster-ip-range: one CIDR,
 // or an IPv4 and an IPv6 CIDR separated by a comma (dual stack, the first

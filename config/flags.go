@@ -18,6 +18,7 @@ const (
 	FlagConfig                          = "config"
 	FlagDataDir                         = "data-dir"
 	FlagBindAddress                     = "bind-address"
+	FlagAdvertiseAddress                = "advertise-address"
 	FlagSecurePort                      = "secure-port"
 	FlagTLSSAN                          = "tls-san"
 	FlagShutdownTimeout                 = "shutdown-timeout"
@@ -150,6 +151,8 @@ var bindings = []binding{
 		func(c *Config) *string { return &c.DataDir }),
 	bind(FlagBindAddress, "IP address the HTTPS API listens on; 0.0.0.0 listens on every interface",
 		func(c *Config) *string { return &c.Server.BindAddress }),
+	bind(FlagAdvertiseAddress, "IP address the node's pods reach the API at, the endpoint of the Service default/kubernetes (kube-apiserver's flag); default the bind address when pods can reach it, else the Service has no endpoint",
+		func(c *Config) *string { return &c.Server.AdvertiseAddress }),
 	bind(FlagSecurePort, "HTTPS port; 0 picks a free port (written to admin.kubeconfig)",
 		func(c *Config) *int { return &c.Server.SecurePort }),
 	bind(FlagTLSSAN, "extra DNS names or IPs for the serving certificate (repeatable)",

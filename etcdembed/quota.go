@@ -2,6 +2,7 @@ package etcdembed
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -11,6 +12,7 @@ import (
 	"go.etcd.io/etcd/server/v3/storage/backend"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	k8smetrics "k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
@@ -30,11 +32,11 @@ const QuotaWatermarkPercent = 98
 // Measured on etcd 3.7.3: from 1.01 (256 KiB values, 64 writes a commit) to
 // 1.57 (1 KiB values, a commit each: bbolt's half-full leaves and its
 // copy-on-write of the pages each commit touches) on average, but up to
-// 2.9 and 4 for one write of 256 KiB alone in its commit: a bbolt leaf
-// holds at least two elements, so that write rewrites a neighbour as
-// large, and the pages it frees are not reused while a read transaction
-// older than the commit is open (server TestStorageFull saw a 16 MiB quota
-// passed by 0.15 MiB with a growth of 2).
+// 2.9 and 4 for one write of 256 KiB alone in its commit: the pages it
+// frees are not reused while a read transaction older than the commit is
+// open (server TestStorageFull saw a 16 MiB quota passed by 0.15 MiB with a
+// growth of 2). What a write rewrites of the values before it is counted
+// apart (leafRewrite): it is not proportional to the write's own cost.
 const quotaGrowth = 4
 
 var (
@@ -72,8 +74,11 @@ func (*quotaRefusal) GRPCStatus() *status.Status { return status.Convert(rpctype
 // (see settler). The guard adds what the open batch holds: the cost etcd
 // charges for each write it admitted since the last commit. When that sum
 // (each cost taken quotaGrowth times) would pass the watermark, it waits
-// for the writes in flight and commits the batch (only near the quota) to
-// learn the real size, and refuses the write if that leaves no room. A refusal raises etcd's NOSPACE alarm, as etcd
+// for the writes in flight (or the request's end) and commits the batch
+// (only near the quota) to learn the real size, and refuses the write if
+// that leaves no room. When a small write would still fit, it refuses
+// that one write (RoomError), and nothing else changes. When none would,
+// the database is full: the refusal raises etcd's NOSPACE alarm, as etcd
 // does at its quota, so the recovery is etcd's: delete, compact,
 // defragment, disarm (kubestore defrag).
 //
@@ -96,8 +101,13 @@ type QuotaGuard struct {
 	size     int64
 	applied  int64
 	inflight int64
-	// answered is signalled when no write is in flight.
-	answered sync.Cond
+	// leaf holds the costs of the last leafNeighbours writes admitted
+	// (see leafRewrite), next the slot of the next one.
+	leaf [leafNeighbours]int64
+	next int
+	// answered is closed, and made again, when no write is left in
+	// flight.
+	answered chan struct{}
 	refusing bool
 }
 
@@ -109,7 +119,7 @@ func newQuotaGuard(srv *etcdserver.EtcdServer, cfg config.Etcd, lg *zap.Logger) 
 		cost: storage.NewBackendQuota(lg, int64(cfg.QuotaBackendBytes), be, "kubestore-watermark"),
 	}
 	g.watermark = g.quota / 100 * QuotaWatermarkPercent
-	g.answered.L = &g.mu
+	g.answered = make(chan struct{})
 	if c, ok := be.(interface{ Commits() int64 }); ok {
 		g.commits = c.Commits
 	} else {
@@ -127,15 +137,40 @@ func (g *QuotaGuard) UnaryClientInterceptor() grpc.UnaryClientInterceptor {
 		if cost == 0 {
 			return invoker(ctx, method, req, reply, cc, opts...)
 		}
-		if refused, first := g.admit(cost); refused {
-			if first {
-				g.raiseAlarm(ctx)
-			}
+		switch d, left, err := g.admit(ctx, cost); {
+		case err != nil:
+			return err
+		case d == full:
+			g.raiseAlarm(ctx)
 			return &quotaRefusal{}
+		case d == refusedFull:
+			return &quotaRefusal{}
+		case d == noRoom:
+			return &RoomError{Write: cost, Left: left}
 		}
 		defer g.done(cost)
 		return invoker(ctx, method, req, reply, cc, opts...)
 	}
+}
+
+// RoomError refuses one write larger than the room left below the quota's
+// watermark while smaller writes still fit: the database is not full, so
+// no alarm stops every other write (the API answers it 413, naming the
+// room; package cacher).
+type RoomError struct {
+	// Write is what etcd would charge the write, Left the largest write
+	// that would fit now (both in bytes).
+	Write, Left int64
+}
+
+func (e *RoomError) Error() string {
+	return fmt.Sprintf("kubestore: a write of %d bytes does not fit below the etcd quota's watermark, which leaves room for writes of up to %d bytes", e.Write, e.Left)
+}
+
+// GRPCStatus keeps the error whole through etcd's client, which turns
+// the statuses it knows into its own errors.
+func (e *RoomError) GRPCStatus() *status.Status {
+	return status.New(codes.ResourceExhausted, e.Error())
 }
 
 // costOf is what etcd charges req against its quota; 0 for what does not
@@ -169,14 +204,57 @@ func (g *QuotaGuard) sync() {
 // fits reports whether a write of cost leaves the estimate of the database
 // at or below the watermark. Called with mu held.
 func (g *QuotaGuard) fits(cost int64) bool {
-	return g.size+quotaGrowth*(g.applied+g.inflight+cost) <= g.watermark
+	return g.size+g.leafRewrite()+quotaGrowth*(g.applied+g.inflight+cost) <= g.watermark
 }
 
-// admit counts a write of cost in flight, or refuses it; first is true
-// for the first refusal after an admitted write. Where the estimate leaves
-// no room, it waits for the writes in flight to be answered and commits
-// what they applied, so that it refuses only on the database's real size.
-func (g *QuotaGuard) admit(cost int64) (refused, first bool) {
+// leafNeighbours is how many values a write can rewrite beside its own:
+// etcd's keys are revisions, so every put lands in the last leaf of its
+// key bucket, and bbolt rewrites that whole leaf on commit (copy on
+// write) while splitting no leaf of up to 2×MinKeysPerPage = 4 values
+// (bbolt's node.splitTwo). With large values the leaf holds few of them:
+// a 128 KiB write after 256 KiB ones grew the database by seven times its
+// cost, past the quota the guard keeps it under.
+const leafNeighbours = 3
+
+// leafRewrite is what the next write may rewrite of the writes before it.
+// Called with mu held.
+func (g *QuotaGuard) leafRewrite() int64 {
+	var sum int64
+	for _, c := range g.leaf {
+		sum += c
+	}
+	return sum
+}
+
+// room is the largest write that fits now. Called with mu held.
+func (g *QuotaGuard) room() int64 {
+	return (g.watermark-g.size-g.leafRewrite())/quotaGrowth - g.applied - g.inflight
+}
+
+// smallestWrite is the cost of a small write (a Lease renewal, a status
+// condition): while one still fits, the database is not full.
+const smallestWrite = 4 << 10
+
+// decision is admit's.
+type decision int
+
+const (
+	admitted decision = iota
+	// noRoom refuses this write only: smaller ones fit.
+	noRoom
+	// full is the first refusal of any write after an admitted one: the
+	// NOSPACE alarm goes up; refusedFull the next ones.
+	full
+	refusedFull
+)
+
+// admit counts a write of cost in flight, or refuses it. Where the
+// estimate leaves no room, it waits for the writes in flight to be
+// answered (or ctx to end) and commits what they applied, so that it
+// refuses only on the database's real size: the one write when a small
+// write would still fit (left is then the largest that would), every
+// write when none would.
+func (g *QuotaGuard) admit(ctx context.Context, cost int64) (d decision, left int64, err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for {
@@ -185,9 +263,19 @@ func (g *QuotaGuard) admit(cost int64) (refused, first bool) {
 		case g.fits(cost):
 			g.refusing = false
 			g.inflight += cost
-			return false, false
+			g.leaf[g.next] = cost
+			g.next = (g.next + 1) % leafNeighbours
+			return admitted, 0, nil
 		case g.inflight > 0:
-			g.answered.Wait()
+			answered := g.answered
+			g.mu.Unlock()
+			select {
+			case <-answered:
+			case <-ctx.Done():
+				g.mu.Lock()
+				return admitted, 0, ctx.Err()
+			}
+			g.mu.Lock()
 			continue
 		case g.applied > 0:
 			g.be.ForceCommit()
@@ -197,14 +285,17 @@ func (g *QuotaGuard) admit(cost int64) (refused, first bool) {
 			continue
 		}
 		quotaRefusals.Inc()
-		first = !g.refusing
-		if first {
-			g.refusing = true
-			g.lg.Warn("refusing writes: the database is at its quota's watermark",
-				zap.Int64("db-size-bytes", g.size), zap.Int64("write-bytes", cost),
-				zap.Int64("watermark-bytes", g.watermark), zap.Int64("quota-bytes", g.quota))
+		if cost > smallestWrite && g.fits(smallestWrite) {
+			return noRoom, g.room(), nil
 		}
-		return true, first
+		if g.refusing {
+			return refusedFull, 0, nil
+		}
+		g.refusing = true
+		g.lg.Warn("refusing writes: the database is at its quota's watermark",
+			zap.Int64("db-size-bytes", g.size), zap.Int64("write-bytes", cost),
+			zap.Int64("watermark-bytes", g.watermark), zap.Int64("quota-bytes", g.quota))
+		return full, 0, nil
 	}
 }
 
@@ -218,7 +309,8 @@ func (g *QuotaGuard) done(cost int64) {
 	g.sync()
 	g.applied += cost
 	if g.inflight == 0 {
-		g.answered.Broadcast()
+		close(g.answered)
+		g.answered = make(chan struct{})
 	}
 }
 

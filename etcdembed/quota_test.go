@@ -69,7 +69,7 @@ func fillQuota(t *testing.T, c *kubernetes.Client, prefix string, writers int) f
 			return resp.Revision, true
 		case err == nil:
 			t.Errorf("put %s: compare failed on a key nobody else writes", key)
-		case errors.Is(err, rpctypes.ErrNoSpace):
+		case errors.Is(err, rpctypes.ErrNoSpace) || errors.As(err, new(*etcdembed.RoomError)):
 			out.refused++
 		default:
 			t.Errorf("put %s: %v", key, err)
@@ -162,6 +162,54 @@ func TestQuotaConcurrentWrites(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A write larger than the room left below the quota's watermark is
+// refused alone while small writes still fit: no NOSPACE alarm stops
+// every other write (issue 50: the guard raised the alarm on its estimate
+// for one large write). Once no small write fits, the database is full:
+// etcd's NOSPACE, and the alarm.
+func TestQuotaRoomRefusesOneWrite(t *testing.T) {
+	cfg := testConfig(shortTempDir(t))
+	cfg.Etcd.QuotaBackendBytes = 16 << 20
+	srv := start(t, cfg)
+	c := quotaClient(t, srv, true)
+	ctx := t.Context()
+	noSpaceAlarms := func() int {
+		t.Helper()
+		resp, err := c.AlarmList(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(resp.Alarms)
+	}
+	big := strings.Repeat("b", 256<<10)
+	var err error
+	for i := 0; err == nil; i++ {
+		if i > 100 {
+			t.Fatal("a 16 MiB quota took 100 writes of 256 KiB")
+		}
+		_, err = c.Put(ctx, fmt.Sprintf("/big/%04d", i), big)
+	}
+	var room *etcdembed.RoomError
+	if !errors.As(err, &room) || room.Left <= 4<<10 || room.Left >= room.Write {
+		t.Fatalf("the first refusal of a 256 KiB write: %v (%T), want a RoomError leaving room for small writes", err, err)
+	}
+	if n := noSpaceAlarms(); n != 0 {
+		t.Fatalf("one large write refused raised %d alarms, want none", n)
+	}
+	small := strings.Repeat("s", 1<<10)
+	writes := 0
+	for err = nil; err == nil; writes++ {
+		if writes > 5000 {
+			t.Fatal("5000 small writes fit after the room was refused")
+		}
+		_, err = c.Put(ctx, fmt.Sprintf("/small/%05d", writes), small)
+	}
+	if !errors.Is(err, rpctypes.ErrNoSpace) || noSpaceAlarms() != 1 {
+		t.Errorf("when no small write fits: %v, %d alarms; want NOSPACE and its alarm", err, noSpaceAlarms())
+	}
+	t.Logf("a 256 KiB write refused with room for %d bytes; %d writes of 1 KiB then fit", room.Left, writes-1)
 }
 
 // writeBytes is what this process has had written to storage so far.

@@ -173,6 +173,9 @@ func (s *Server) MemberID() uint64 { return uint64(s.etcd.Server.MemberID()) }
 // quorum.
 func (s *Server) HasLeader() bool { return s.etcd.Server.Leader() != 0 }
 
+// Leader is the ID of the leader this member knows, 0 for none.
+func (s *Server) Leader() uint64 { return uint64(s.etcd.Server.Leader()) }
+
 // ResetSite makes the stopped member of c's data directory the only member
 // of its site, with all its data: the recovery of a site that lost quorum
 // for good (etcd's --force-new-cluster, k3s's --cluster-reset). It first

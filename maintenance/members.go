@@ -51,7 +51,7 @@ func MemberList(ctx context.Context, cc config.Completed, version string, w io.W
 		return err
 	}
 	defer c.close()
-	members, err := site.Members(ctx, datadir.Dir(cfg.DataDir), c.client)
+	members, err := site.Members(ctx, datadir.Dir(cfg.DataDir), c.client, site.StatusLeader(c.client))
 	if err != nil {
 		return err
 	}

@@ -56,7 +56,7 @@ func (p *peerRestart) reconcile(ctx context.Context, trusted [][]byte) error {
 	if stale == "" {
 		return nil
 	}
-	members, err := site.Members(ctx, p.dir, p.client)
+	members, err := site.Members(ctx, p.dir, p.client, site.NoLeader)
 	if err != nil {
 		return err
 	}

@@ -15,10 +15,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
@@ -46,12 +48,13 @@ type Namespaces interface {
 
 // NewController returns the controller that empties and deletes
 // terminating namespaces through namespaces, finalize (the namespaces'
-// finalize subresource) and contents (the store of every namespaced
-// resource): registry.Storage.NamespaceStores. deleteCustom, when not nil,
-// deletes the custom objects in a namespace and reports how many are left.
-func NewController(namespaces Namespaces, finalize rest.Updater, contents []*genericregistry.Store,
-	deleteCustom func(ctx context.Context, namespace string) (remaining int, err error)) *Controller {
-	return &Controller{namespaces: namespaces, finalize: finalize, contents: contents, custom: deleteCustom}
+// finalize subresource), status (their status, for the deletion's
+// conditions) and contents (the store of every namespaced resource):
+// registry.Storage.NamespaceStores. deleteCustom, when not nil, deletes
+// the custom objects in a namespace and reports what is left.
+func NewController(namespaces Namespaces, finalize, status rest.Updater, contents []*genericregistry.Store,
+	deleteCustom func(ctx context.Context, namespace string) (Remaining, error)) *Controller {
+	return &Controller{namespaces: namespaces, finalize: finalize, status: status, contents: contents, custom: deleteCustom}
 }
 
 // Controller empties terminating namespaces and then deletes them, the
@@ -59,11 +62,53 @@ func NewController(namespaces Namespaces, finalize rest.Updater, contents []*gen
 type Controller struct {
 	namespaces Namespaces
 	finalize   rest.Updater
+	status     rest.Updater
 	contents   []*genericregistry.Store
 	// custom, when set, deletes the namespace's custom objects and
-	// reports how many are left.
-	custom func(ctx context.Context, namespace string) (remaining int, err error)
+	// reports what is left.
+	custom func(ctx context.Context, namespace string) (Remaining, error)
 	queue  workqueue.TypedRateLimitingInterface[string]
+}
+
+// Remaining is what is left in a terminating namespace after a pass: by
+// resource ("pods." for the core group, as upstream names it), by the
+// finalizers that hold it, and how many are the mirror's copies.
+type Remaining struct {
+	Resources  map[string]int
+	Finalizers map[string]int
+	Copies     int
+}
+
+// Add counts one object of resource left, with its finalizers.
+func (r *Remaining) Add(resource string, finalizers []string) {
+	if r.Resources == nil {
+		r.Resources, r.Finalizers = map[string]int{}, map[string]int{}
+	}
+	r.Resources[resource]++
+	for _, f := range finalizers {
+		r.Finalizers[f]++
+	}
+}
+
+func (r *Remaining) merge(o Remaining) {
+	for res, n := range o.Resources {
+		for range n {
+			r.Add(res, nil)
+		}
+	}
+	for f, n := range o.Finalizers {
+		r.Finalizers[f] += n
+	}
+	r.Copies += o.Copies
+}
+
+// Total is the number of objects left.
+func (r Remaining) Total() int {
+	n := 0
+	for _, c := range r.Resources {
+		n += c
+	}
+	return n
 }
 
 // contentRetry is how soon a namespace is checked again while content is
@@ -140,33 +185,39 @@ func (c *Controller) processNext(ctx context.Context) bool {
 // mirror's copies of an upstream's objects: they are the upstream's to
 // delete (package mirrored), and a pod's copy deleted here would be the
 // kubelet's to finally delete, which the mirror forwards to the cluster.
-// It returns how many objects are left, and how many of them are copies.
-func deleteContent(ctx context.Context, s *genericregistry.Store) (remaining, copies int, err error) {
+// It adds what is left to left.
+func deleteContent(ctx context.Context, s *genericregistry.Store, left *Remaining) error {
 	list, err := s.List(ctx, &metainternalversion.ListOptions{})
 	if err != nil {
-		return 0, 0, fmt.Errorf("listing %s: %w", s.DefaultQualifiedResource, err)
+		return fmt.Errorf("listing %s: %w", s.DefaultQualifiedResource, err)
 	}
-	err = meta.EachListItem(list, func(obj runtime.Object) error {
+	resource := s.DefaultQualifiedResource.Resource + "." + s.DefaultQualifiedResource.Group
+	return meta.EachListItem(list, func(obj runtime.Object) error {
 		a, err := meta.Accessor(obj)
 		if err != nil {
 			return err
 		}
-		remaining++
 		if mirrored.Is(a.GetAnnotations()) {
-			copies++
+			left.Add(resource, a.GetFinalizers())
+			left.Copies++
 			return nil
 		}
 		uid := a.GetUID()
-		_, deleted, err := s.Delete(ctx, a.GetName(), rest.ValidateAllObjectFunc, &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		out, deleted, err := s.Delete(ctx, a.GetName(), rest.ValidateAllObjectFunc, &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 		switch {
 		case apierrors.IsNotFound(err) || apierrors.IsConflict(err) || err == nil && deleted:
-			remaining--
 		case err != nil:
 			return fmt.Errorf("deleting %s %s: %w", s.DefaultQualifiedResource, a.GetName(), err)
+		default:
+			// Left to its finalizers or its graceful end (a pod its
+			// node's kubelet stops).
+			if oa, err := meta.Accessor(out); err == nil {
+				a = oa
+			}
+			left.Add(resource, a.GetFinalizers())
 		}
 		return nil
 	})
-	return remaining, copies, err
 }
 
 // sync deletes the content of a terminating namespace; once none is left
@@ -187,27 +238,32 @@ func (c *Controller) sync(ctx context.Context, name string) (retry bool, err err
 	}
 	if slices.Contains(ns.Spec.Finalizers, corev1.FinalizerKubernetes) {
 		nsCtx := genericapirequest.WithNamespace(ctx, name)
-		remaining, copies := 0, 0
+		var left Remaining
+		var failed error
 		for _, s := range c.contents {
-			left, mirrored, err := deleteContent(nsCtx, s)
-			if err != nil {
-				return false, err
+			if err := deleteContent(nsCtx, s, &left); err != nil {
+				failed = err
+				break
 			}
-			remaining += left
-			copies += mirrored
 		}
-		if c.custom != nil {
-			n, err := c.custom(ctx, name)
+		if c.custom != nil && failed == nil {
+			custom, err := c.custom(ctx, name)
 			if err != nil {
-				return false, err
+				failed = err
 			}
-			remaining += n
+			left.merge(custom)
 		}
-		if copies > 0 && copies == remaining {
+		if err := c.writeConditions(clusterCtx, ns, deletionConditions(left, failed)); err != nil {
+			klog.V(2).InfoS("Writing a terminating namespace's conditions", "namespace", name, "err", err)
+		}
+		if failed != nil {
+			return false, failed
+		}
+		if left.Copies > 0 && left.Copies == left.Total() {
 			// Only the mirror's copies are left: the upstream deletes them.
-			klog.V(2).InfoS("Namespace waits for the upstream to delete the mirrored objects it holds", "namespace", name, "mirrored", copies)
+			klog.V(2).InfoS("Namespace waits for the upstream to delete the mirrored objects it holds", "namespace", name, "mirrored", left.Copies)
 		}
-		if remaining > 0 {
+		if remaining := left.Total(); remaining > 0 {
 			klog.V(2).InfoS("Namespace content still being deleted", "namespace", name, "remaining", remaining)
 			return true, nil
 		}
@@ -229,4 +285,85 @@ func (c *Controller) sync(ctx context.Context, name string) (retry bool, err err
 		return false, nil
 	}
 	return false, err
+}
+
+// The conditions of a terminating namespace, as kube-controller-manager's
+// namespace controller writes them
+// (pkg/controller/namespace/deletion/status_condition_utils.go): each of
+// the five types, False with its "okay" reason unless something is wrong.
+var okayConditions = []corev1.NamespaceCondition{
+	{Type: corev1.NamespaceDeletionDiscoveryFailure, Reason: "ResourcesDiscovered", Message: "All resources successfully discovered"},
+	{Type: corev1.NamespaceDeletionGVParsingFailure, Reason: "ParsedGroupVersions", Message: "All legacy kube types successfully parsed"},
+	{Type: corev1.NamespaceDeletionContentFailure, Reason: "ContentDeleted", Message: "All content successfully deleted, may be waiting on finalization"},
+	{Type: corev1.NamespaceContentRemaining, Reason: "ContentRemoved", Message: "All content successfully removed"},
+	{Type: corev1.NamespaceFinalizersRemaining, Reason: "ContentHasNoFinalizers", Message: "All content-preserving finalizers finished"},
+}
+
+// deletionConditions says what a pass left and what failed.
+func deletionConditions(left Remaining, failed error) []corev1.NamespaceCondition {
+	conds := slices.Clone(okayConditions)
+	for i := range conds {
+		conds[i].Status = corev1.ConditionFalse
+	}
+	set := func(typ corev1.NamespaceConditionType, reason, message string) {
+		for i := range conds {
+			if conds[i].Type == typ {
+				conds[i].Status, conds[i].Reason, conds[i].Message = corev1.ConditionTrue, reason, message
+			}
+		}
+	}
+	if failed != nil {
+		set(corev1.NamespaceDeletionContentFailure, "ContentDeletionFailed", "Failed to delete all resource types, 1 remaining: "+failed.Error())
+	}
+	if left.Total() > 0 {
+		var each []string
+		for res, n := range left.Resources {
+			each = append(each, fmt.Sprintf("%s has %d resource instances", res, n))
+		}
+		slices.Sort(each)
+		set(corev1.NamespaceContentRemaining, "SomeResourcesRemain", "Some resources are remaining: "+strings.Join(each, ", "))
+	}
+	var byFinalizer []string
+	for f, n := range left.Finalizers {
+		if n > 0 {
+			byFinalizer = append(byFinalizer, fmt.Sprintf("%s in %d resource instances", f, n))
+		}
+	}
+	if len(byFinalizer) > 0 {
+		slices.Sort(byFinalizer)
+		set(corev1.NamespaceFinalizersRemaining, "SomeFinalizersRemain", "Some content in the namespace has finalizers remaining: "+strings.Join(byFinalizer, ", "))
+	}
+	return conds
+}
+
+// writeConditions writes conds into the namespace's status when they
+// differ from what it says, keeping an unchanged condition's transition
+// time and every condition of another type, as upstream's Update does.
+func (c *Controller) writeConditions(ctx context.Context, ns *corev1.Namespace, conds []corev1.NamespaceCondition) error {
+	now := metav1.Now()
+	var next []corev1.NamespaceCondition
+	for _, old := range ns.Status.Conditions {
+		if !slices.ContainsFunc(okayConditions, func(o corev1.NamespaceCondition) bool { return o.Type == old.Type }) {
+			next = append(next, old)
+		}
+	}
+	for _, cond := range conds {
+		i := slices.IndexFunc(ns.Status.Conditions, func(o corev1.NamespaceCondition) bool { return o.Type == cond.Type })
+		if i >= 0 {
+			if old := ns.Status.Conditions[i]; old.Status == cond.Status && old.Reason == cond.Reason && old.Message == cond.Message {
+				next = append(next, old)
+				continue
+			}
+		}
+		cond.LastTransitionTime = now
+		next = append(next, cond)
+	}
+	if equality.Semantic.DeepEqual(next, ns.Status.Conditions) {
+		return nil
+	}
+	updated := ns.DeepCopy()
+	updated.Status.Conditions = next
+	_, _, err := c.status.Update(ctx, ns.Name, rest.DefaultUpdatedObjectInfo(updated), rest.ValidateAllObjectFunc,
+		rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
+	return err
 }

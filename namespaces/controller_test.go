@@ -2,6 +2,10 @@ package namespaces
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,10 +24,13 @@ import (
 )
 
 // The namespace controller empties a terminating namespace, built-in
-// content and custom, and deletes it once nothing is left.
+// content and custom, and deletes it once nothing is left; meanwhile its
+// status says what it waits for, in the conditions kube-controller-
+// manager's namespace controller writes (issue 50: a namespace stayed
+// Terminating with no word of why).
 func TestNamespaceController(t *testing.T) {
 	api, s := newTestStorage(t)
-	namespaces, finalize, contents := s.NamespaceStores()
+	namespaces, finalize, status, contents := s.NamespaceStores()
 	waitReady(t, namespaces)
 	for _, st := range contents {
 		waitReady(t, st)
@@ -42,16 +49,21 @@ func TestNamespaceController(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The custom content takes two rounds to go.
+	// The custom content stays, held by a finalizer, until the test has
+	// seen the conditions say so.
 	var customCalls atomic.Int32
-	c := NewController(namespaces, finalize, contents, func(_ context.Context, namespace string) (int, error) {
+	var hold atomic.Bool
+	hold.Store(true)
+	c := NewController(namespaces, finalize, status, contents, func(_ context.Context, namespace string) (Remaining, error) {
 		if namespace != "doomed" {
 			t.Errorf("custom content deleted in %q", namespace)
 		}
-		if customCalls.Add(1) == 1 {
-			return 1, nil
+		customCalls.Add(1)
+		var left Remaining
+		if hold.Load() {
+			left.Add("widgets.example.com", []string{"example.com/hold"})
 		}
-		return 0, nil
+		return left, nil
 	})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
@@ -71,6 +83,37 @@ func TestNamespaceController(t *testing.T) {
 	if _, _, err := namespaces.Delete(clusterCtx, "doomed", rest.ValidateAllObjectFunc, nil); err != nil {
 		t.Fatal(err)
 	}
+	want := map[corev1.NamespaceConditionType]string{
+		corev1.NamespaceDeletionDiscoveryFailure: "False ResourcesDiscovered",
+		corev1.NamespaceDeletionGVParsingFailure: "False ParsedGroupVersions",
+		corev1.NamespaceDeletionContentFailure:   "False ContentDeleted",
+		corev1.NamespaceContentRemaining:         "True SomeResourcesRemain Some resources are remaining: widgets.example.com has 1 resource instances",
+		corev1.NamespaceFinalizersRemaining:      "True SomeFinalizersRemain Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances",
+	}
+	var got map[corev1.NamespaceConditionType]string
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		obj, err := namespaces.Get(clusterCtx, "doomed", &metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = map[corev1.NamespaceConditionType]string{}
+		for _, c := range obj.(*corev1.Namespace).Status.Conditions {
+			got[c.Type] = strings.TrimSpace(fmt.Sprintf("%s %s", c.Status, c.Reason))
+			if c.Status == corev1.ConditionTrue {
+				got[c.Type] += " " + c.Message
+			}
+			if c.LastTransitionTime.IsZero() {
+				t.Errorf("condition %s has no transition time", c.Type)
+			}
+		}
+		if reflect.DeepEqual(got, want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the terminating namespace's conditions after 20 s:\n%v\nwant:\n%v", got, want)
+		}
+	}
+	hold.Store(false)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		_, err := namespaces.Get(clusterCtx, "doomed", &metav1.GetOptions{})
@@ -87,6 +130,30 @@ func TestNamespaceController(t *testing.T) {
 	}
 	if n := customCalls.Load(); n < 2 {
 		t.Errorf("custom content deleted %d times, want at least 2", n)
+	}
+}
+
+// What is left is told per resource, as upstream's message says it, and
+// by finalizer; a failure to delete turns ContentFailure true.
+func TestDeletionConditions(t *testing.T) {
+	var left Remaining
+	left.Add("pods.", nil)
+	left.Add("pods.", []string{"a/f"})
+	left.Add("widgets.example.com", []string{"a/f", "b/g"})
+	conds := deletionConditions(left, errors.New("deleting pods p: boom"))
+	got := map[corev1.NamespaceConditionType]string{}
+	for _, c := range conds {
+		got[c.Type] = fmt.Sprintf("%s %s: %s", c.Status, c.Reason, c.Message)
+	}
+	want := map[corev1.NamespaceConditionType]string{
+		corev1.NamespaceDeletionDiscoveryFailure: "False ResourcesDiscovered: All resources successfully discovered",
+		corev1.NamespaceDeletionGVParsingFailure: "False ParsedGroupVersions: All legacy kube types successfully parsed",
+		corev1.NamespaceDeletionContentFailure:   "True ContentDeletionFailed: Failed to delete all resource types, 1 remaining: deleting pods p: boom",
+		corev1.NamespaceContentRemaining:         "True SomeResourcesRemain: Some resources are remaining: pods. has 2 resource instances, widgets.example.com has 1 resource instances",
+		corev1.NamespaceFinalizersRemaining:      "True SomeFinalizersRemain: Some content in the namespace has finalizers remaining: a/f in 2 resource instances, b/g in 1 resource instances",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("conditions:\n%v\nwant:\n%v", got, want)
 	}
 }
 

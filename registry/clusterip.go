@@ -195,10 +195,12 @@ func (c *ClusterIPs) allocate(ctx context.Context, s *corev1.Service) ([]netip.A
 			if err != nil {
 				continue // validation says why
 			}
-			path := field.NewPath("spec", "clusterIPs").Index(i)
+			// Upstream names the list, not its entry
+			// (pkg/registry/core/service/storage/alloc.go).
+			path, value := field.NewPath("spec", "clusterIPs"), slices.Clone(ips)
 			if !cidr.Contains(a) || a == cidr.Masked().Addr() || a.Is4() && a == lastAddr(cidr) {
 				release()
-				return nil, apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Service").GroupKind(), s.Name, field.ErrorList{field.Invalid(path, ips[i],
+				return nil, apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Service").GroupKind(), s.Name, field.ErrorList{field.Invalid(path, value,
 					fmt.Sprintf("failed to allocate IP %s: the provided IP (%s) is not in the valid range. The range of valid IPs is %s", ips[i], ips[i], cidr))})
 			}
 			ok, err := c.records.CreateState(ctx, ipRecordPrefix+a.String(), rec)
@@ -208,7 +210,7 @@ func (c *ClusterIPs) allocate(ctx context.Context, s *corev1.Service) ([]netip.A
 			}
 			if !ok {
 				release()
-				return nil, apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Service").GroupKind(), s.Name, field.ErrorList{field.Invalid(path, ips[i],
+				return nil, apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Service").GroupKind(), s.Name, field.ErrorList{field.Invalid(path, value,
 					fmt.Sprintf("failed to allocate IP %s: provided IP is already allocated", ips[i]))})
 			}
 			claimed = append(claimed, a)

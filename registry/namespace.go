@@ -224,6 +224,17 @@ func storageError(err error, name string) error {
 	return apierrors.NewInternalError(err)
 }
 
+// shouldDeleteNamespaceDuringUpdate is upstream's
+// (pkg/registry/core/namespace/storage): an update of a terminating
+// namespace deletes it only once spec.finalizers is empty too, not as
+// soon as metadata.finalizers is; without it, a write of a terminating
+// namespace's status (its deletion's conditions) deleted it with its
+// content still there.
+func shouldDeleteNamespaceDuringUpdate(ctx context.Context, key string, obj, existing runtime.Object) bool {
+	ns, ok := obj.(*corev1.Namespace)
+	return ok && ns.DeletionTimestamp != nil && len(ns.Spec.Finalizers) == 0 && genericregistry.ShouldDeleteDuringUpdate(ctx, key, obj, existing)
+}
+
 // finalizeStrategy is the update strategy of namespaces/finalize: only
 // spec.finalizers change.
 type finalizeStrategy struct{ strategy }

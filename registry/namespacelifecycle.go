@@ -112,19 +112,20 @@ func (s *Storage) NamespaceLifecycle() admission.ValidationInterface {
 // empties and deletes a terminating namespace through: the namespaces
 // resource, whose delete is kube-apiserver's (it removes a namespace only
 // once no finalizer is left); its finalize subresource, which removes the
-// kubernetes finalizer; and the store of every namespaced built-in
-// resource, in the catalog's order.
+// kubernetes finalizer; its status, where the deletion's conditions go;
+// and the store of every namespaced built-in resource, in the catalog's
+// order.
 func (s *Storage) NamespaceStores() (namespaces interface {
 	rest.Getter
 	rest.Watcher
 	rest.GracefulDeleter
-}, finalize rest.Updater, contents []*genericregistry.Store) {
+}, finalize, status rest.Updater, contents []*genericregistry.Store) {
 	for _, d := range s.api.defs {
 		if d.namespaced {
 			contents = append(contents, s.stores[d])
 		}
 	}
-	return s.namespaces, s.finalize, contents
+	return s.namespaces, s.finalize, s.nsStatus, contents
 }
 
 // EnsureSystemNamespaces creates the namespaces every cluster has, retrying

@@ -39,6 +39,9 @@ func newScheme(catalog []*resourceDef) (*runtime.Scheme, serializer.CodecFactory
 	if err := addReviewTypes(s); err != nil {
 		return nil, serializer.CodecFactory{}, err
 	}
+	if err := addConnectOptionConversions(s); err != nil {
+		return nil, serializer.CodecFactory{}, err
+	}
 	// The generic server encodes Status and discovery documents as
 	// unversioned types of the legacy "v1".
 	unversioned := schema.GroupVersion{Group: "", Version: "v1"}

@@ -73,6 +73,7 @@ type Storage struct {
 	stores      map[*resourceDef]*genericregistry.Store
 	namespaces  *namespaceREST
 	finalize    *genericregistry.Store
+	nsStatus    *genericregistry.Store
 	destroyOnce sync.Once
 	// readWatched reads a watch event's object for ListerWatcher.
 	readWatched func(runtime.Object) runtime.Object
@@ -98,8 +99,10 @@ func (a *API) NewStorage(getter generic.RESTOptionsGetter, ips *ClusterIPs) (_ *
 			ips.hooks(store)
 		}
 		if d.kind == "Namespace" {
+			store.ShouldDeleteDuringUpdate = shouldDeleteNamespaceDuringUpdate
 			s.namespaces = &namespaceREST{store: store, def: d}
 			s.finalize = subresourceStore(store, finalizeStrategy{newStrategy(a.scheme, d)})
+			s.nsStatus = subresourceStore(store, statusStrategy{strategy: newStrategy(a.scheme, d)})
 		}
 	}
 	return s, nil

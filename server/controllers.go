@@ -3,17 +3,24 @@ package server
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/netip"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	networkingv1client "k8s.io/client-go/kubernetes/typed/networking/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -21,6 +28,7 @@ import (
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/gc"
 	"github.com/kubestore/kubestore/namespaces"
+	"github.com/kubestore/kubestore/podgc"
 	"github.com/kubestore/kubestore/registry"
 	"github.com/kubestore/kubestore/serviceaccount"
 	"github.com/kubestore/kubestore/serviceip"
@@ -48,6 +56,9 @@ type controllerDescriptor struct {
 	with []string
 }
 
+// podGCTiming is the pod garbage collector's (tests shorten it).
+var podGCTiming = podgc.DefaultTiming
+
 // controllerDescriptors are every controller, in the order they start.
 func controllerDescriptors() []controllerDescriptor {
 	return []controllerDescriptor{
@@ -56,8 +67,8 @@ func controllerDescriptors() []controllerDescriptor {
 			reads:  "the registry's stores: namespaces from the watch cache, each namespace's contents listed and deleted through them",
 			shared: "idempotent deletes",
 			start: func(b *builder, s *Server, _ func(string) bool) error {
-				nsStore, finalize, contents := b.api.NamespaceStores()
-				s.addWorker("kubestore-namespace-controller", namespaces.NewController(nsStore, finalize, contents, b.deleteCustom).Run)
+				nsStore, finalize, status, contents := b.api.NamespaceStores()
+				s.addWorker("kubestore-namespace-controller", namespaces.NewController(nsStore, finalize, status, contents, b.deleteCustom).Run)
 				return nil
 			},
 		},
@@ -73,6 +84,19 @@ func controllerDescriptors() []controllerDescriptor {
 						klog.ErrorS(err, "Garbage collector")
 					}
 				})
+				return nil
+			},
+		},
+		{
+			name:   config.ControllerPodGC,
+			reads:  "pods and nodes listed from the watch cache through the loopback client every 20 s; a node missing for 40 s read again from etcd",
+			shared: "the status applied by its field manager (PodGC), the delete with the pod's uid as a precondition",
+			start: func(b *builder, s *Server, _ func(string) bool) error {
+				client, err := corev1client.NewForConfig(workerLoopback(b.gs.LoopbackClientConfig))
+				if err != nil {
+					return err
+				}
+				s.addWorker("kubestore-pod-garbage-collector", podgc.New(client, podGCTiming).Run)
 				return nil
 			},
 		},
@@ -207,7 +231,7 @@ func startClusterIPs(b *builder, s *Server, _ func(string) bool) error {
 	ips := b.clusterIPs
 	loopback := workerLoopback(b.gs.LoopbackClientConfig)
 	cidrs := b.cc.ServiceCIDRs()
-	listCIDRs := b.cachedList(networkingv1.SchemeGroupVersion.WithResource("servicecidrs"))
+	listCIDRs := b.cachedList(networkingv1.SchemeGroupVersion.WithResource("servicecidrs"), nil)
 	b.gs.AddPostStartHookOrDie("kubestore-default-service-cidr", func(ctx genericapiserver.PostStartHookContext) error {
 		client, err := networkingv1client.NewForConfig(loopback)
 		if err != nil {
@@ -218,7 +242,11 @@ func startClusterIPs(b *builder, s *Server, _ func(string) bool) error {
 		s.workers.start(d.Run)
 		return nil
 	})
-	listServices := b.cachedList(corev1.SchemeGroupVersion.WithResource("services"))
+	listServices := b.cachedList(corev1.SchemeGroupVersion.WithResource("services"), nil)
+	if !b.cfg.Mirror.Enabled() {
+		// Mirrored, default/kubernetes is the cluster's.
+		b.startKubernetesService(s, cidrs[0], loopback)
+	}
 	s.addWorker("kubestore-clusterip-repair", func(ctx context.Context) {
 		serviceip.Repair(ctx, ips, func(ctx context.Context) ([]corev1.Service, error) {
 			l, err := listServices(ctx)
@@ -231,11 +259,91 @@ func startClusterIPs(b *builder, s *Server, _ func(string) bool) error {
 	return nil
 }
 
-// cachedList lists a built-in resource from its watch cache, as a LIST
+// startKubernetesService keeps the Service default/kubernetes at the
+// first address of cidr and its endpoint (serviceip.KubernetesService):
+// --advertise-address, or the bind address when pods can reach it.
+// Processes sharing one etcd keep it elected.
+func (b *builder) startKubernetesService(s *Server, cidr netip.Prefix, loopback *rest.Config) {
+	address, ok := b.cfg.Server.AdvertisedAddress()
+	if !ok {
+		klog.InfoS("The Service default/kubernetes has no endpoint: pods on this node cannot reach the API; set --" + config.FlagAdvertiseAddress + " to an address of the node that kubestore listens on (--" + config.FlagBindAddress + ")")
+	}
+	// Each read lists default/kubernetes alone from its watch cache.
+	only := fields.SelectorFromSet(fields.Set{"metadata.namespace": metav1.NamespaceDefault, "metadata.name": serviceip.KubernetesServiceName})
+	read := cachedKubernetesService{
+		services:  b.cachedList(corev1.SchemeGroupVersion.WithResource("services"), only),
+		endpoints: b.cachedList(corev1.SchemeGroupVersion.WithResource("endpoints"), only),
+		slices:    b.cachedList(discoveryv1.SchemeGroupVersion.WithResource("endpointslices"), only),
+	}
+	port := b.ln.tcp.Addr().(*net.TCPAddr).Port
+	elected := b.cfg.Site.Enabled() || b.cfg.Etcd.External()
+	identity := b.processIdentity()
+	// It writes the v1 Endpoints kube-apiserver's reconciler writes too:
+	// the API's deprecation warning is not news to it.
+	loopback = rest.CopyConfig(loopback)
+	loopback.WarningHandler = rest.NoWarnings{}
+	s.addWorker("kubestore-kubernetes-service", func(ctx context.Context) {
+		client, err := kubernetes.NewForConfig(loopback)
+		if err != nil {
+			klog.ErrorS(err, "The Service default/kubernetes")
+			return
+		}
+		k := serviceip.NewKubernetesService(cidr, port, address, read, client)
+		if !elected {
+			k.Run(ctx)
+			return
+		}
+		b.records.Lead(ctx, serviceip.KubernetesServiceElection, identity, k.Run)
+	})
+}
+
+// cachedKubernetesService reads default/kubernetes's objects from the
+// watch caches (serviceip.KubernetesServiceReader).
+type cachedKubernetesService struct {
+	services, endpoints, slices func(context.Context) (runtime.Object, error)
+}
+
+// cachedGet is the object namespace/name of list (namespace "" for a
+// cluster-scoped resource), or NotFound of resource: a Get from the watch
+// cache. The object is the cache's: read only.
+func cachedGet[T runtime.Object](ctx context.Context, list func(context.Context) (runtime.Object, error), resource schema.GroupResource, namespace, name string) (T, error) {
+	var none T
+	l, err := list(ctx)
+	if err != nil {
+		return none, err
+	}
+	items, err := apimeta.ExtractList(l)
+	if err != nil {
+		return none, err
+	}
+	for _, o := range items {
+		if m, err := apimeta.Accessor(o); err == nil && m.GetNamespace() == namespace && m.GetName() == name {
+			if t, ok := o.(T); ok {
+				return t, nil
+			}
+		}
+	}
+	return none, apierrors.NewNotFound(resource, name)
+}
+
+func (c cachedKubernetesService) Service(ctx context.Context) (*corev1.Service, error) {
+	return cachedGet[*corev1.Service](ctx, c.services, corev1.Resource("services"), metav1.NamespaceDefault, serviceip.KubernetesServiceName)
+}
+
+func (c cachedKubernetesService) Endpoints(ctx context.Context) (*corev1.Endpoints, error) {
+	return cachedGet[*corev1.Endpoints](ctx, c.endpoints, corev1.Resource("endpoints"), metav1.NamespaceDefault, serviceip.KubernetesServiceName)
+}
+
+func (c cachedKubernetesService) EndpointSlice(ctx context.Context) (*discoveryv1.EndpointSlice, error) {
+	return cachedGet[*discoveryv1.EndpointSlice](ctx, c.slices, discoveryv1.Resource("endpointslices"), metav1.NamespaceDefault, serviceip.KubernetesServiceName)
+}
+
+// cachedList lists a built-in resource from its watch cache (the objects
+// selector selects, every one when nil), as a LIST
 // with resourceVersion=0 would (what an informer's lister holds), without
 // the loopback client's HTTP. The objects are the cache's: read only.
-func (b *builder) cachedList(gvr schema.GroupVersionResource) func(context.Context) (runtime.Object, error) {
-	l := cache.ToListerWithContext(b.listerWatcher(gvr, nil))
+func (b *builder) cachedList(gvr schema.GroupVersionResource, selector fields.Selector) func(context.Context) (runtime.Object, error) {
+	l := cache.ToListerWithContext(b.listerWatcher(gvr, selector))
 	return func(ctx context.Context) (runtime.Object, error) {
 		return l.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "0"})
 	}
@@ -255,15 +363,5 @@ type cachedServiceCIDRs struct {
 }
 
 func (c cachedServiceCIDRs) Get(ctx context.Context, name string, _ metav1.GetOptions) (*networkingv1.ServiceCIDR, error) {
-	obj, err := c.list(ctx)
-	if err != nil {
-		return nil, err
-	}
-	items := obj.(*networkingv1.ServiceCIDRList).Items
-	for i := range items {
-		if items[i].Name == name {
-			return &items[i], nil
-		}
-	}
-	return nil, apierrors.NewNotFound(networkingv1.Resource("servicecidrs"), name)
+	return cachedGet[*networkingv1.ServiceCIDR](ctx, c.list, networkingv1.Resource("servicecidrs"), "", name)
 }

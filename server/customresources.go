@@ -46,6 +46,7 @@ import (
 	"github.com/kubestore/kubestore/cacher"
 	"github.com/kubestore/kubestore/mirror"
 	"github.com/kubestore/kubestore/mirrored"
+	"github.com/kubestore/kubestore/namespaces"
 	"github.com/kubestore/kubestore/server/openapi"
 )
 
@@ -382,10 +383,10 @@ func newCustomContents(s *customResources) (*customContents, error) {
 	return &customContents{crds: s.Informers.Apiextensions().V1().CustomResourceDefinitions().Lister(), client: client}, nil
 }
 
-func (c *customContents) deleteIn(ctx context.Context, namespace string) (remaining int, err error) {
+func (c *customContents) deleteIn(ctx context.Context, namespace string) (left namespaces.Remaining, err error) {
 	crds, err := c.crds.List(labels.Everything())
 	if err != nil {
-		return 0, err
+		return left, err
 	}
 	for _, crd := range crds {
 		if crd.Spec.Scope != apiextensionsv1.NamespaceScoped || !apiextensionshelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established) {
@@ -402,7 +403,7 @@ func (c *customContents) deleteIn(ctx context.Context, namespace string) (remain
 			continue
 		}
 		if err != nil {
-			return 0, fmt.Errorf("listing %s: %w", gvr.GroupResource(), err)
+			return left, fmt.Errorf("listing %s: %w", gvr.GroupResource(), err)
 		}
 		deleted := 0
 		for _, o := range l.Items {
@@ -413,17 +414,22 @@ func (c *customContents) deleteIn(ctx context.Context, namespace string) (remain
 			}
 			err := r.Delete(ctx, o.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(o.GetUID())}})
 			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-				return 0, fmt.Errorf("deleting %s %s: %w", gvr.GroupResource(), o.GetName(), err)
+				return left, fmt.Errorf("deleting %s %s: %w", gvr.GroupResource(), o.GetName(), err)
 			}
 			deleted++
 		}
 		if deleted > 0 {
 			// Left: copies, and what finalizers hold.
 			if l, err = r.List(ctx, metav1.ListOptions{}); err != nil {
-				return 0, fmt.Errorf("listing %s: %w", gvr.GroupResource(), err)
+				return left, fmt.Errorf("listing %s: %w", gvr.GroupResource(), err)
 			}
 		}
-		remaining += len(l.Items)
+		for _, o := range l.Items {
+			left.Add(gvr.Resource+"."+gvr.Group, o.GetFinalizers())
+			if mirrored.Is(o.GetAnnotations()) {
+				left.Copies++
+			}
+		}
 	}
-	return remaining, nil
+	return left, nil
 }

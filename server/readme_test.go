@@ -2,9 +2,12 @@ package server_test
 
 import (
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubestore/kubestore/config"
 )
@@ -86,5 +89,30 @@ func TestREADMEMatchesTheServer(t *testing.T) {
 	slices.Sort(named)
 	if known := slices.Sorted(slices.Values(config.Controllers)); !slices.Equal(named, known) {
 		t.Errorf("README's controllers table names %v, --controllers knows %v", named, known)
+	}
+}
+
+// The README's default mirror rules are config.DefaultMirrorRules: a
+// gateway's RBAC (docs/node/gateway-rbac.yaml) is written from that list,
+// and a rule missing from it (serviceaccounts was) leaves a cluster's
+// pods without their ServiceAccount on the node.
+func TestREADMEDefaultMirrorRules(t *testing.T) {
+	data, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(data), "replaces them whole:\n\n")
+	if !ok {
+		t.Fatal(`README.md has no "replaces them whole:" before the default mirror rules`)
+	}
+	block, _, _ := strings.Cut(rest, "\n\n")
+	var file struct {
+		Mirror config.Mirror `json:"mirror"`
+	}
+	if err := yaml.UnmarshalStrict([]byte(block), &file); err != nil {
+		t.Fatalf("the README's default mirror rules: %v\n%s", err, block)
+	}
+	if want := config.DefaultMirrorRules(); !reflect.DeepEqual(file.Mirror.Rules, want) {
+		t.Errorf("the README's default mirror rules:\n%+v\nkubestore config defaults:\n%+v", file.Mirror.Rules, want)
 	}
 }

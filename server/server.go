@@ -42,10 +42,12 @@ import (
 	"github.com/kubestore/kubestore/cacher"
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/datadir"
+	"github.com/kubestore/kubestore/kubelets"
 	"github.com/kubestore/kubestore/maintenance"
 	"github.com/kubestore/kubestore/manifests"
 	"github.com/kubestore/kubestore/memory"
 	"github.com/kubestore/kubestore/mirror"
+	"github.com/kubestore/kubestore/namespaces"
 	"github.com/kubestore/kubestore/records"
 	"github.com/kubestore/kubestore/registry"
 	"github.com/kubestore/kubestore/server/openapi"
@@ -72,6 +74,8 @@ type Storage interface {
 	Client() *clientv3.Client
 	// Prefix is --etcd-prefix.
 	Prefix() string
+	// Leader is the site's leader as the embedded member knows it.
+	Leader() uint64
 	Failed() <-chan struct{}
 	Failure() error
 }
@@ -213,7 +217,7 @@ type builder struct {
 	// admission are the admission plugins of the enabled controllers;
 	// deleteCustom empties a namespace of its custom resources.
 	admission    []admission.Interface
-	deleteCustom func(ctx context.Context, namespace string) (int, error)
+	deleteCustom func(ctx context.Context, namespace string) (namespaces.Remaining, error)
 	saKeys       *serviceaccount.Keys
 	saLookup     func() (serviceaccount.Lookup, error)
 	crds         *customResources
@@ -321,7 +325,7 @@ func (b *builder) genericConfig() error {
 	c.OpenAPIV3Config.Info.Version = build.Kubernetes
 	c.AddHealthChecks(healthz.NamedCheck("etcd", func(r *http.Request) error { return b.storage.Check(r.Context()) }))
 	if cfg.Site.Enabled() {
-		b.siteHealth = site.NewHealth(b.dir, b.storage.Client())
+		b.siteHealth = site.NewHealth(b.dir, b.storage.Client(), b.storage.Leader)
 		c.ReadyzChecks = append(c.ReadyzChecks, b.siteHealth)
 	}
 	// Malformed query parameters are refused before any handler runs.
@@ -332,7 +336,7 @@ func (b *builder) genericConfig() error {
 		}
 		h = genericapiserver.DefaultBuildHandlerChain(checkQuery(h, c.Serializer), c)
 		if b.cfg.Site.Enabled() {
-			h = site.WithJoin(h, b.dir, b.storage.Client(), b.records)
+			h = site.WithJoin(h, b.dir, b.storage.Client(), b.storage.Leader, b.records)
 		}
 		return h
 	}
@@ -370,6 +374,13 @@ func (b *builder) stores() error {
 	handlers := append([]admission.Interface{b.nsLifecycle, registry.NewCertificatesAdmission(b.c.Authorization.Authorizer), b.nodeAccess.admission, mirror.Annotations()}, b.admission...)
 	b.c.AdmissionControl = admission.NewChainHandler(handlers...)
 	b.api.AddCoreSubresource("serviceaccounts/token", serviceaccount.NewTokenREST(b.saKeys, b.saLookup))
+	// pods/log, exec, attach, portforward, proxy and nodes/proxy reach
+	// the node's kubelet as kube-apiserver's do.
+	k := kubelets.New(b.api.Getter("pods"), b.api.Getter("nodes"), b.pkiFiles, b.c.Authorization.Authorizer, nil)
+	b.undo(k.Close)
+	for name, st := range k.Storage() {
+		b.api.AddCoreSubresource(name, st)
+	}
 	return nil
 }
 

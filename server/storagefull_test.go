@@ -29,33 +29,44 @@ const storageFullQuota = 16 << 20
 // kube-apiserver answers too).
 const noSpaceMessage = "etcdserver: mvcc: database space exceeded"
 
-// fillStorage creates ConfigMaps of 256 KiB in ns until a create fails; it
-// returns the names created and the failure, and checks that the failure
-// came fast.
+// fillStorage creates ConfigMaps of 256 KiB in ns, and of half the size
+// (down to 1 KiB) after each one refused alone for the room left (413),
+// until a create fails; it returns the names created and the failure, and checks that
+// the failure came fast.
 func fillStorage(t *testing.T, client kubernetes.Interface, ns string) ([]string, error) {
 	t.Helper()
 	value := strings.Repeat("x", 256<<10)
 	var names []string
 	// The quota guard refuses before the database passes the quota: no
-	// more than the quota's worth of values is acknowledged.
-	for i := range storageFullQuota/len(value) + 1 {
-		name := fmt.Sprintf("fill-%03d", i)
+	// more than the quota's worth of values is acknowledged. A create it
+	// refuses alone (413) while smaller ones fit halves the next ones'
+	// size, down to 1 KiB, so a few dozen creates fill the database.
+	for i := range 5000 {
+		name := fmt.Sprintf("fill-%04d", i)
 		start := time.Now()
 		_, err := client.CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: name},
 			Data:       map[string]string{"value": value},
 		}, metav1.CreateOptions{})
 		took := time.Since(start)
-		if err != nil {
+		switch {
+		case err != nil && apierrors.IsRequestEntityTooLargeError(err) && len(value) > 1<<10:
+			if !strings.Contains(err.Error(), "--etcd-quota-backend-bytes") {
+				t.Errorf("a create refused for the room left does not name the quota: %v", err)
+			}
+			t.Logf("create %d (%d KiB) refused alone after %s: %v", i, len(value)>>10, took.Round(time.Millisecond), err)
+			value = value[:len(value)/2]
+		case err != nil:
 			if took > 5*time.Second {
 				t.Errorf("the failing write took %s, want a fast failure (< 5s)", took)
 			}
-			t.Logf("create %d (%d KiB each) failed after %s: %v", i, len(value)>>10, took.Round(time.Millisecond), err)
+			t.Logf("create %d (%d KiB) failed after %s: %v", i, len(value)>>10, took.Round(time.Millisecond), err)
 			return names, err
+		default:
+			names = append(names, name)
 		}
-		names = append(names, name)
 	}
-	t.Fatalf("%d ConfigMaps of %d KiB fit in a %d MiB quota", len(names), len(value)>>10, storageFullQuota>>20)
+	t.Fatalf("%d ConfigMaps fit in a %d MiB quota", len(names), storageFullQuota>>20)
 	return nil, nil
 }
 
@@ -196,7 +207,7 @@ func TestStorageFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("database size when full: %.1f MiB (quota %d MiB, %d ConfigMaps of 256 KiB stored)",
+	t.Logf("database size when full: %.1f MiB (quota %d MiB, %d ConfigMaps from 256 KiB down stored)",
 		float64(status.DbSize)/(1<<20), storageFullQuota>>20, len(names))
 	if status.DbSize > storageFullQuota {
 		t.Errorf("the database grew to %d bytes, past its quota of %d", status.DbSize, storageFullQuota)
@@ -242,7 +253,7 @@ func TestStorageFull(t *testing.T) {
 	if status, err = etcd.Status(ctx, etcd.Endpoints()[0]); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d ConfigMaps of 256 KiB filled the %d MiB quota; after deleting them, compaction and defragmentation (%s) the database is %d KiB (was %.1f MiB)",
+	t.Logf("%d ConfigMaps from 256 KiB down filled the %d MiB quota; after deleting them, compaction and defragmentation (%s) the database is %d KiB (was %.1f MiB)",
 		len(names), storageFullQuota>>20, defragTook.Round(time.Millisecond), status.DbSize>>10, float64(before)/(1<<20))
 	if status.DbSize >= storageFullQuota {
 		t.Fatalf("database still %d bytes after defragmentation, quota %d", status.DbSize, storageFullQuota)

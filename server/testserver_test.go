@@ -44,8 +44,10 @@ func testConfig(t *testing.T) config.Config {
 	cfg.Server.SecurePort = 0
 	cfg.Server.ShutdownTimeout = config.Duration{Duration: 10 * time.Second}
 	// The tests count the ConfigMaps they create: no kube-root-ca.crt in
-	// every namespace (test/e2e runs the publisher).
-	cfg.Server.Controllers = []string{"*", "-" + config.ControllerRootCAPublisher}
+	// every namespace (test/e2e runs the publisher). They bind pods to
+	// nodes no kubelet registers: no pod garbage collector, which would
+	// delete them after 40 s (TestPodGCCollectsPodsOfMissingNodes runs it).
+	cfg.Server.Controllers = []string{"*", "-" + config.ControllerRootCAPublisher, "-" + config.ControllerPodGC}
 	return cfg
 }
 

@@ -4,12 +4,16 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/storage/names"
+	"k8s.io/utils/ptr"
 )
 
 // DefaultName is the ServiceAccount a pod runs as unless it names one.
@@ -19,11 +23,15 @@ const DefaultName = "default"
 // use a ServiceAccount.
 const mirrorPodAnnotation = "kubernetes.io/config.mirror"
 
-// Admission is the ServiceAccount admission plugin's check
+// Admission is the ServiceAccount admission plugin
 // (plugin/pkg/admission/serviceaccount/admission.go): a pod created
-// without a ServiceAccount runs as "default", and one naming a
-// ServiceAccount that does not exist is refused. Token volumes are not
-// projected into pods.
+// without a ServiceAccount runs as "default", one naming a ServiceAccount
+// that does not exist is refused, and unless the pod or its
+// ServiceAccount opts out (automountServiceAccountToken: false) its
+// containers get the projected token volume kube-api-access-<random> at
+// /var/run/secrets/kubernetes.io/serviceaccount, as on kube-apiserver: a
+// token the kubelet requests for the pod, the CA of kube-root-ca.crt and
+// the namespace.
 type Admission struct {
 	lookup func() (Lookup, error)
 }
@@ -49,12 +57,91 @@ func pod(attrs admission.Attributes) *corev1.Pod {
 	return p
 }
 
-// Admit defaults spec.serviceAccountName.
-func (a *Admission) Admit(_ context.Context, attrs admission.Attributes, _ admission.ObjectInterfaces) error {
-	if p := pod(attrs); p != nil && p.Spec.ServiceAccountName == "" {
+// Admit defaults spec.serviceAccountName and mounts the token volume. A
+// ServiceAccount it cannot read is left to Validate to refuse; its
+// automountServiceAccountToken then counts as unset.
+func (a *Admission) Admit(ctx context.Context, attrs admission.Attributes, _ admission.ObjectInterfaces) error {
+	p := pod(attrs)
+	if p == nil {
+		return nil
+	}
+	if p.Spec.ServiceAccountName == "" {
 		p.Spec.ServiceAccountName = DefaultName
 	}
+	var sa *corev1.ServiceAccount
+	if l, err := a.lookup(); err == nil {
+		sa, _ = l.ServiceAccount(ctx, attrs.GetNamespace(), p.Spec.ServiceAccountName)
+	}
+	if automount(sa, p) {
+		mountToken(p)
+	}
 	return nil
+}
+
+// The token volume (upstream's serviceaccount.TokenVolumeSource and
+// admission.mountServiceAccountToken).
+const (
+	tokenVolumePrefix = "kube-api-access-"
+	// TokenMountPath is where every container finds it.
+	TokenMountPath = "/var/run/secrets/kubernetes.io/serviceaccount"
+	// tokenExpirationSeconds is a bound token's lifetime as
+	// kube-apiserver projects it (WarnOnlyBoundTokenExpirationSeconds):
+	// an hour and 7 s, which the kubelet renews at 80 %.
+	tokenExpirationSeconds = 3607
+)
+
+// automount is whether p gets a token volume: the pod's choice, else its
+// ServiceAccount's, else yes.
+func automount(sa *corev1.ServiceAccount, p *corev1.Pod) bool {
+	if p.Spec.AutomountServiceAccountToken != nil {
+		return *p.Spec.AutomountServiceAccountToken
+	}
+	if sa != nil && sa.AutomountServiceAccountToken != nil {
+		return *sa.AutomountServiceAccountToken
+	}
+	return true
+}
+
+// mountToken adds the token volume to p (or reuses one of its name) and
+// mounts it read-only in every container and init container that mounts
+// nothing at TokenMountPath already.
+func mountToken(p *corev1.Pod) {
+	name := ""
+	for _, v := range p.Spec.Volumes {
+		if strings.HasPrefix(v.Name, tokenVolumePrefix) {
+			name = v.Name
+			break
+		}
+	}
+	mounted := false
+	mount := func(cs []corev1.Container) {
+		for i := range cs {
+			if slices.ContainsFunc(cs[i].VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == TokenMountPath }) {
+				continue
+			}
+			if name == "" {
+				name = names.SimpleNameGenerator.GenerateName(tokenVolumePrefix)
+			}
+			cs[i].VolumeMounts = append(cs[i].VolumeMounts, corev1.VolumeMount{Name: name, ReadOnly: true, MountPath: TokenMountPath})
+			mounted = true
+		}
+	}
+	mount(p.Spec.InitContainers)
+	mount(p.Spec.Containers)
+	if !mounted || slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == name }) {
+		return
+	}
+	mode := int32(0o644)
+	p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		DefaultMode: &mode,
+		Sources: []corev1.VolumeProjection{
+			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr.To[int64](tokenExpirationSeconds)}},
+			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: RootCAConfigMap},
+				Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+			{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "namespace",
+				FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
+		},
+	}}})
 }
 
 // Validate refuses a pod whose ServiceAccount does not exist. The default

@@ -2,7 +2,9 @@
 // kube-apiserver runs beside its Service storage: the default ServiceCIDR
 // controller (DefaultServiceCIDR; k8s.io/kubernetes
 // pkg/controlplane/controller/defaultservicecidr), which keeps the
-// ServiceCIDR "kubernetes" standing for --service-cluster-ip-range, and the
+// ServiceCIDR "kubernetes" standing for --service-cluster-ip-range, the
+// Service default/kubernetes and its endpoint (KubernetesService;
+// upstream's pkg/controlplane/controller/kubernetesservice), and the
 // repair of the ClusterIP allocator's records (Repair; upstream's
 // pkg/registry/core/service/ipallocator/controller/repairip.go).
 //

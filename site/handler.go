@@ -33,11 +33,11 @@ const handlerTimeout = 30 * time.Second
 
 // WithJoin serves the join protocol (CAPath, JoinPath) of the member of dir
 // in front of next, the API, with the site's etcd client and kubestore's
-// records st on it. The paths are answered before the API's
+// records st on it, leader its server's (Health). The paths are answered before the API's
 // authentication: a joiner has no identity in the site yet, and proves
 // itself with the join secret instead.
-func WithJoin(next http.Handler, dir datadir.Dir, client *clientv3.Client, st *records.Store) http.Handler {
-	h := &handler{dir: dir, client: client, records: st}
+func WithJoin(next http.Handler, dir datadir.Dir, client *clientv3.Client, leader func() uint64, st *records.Store) http.Handler {
+	h := &handler{dir: dir, client: client, records: st, leader: func(context.Context) uint64 { return leader() }}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case CAPath:
@@ -53,6 +53,7 @@ func WithJoin(next http.Handler, dir datadir.Dir, client *clientv3.Client, st *r
 type handler struct {
 	dir     datadir.Dir
 	client  *clientv3.Client
+	leader  Leader
 	records *records.Store
 	// mu lets one join at a time change the membership through this
 	// member; etcd itself admits one learner at a time across the site.
@@ -133,7 +134,7 @@ func (h *handler) join(w http.ResponseWriter, r *http.Request) {
 	// does not answer: the joiner's etcd is not running yet), or a learner
 	// that never started; a live member at that address (a recycled
 	// address, a mistyped flag) is never evicted.
-	members, err := Members(ctx, h.dir, h.client)
+	members, err := Members(ctx, h.dir, h.client, h.leader)
 	if err != nil {
 		fail(w, http.StatusServiceUnavailable, "the site cannot list its members (has it lost quorum?): %v", err)
 		return
@@ -280,7 +281,7 @@ func (h *handler) nudge(id uint64) {
 
 // unreachable names the members this one does not reach.
 func (h *handler) unreachable(ctx context.Context) []string {
-	members, err := Members(ctx, h.dir, h.client)
+	members, err := Members(ctx, h.dir, h.client, h.leader)
 	if err != nil {
 		return []string{"(the site's members cannot be listed: " + err.Error() + ")"}
 	}

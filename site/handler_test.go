@@ -34,7 +34,7 @@ func TestJoinWaitsForARotationOfTheCA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := WithJoin(http.NotFoundHandler(), dir, b.Client(), st)
+	h := WithJoin(http.NotFoundHandler(), dir, b.Client(), b.Leader, st)
 	join := func() (int, string) {
 		r := httptest.NewRequest(http.MethodPost, JoinPath, strings.NewReader(`{"name":"gw-b","peerURL":"https://127.0.0.1:1"}`))
 		r.Header.Set("Authorization", "Bearer "+secrets.JoinSecret)

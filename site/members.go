@@ -70,18 +70,37 @@ func trustedCAs(dir datadir.Dir) (*x509.CertPool, error) {
 	return pool, nil
 }
 
+// Leader is the ID of the site's leader as a member sees it, 0 for none.
+type Leader func(context.Context) uint64
+
+// StatusLeader asks the member at client's first endpoint, by etcd's
+// Status RPC: for an operator's command. Not for a member's own server,
+// in process: etcd 3.7 panics on a Status that races the member's removal
+// (membership.IsLocalMemberLearner, etcd-io/etcd#21966), and the removed
+// member then exits with a panic instead of its one line (seen in
+// TestSiteFounderRemovedRejoins); the server's own Leader has no such
+// path.
+func StatusLeader(client *clientv3.Client) Leader {
+	return func(ctx context.Context) uint64 {
+		if st, err := client.Status(ctx, client.Endpoints()[0]); err == nil {
+			return st.Leader
+		}
+		return 0
+	}
+}
+
+// NoLeader is for a caller that does not look at who leads.
+var NoLeader Leader = func(context.Context) uint64 { return 0 }
+
 // Members lists the site's members through client (this gateway's etcd)
 // and probes each other member's peer port (etcd's /version there) with
-// this member's peer certificate.
-func Members(ctx context.Context, dir datadir.Dir, client *clientv3.Client) ([]Member, error) {
+// this member's peer certificate; leader says which leads.
+func Members(ctx context.Context, dir datadir.Dir, client *clientv3.Client, leaderOf Leader) ([]Member, error) {
 	list, err := client.MemberList(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing the site's members (has it lost quorum?): %w", err)
 	}
-	var leader uint64
-	if st, err := client.Status(ctx, client.Endpoints()[0]); err == nil {
-		leader = st.Leader
-	}
+	leader := leaderOf(ctx)
 	hc, err := peerClient(dir)
 	if err != nil {
 		return nil, err
@@ -168,6 +187,8 @@ const checkPeriod = 2 * time.Second
 type Health struct {
 	dir    datadir.Dir
 	client *clientv3.Client
+	// leader is the member's own server's view, in process.
+	leader func() uint64
 	mu     sync.Mutex
 	// down maps each unreachable member to when it was first seen so.
 	down map[string]time.Time
@@ -178,10 +199,10 @@ type Health struct {
 }
 
 // NewHealth follows the site of the member of dir, whose etcd client is
-// client.
-func NewHealth(dir datadir.Dir, client *clientv3.Client) *Health {
+// client and whose server says who leads through leader.
+func NewHealth(dir datadir.Dir, client *clientv3.Client, leader func() uint64) *Health {
 	registerMetrics.Do(func() { legacyregistry.MustRegister(memberReachable) })
-	return &Health{dir: dir, client: client, down: map[string]time.Time{}}
+	return &Health{dir: dir, client: client, leader: leader, down: map[string]time.Time{}}
 }
 
 // Run probes every checkPeriod until ctx ends.
@@ -199,7 +220,7 @@ func (h *Health) Run(ctx context.Context) {
 }
 
 func (h *Health) update(ctx context.Context) {
-	leader := h.hasLeader(ctx)
+	leader := h.leader() != 0
 	h.mu.Lock()
 	switch {
 	case leader:
@@ -212,7 +233,7 @@ func (h *Health) update(ctx context.Context) {
 	// one: bounded, so the check follows the leader's return.
 	lctx, cancel := context.WithTimeout(ctx, 2*checkPeriod)
 	defer cancel()
-	members, err := Members(lctx, h.dir, h.client)
+	members, err := Members(lctx, h.dir, h.client, func(context.Context) uint64 { return h.leader() })
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.err = err
@@ -249,18 +270,6 @@ func (h *Health) update(ctx context.Context) {
 
 // Name is the readyz check's.
 func (h *Health) Name() string { return "etcd-members" }
-
-// hasLeader reports whether this member's etcd knows a leader.
-func (h *Health) hasLeader(ctx context.Context) bool {
-	eps := h.client.Endpoints()
-	if len(eps) == 0 {
-		return false
-	}
-	ctx, cancel := context.WithTimeout(ctx, checkPeriod)
-	defer cancel()
-	st, err := h.client.Status(ctx, eps[0])
-	return err == nil && st.Leader != 0
-}
 
 // Check fails while this member has no leader, naming the members
 // unreachable from here: it acknowledges no write then. A member down in

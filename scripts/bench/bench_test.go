@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubestore/kubestore/config"
 )
 
 func TestOnly(t *testing.T) {
@@ -319,5 +321,13 @@ func TestXZSize(t *testing.T) {
 	n, err := xzSize(path)
 	if err != nil || n <= 0 || n > 4096 {
 		t.Errorf("xzSize of 1 MiB of zeros = %d, %v; want a few hundred bytes", n, err)
+	}
+}
+
+// The bench measures every controller --controllers knows: a new one
+// left out would run in the "none" run of every other.
+func TestBenchControllersAreTheServers(t *testing.T) {
+	if !slices.Equal(benchControllers, config.Controllers) {
+		t.Errorf("the bench measures %v, --controllers knows %v", benchControllers, config.Controllers)
 	}
 }

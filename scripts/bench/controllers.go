@@ -20,6 +20,7 @@ var benchControllers = []string{
 	"serviceaccount-controller",
 	"root-ca-certificate-publisher-controller",
 	"garbage-collector-controller",
+	"pod-garbage-collector-controller",
 	"service-cluster-ip-allocator",
 	"certificatesigningrequest-signing-controller",
 	"certificatesigningrequest-approving-controller",

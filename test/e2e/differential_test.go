@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -35,7 +36,6 @@ var knownDifferences = map[string]string{
 	"namespace/finalizer-unqualified":         "kubestore names the cause spec.finalizers[0], kube-apiserver spec.finalizers",
 	"pod/init-container-name-clash":           "kubestore names the duplicate spec.containers[0].name, kube-apiserver spec.initContainers[0].name",
 	"service/cluster-ip-invalid":              "kubestore names both spec.clusterIP and spec.clusterIPs[0], kube-apiserver only spec.clusterIPs[0]",
-	"service/cluster-ip-out-of-range":         "kubestore names the cause spec.clusterIPs[0], kube-apiserver spec.clusterIPs",
 	"service/cluster-ip-change":               "kubestore names the cause spec.clusterIP, kube-apiserver spec.clusterIPs[0]",
 	"node/pod-cidr-invalid":                   "kubestore names both spec.podCIDR and spec.podCIDRs[0], kube-apiserver only spec.podCIDRs[0]",
 	"node/taint-effect-invalid":               "kubestore names the cause spec.taints[0].effect, kube-apiserver metadata.taints[0].effect (upstream's path)",
@@ -158,6 +158,10 @@ func TestRegistryAgainstKubeAPIServer(t *testing.T) {
 			}
 		}
 	}
+	n, a := connectCases(t, servers, clients)
+	cases, agree = cases+n, agree+a
+	n, a = kubernetesServiceCases(t, servers, clients)
+	cases, agree = cases+n, agree+a
 	for name := range knownDifferences {
 		if !seen[name] {
 			t.Errorf("%s: listed as a known difference, but no such case", name)
@@ -391,4 +395,132 @@ func checkDifferentialDoc(t *testing.T) {
 	if d := mapDiff(knownDifferences, doc, 20); d != "" {
 		t.Errorf("%s does not list knownDifferences (want: the map, got: the file):\n%s", differentialDoc, d)
 	}
+}
+
+// connectCases sends the requests of the subresources that reach a
+// kubelet (pods/log, exec, portforward, nodes/proxy) where no kubelet can
+// be reached: an unknown pod, an unknown or unnamed container, bad log
+// options, a pod on no node, a node without an address. Both servers must
+// answer each alike: no known difference is allowed here. The count of
+// cases and of agreeing ones.
+func connectCases(t *testing.T, servers []*rest.Config, clients []*http.Client) (cases, agree int) {
+	t.Helper()
+	const pods = "/api/v1/namespaces/default/pods"
+	pod := func(name, node string, containers ...string) map[string]any {
+		var cs []any
+		for _, c := range containers {
+			cs = append(cs, map[string]any{"name": c, "image": "busybox"})
+		}
+		spec := map[string]any{"containers": cs, "automountServiceAccountToken": false}
+		if node != "" {
+			spec["nodeName"] = node
+		}
+		return map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": name}, "spec": spec}
+	}
+	for s := range servers {
+		for _, c := range []struct {
+			path string
+			obj  map[string]any
+		}{
+			{"/api/v1/nodes", map[string]any{"apiVersion": "v1", "kind": "Node", "metadata": map[string]any{"name": "diff-bare"}}},
+			{pods, pod("diff-one", "diff-bare", "c")},
+			{pods, pod("diff-two", "diff-bare", "a", "b")},
+			{pods, pod("diff-waiting", "", "c")},
+		} {
+			if o := sendDiff(t, servers[s], clients[s], http.MethodPost, c.path, c.obj); o.code/100 != 2 {
+				t.Fatalf("server %d: creating %s in %s: %s %s", s, c.obj["metadata"], c.path, o, o.message)
+			}
+		}
+	}
+	for _, c := range []struct{ name, method, path string }{
+		{"log/unknown-pod", http.MethodGet, pods + "/nope/log"},
+		{"log/container-unnamed", http.MethodGet, pods + "/diff-two/log"},
+		{"log/container-unknown", http.MethodGet, pods + "/diff-one/log?container=nope"},
+		{"log/tail-lines-negative", http.MethodGet, pods + "/diff-one/log?tailLines=-1"},
+		{"log/since-both", http.MethodGet, pods + "/diff-one/log?sinceSeconds=1&sinceTime=2026-01-01T00:00:00Z"},
+		{"log/node-without-address", http.MethodGet, pods + "/diff-one/log"},
+		{"log/pod-on-no-node", http.MethodGet, pods + "/diff-waiting/log"},
+		{"exec/unknown-pod", http.MethodPost, pods + "/nope/exec?command=true&stdout=1"},
+		{"exec/container-unknown", http.MethodPost, pods + "/diff-one/exec?command=true&stdout=1&container=nope"},
+		{"exec/pod-on-no-node", http.MethodPost, pods + "/diff-waiting/exec?command=true&stdout=1"},
+		{"exec/node-without-address", http.MethodPost, pods + "/diff-one/exec?command=true&stdout=1"},
+		{"attach/container-unnamed", http.MethodPost, pods + "/diff-two/attach?stdout=1"},
+		{"portforward/node-without-address", http.MethodPost, pods + "/diff-one/portforward?ports=80"},
+		{"node-proxy/unknown-node", http.MethodGet, "/api/v1/nodes/nope/proxy/healthz"},
+		{"node-proxy/node-without-address", http.MethodGet, "/api/v1/nodes/diff-bare/proxy/healthz"},
+	} {
+		cases++
+		var got [2]diffOutcome
+		var wg sync.WaitGroup
+		for s := range servers {
+			wg.Go(func() { got[s] = sendDiff(t, servers[s], clients[s], c.method, c.path, nil) })
+		}
+		wg.Wait()
+		if got[0].String() != got[1].String() {
+			t.Errorf("connect/%s: kubestore answers %s, kube-apiserver %s\n  kubestore: %s\n  kube-apiserver: %s",
+				c.name, got[0], got[1], got[0].message, got[1].message)
+			continue
+		}
+		agree++
+	}
+	return cases, agree
+}
+
+// kubernetesServiceCases compares the Service default/kubernetes each
+// server keeps (its spec and labels, the target port being each server's
+// own port) and the answer to another Service asking its address. The
+// count of cases and of agreeing ones.
+func kubernetesServiceCases(t *testing.T, servers []*rest.Config, clients []*http.Client) (cases, agree int) {
+	t.Helper()
+	const path = "/api/v1/namespaces/default/services"
+	var shape [2]string
+	for s, cfg := range servers {
+		u, err := url.Parse(cfg.Host)
+		must(t, err)
+		var svc struct {
+			Metadata struct {
+				Labels map[string]string `json:"labels"`
+			} `json:"metadata"`
+			Spec map[string]any `json:"spec"`
+		}
+		if !eventually(15*time.Second, func() bool {
+			hc := clients[s]
+			resp, err := hc.Get(strings.TrimSuffix(cfg.Host, "/") + path + "/kubernetes")
+			if err != nil {
+				return false
+			}
+			defer resp.Body.Close()
+			return resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&svc) == nil
+		}) {
+			t.Fatalf("server %d keeps no Service default/kubernetes", s)
+		}
+		for _, p := range svc.Spec["ports"].([]any) {
+			if port := p.(map[string]any); fmt.Sprint(port["targetPort"]) == u.Port() {
+				port["targetPort"] = "<the server's port>"
+			}
+		}
+		b, err := json.Marshal(map[string]any{"labels": svc.Metadata.Labels, "spec": svc.Spec})
+		must(t, err)
+		shape[s] = string(b)
+	}
+	cases++
+	if shape[0] != shape[1] {
+		t.Errorf("kubernetes-service/shape: kubestore keeps %s, kube-apiserver %s", shape[0], shape[1])
+	} else {
+		agree++
+	}
+	squatter := map[string]any{"apiVersion": "v1", "kind": "Service", "metadata": map[string]any{"name": "diff-squatter"},
+		"spec": map[string]any{"clusterIP": "10.96.0.1", "ports": []any{map[string]any{"port": 80}}}}
+	var got [2]diffOutcome
+	for s := range servers {
+		got[s] = sendDiff(t, servers[s], clients[s], http.MethodPost, path, squatter)
+	}
+	cases++
+	if got[0].String() != got[1].String() {
+		t.Errorf("kubernetes-service/address-taken: kubestore answers %s, kube-apiserver %s\n  kubestore: %s\n  kube-apiserver: %s",
+			got[0], got[1], got[0].message, got[1].message)
+	} else {
+		agree++
+	}
+	return cases, agree
 }

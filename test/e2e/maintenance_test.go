@@ -78,30 +78,43 @@ func TestDefragOnline(t *testing.T) {
 	dir := shortTempDir(t)
 	p := start(t, dir, "--etcd-quota-backend-bytes", "8Mi", "--etcd-compaction-interval", "1s")
 
+	// Large ConfigMaps, then each one refused alone for the room left
+	// (413) while smaller ones fit halves the next ones' size, down to
+	// 1 KiB, until the database is full: a few dozen creates, where small
+	// ones alone would take thousands (the room left after a 700 KiB
+	// refusal holds up to four times that).
 	blob := filepath.Join(t.TempDir(), "blob")
-	data := make([]byte, 700<<10)
-	rand.Read(data)
-	if err := os.WriteFile(blob, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	full := false
-	created := 0
-	for i := range 40 {
-		out, err := p.kubectl("create", "configmap", fmt.Sprintf("big-%d", i), "--from-file=blob="+blob)
-		if err != nil {
-			if !strings.Contains(out, "database space exceeded") {
-				t.Fatalf("create big-%d: %v\n%s", i, err, out)
-			}
-			full = true
-			break
+	size := 700 << 10
+	writeBlob := func() {
+		data := make([]byte, size)
+		rand.Read(data)
+		if err := os.WriteFile(blob, data, 0o600); err != nil {
+			t.Fatal(err)
 		}
-		created++
 	}
-	if !full {
-		t.Fatal("the 8Mi quota was never reached")
+	writeBlob()
+	full := false
+	var created []string
+	for i := 0; !full; i++ {
+		if i > 300 {
+			t.Fatal("the 8Mi quota was never reached")
+		}
+		name := fmt.Sprintf("fill-%d", i)
+		out, err := p.kubectl("create", "configmap", name, "--from-file=blob="+blob)
+		switch {
+		case err != nil && strings.Contains(out, "room left") && size > 1<<10:
+			size /= 2
+			writeBlob()
+		case err != nil && strings.Contains(out, "database space exceeded"):
+			full = true
+		case err != nil:
+			t.Fatalf("create %s: %v\n%s", name, err, out)
+		default:
+			created = append(created, name)
+		}
 	}
-	for i := range created {
-		p.mustKubectl("delete", "configmap", fmt.Sprintf("big-%d", i))
+	for _, name := range created {
+		p.mustKubectl("delete", "configmap", name)
 	}
 	// The alarm stays armed until a defrag: writes still fail.
 	if out, err := p.kubectl("create", "configmap", "small"); err == nil || !strings.Contains(out, "database space exceeded") {

@@ -112,8 +112,11 @@ func startMirrorUpstream(t *testing.T, o owner, dir string) *mirrorUpstream {
 	// configmaps are read straight from etcd upstream, so that a resume
 	// from a compacted resourceVersion gets 410 (the watch cache would
 	// otherwise still hold the history); the tests compact themselves.
+	// The tests' pods name edges' nodes that no kubelet registers
+	// upstream: no pod garbage collector, which would delete them after
+	// 40 s as a cluster's does.
 	up := launchOwned(t, o, binary(t), nil, filepath.Join(dir, "up"), "--token-auth-file", tokens, "--authorization-policy-file", policy,
-		"--watch-cache-sizes", "configmaps#0", "--etcd-compaction-interval", "0")
+		"--watch-cache-sizes", "configmaps#0", "--etcd-compaction-interval", "0", "--controllers", "*,-pod-garbage-collector-controller")
 	up.waitReady()
 	cfg := restConfigOf(t, up.kubeconfig)
 	return &mirrorUpstream{up: up, upDyn: dynamic.NewForConfigOrDie(cfg), upCS: kubernetes.NewForConfigOrDie(cfg)}

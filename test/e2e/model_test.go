@@ -447,8 +447,15 @@ func kubestoreUpstream(t *testing.T, nodes []string) *modelUpstream {
 // mirrors and writes, on a token of that ServiceAccount.
 func clusterUpstream(t *testing.T, nodes []string) *modelUpstream {
 	c := startCluster(t)
+	return &modelUpstream{server: c.url, kubeconfig: c.kubeconfig, tokens: gatewayTokens(t, c, nodes)}
+}
+
+// gatewayTokens gives each node's gateway a ServiceAccount of kube-system,
+// bound by RBAC to what a gateway mirrors and writes, and returns a token
+// of each, by node.
+func gatewayTokens(t *testing.T, c *cluster, nodes []string) map[string]string {
 	ctx := t.Context()
-	up := &modelUpstream{server: c.url, kubeconfig: c.kubeconfig, tokens: map[string]string{}}
+	tokens := map[string]string{}
 	_, err := c.cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "kubestore-gateway"},
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{""}, Resources: []string{"nodes", "nodes/status", "pods", "pods/status", "configmaps", "secrets", "services", "events", "namespaces"}, Verbs: []string{"*"}},
@@ -468,9 +475,9 @@ func clusterUpstream(t *testing.T, nodes []string) *modelUpstream {
 		tr, err := c.cs.CoreV1().ServiceAccounts("kube-system").CreateToken(ctx, sa, &authenticationv1.TokenRequest{
 			Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo[int64](24 * 3600)}}, metav1.CreateOptions{})
 		must(t, err)
-		up.tokens[n] = tr.Status.Token
+		tokens[n] = tr.Status.Token
 	}
-	return up
+	return tokens
 }
 
 // setupModel starts the site on the upstream up, registers each node by

@@ -32,7 +32,8 @@ import (
 type goBinary struct {
 	pkg     string // relative to the module root
 	name    string
-	ldflags string // passed to go build when set
+	ldflags string   // passed to go build when set
+	env     []string // added to go build's environment
 	// commit, when set, is the commit of this repository to build (its
 	// tree from git archive, in a temporary directory) instead of the
 	// checkout.
@@ -70,6 +71,7 @@ func (b *goBinary) get(t *testing.T) string {
 		}
 		cmd := exec.Command("go", append(args, "./"+b.pkg)...)
 		cmd.Dir = src
+		cmd.Env = append(os.Environ(), b.env...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.err = fmt.Errorf("go build ./%s: %v\n%s", b.pkg, err, out)
 		}
@@ -186,6 +188,11 @@ func startProcess(t *testing.T, o owner, name string, cmd *exec.Cmd, out output,
 	})
 	return p
 }
+
+// logOutput logs what a process wrote, as startProcess does when its
+// owner failed: from this file, so that scripts/testsummary leaves it out
+// of the test's own messages.
+func logOutput(o owner, name, out string) { o.Logf("%s output:\n%s", name, out) }
 
 // logs is what the process wrote (a kubestore's stderr: its last MiB once
 // it flooded).

@@ -81,6 +81,17 @@ const clusterToken = "cluster-admin-token-0123456789"
 
 func startCluster(t *testing.T, apiserverArgs ...string) *cluster {
 	t.Helper()
+	return startClusterWith(t, clusterControllers, apiserverArgs...)
+}
+
+// clusterControllers are the kube-controller-manager controllers of
+// startCluster.
+const clusterControllers = "nodelifecycle,serviceaccount,attachdetach"
+
+// startClusterWith is startCluster with kube-controller-manager running
+// controllers (its --controllers).
+func startClusterWith(t *testing.T, controllers string, apiserverArgs ...string) *cluster {
+	t.Helper()
 	etcdBin := upstreamBinary(t, "etcd")
 	apiserverBin := upstreamBinary(t, "kube-apiserver")
 	kcmBin := upstreamBinary(t, "kube-controller-manager")
@@ -124,7 +135,7 @@ func startCluster(t *testing.T, apiserverArgs ...string) *cluster {
 	}) || c.apiserver.hasExited() {
 		t.Fatalf("kube-apiserver not ready in 90 s:\n%s", tail(c.apiserver.logs(), 8<<10))
 	}
-	run(t, "kube-controller-manager", kcmBin, "--kubeconfig", c.kubeconfig, "--controllers", "nodelifecycle,serviceaccount,attachdetach",
+	run(t, "kube-controller-manager", kcmBin, "--kubeconfig", c.kubeconfig, "--controllers", controllers,
 		"--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", "0", "--use-service-account-credentials=false")
 	if !eventually(60*time.Second, func() bool {
 		_, err := c.cs.CoreV1().ServiceAccounts("default").Get(t.Context(), "default", metav1.GetOptions{})
