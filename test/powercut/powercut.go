@@ -59,6 +59,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 )
 
 // pageSize is the unit of the buffer, as of the kernel's page cache.
@@ -103,6 +104,12 @@ type FS struct {
 	// synced counts the fsyncs that reached the real directory (files and
 	// directories), dropped the dirty pages the cut dropped.
 	synced, dropped int
+	// held are O_PATH descriptors of the regular files looked up or
+	// created, by inode number, until the unmount: the kernel may open a
+	// node whose name a rename gave to another file, or go-fuse gave to
+	// a newer node, since it looked it up (node.orphaned), and opens that
+	// inode then, as on a disk.
+	held map[uint64]int
 }
 
 // dirty is a file's data that was written but not fsynced: the page cache
@@ -232,7 +239,7 @@ func Mount(dir, real string) (*FS, error) {
 	if err := os.MkdirAll(real, 0o755); err != nil {
 		return nil, err
 	}
-	f := &FS{Dir: dir, Real: real, stash: filepath.Clean(real) + ".stash", files: map[uint64]*dirty{}}
+	f := &FS{Dir: dir, Real: real, stash: filepath.Clean(real) + ".stash", files: map[uint64]*dirty{}, held: map[uint64]int{}}
 	if err := os.RemoveAll(f.stash); err != nil {
 		return nil, err
 	}
@@ -313,6 +320,10 @@ func (f *FS) Unmount() error {
 		syscall.Close(d.fd)
 	}
 	f.files, f.pending, f.writes = map[uint64]*dirty{}, nil, nil
+	for _, fd := range f.held {
+		syscall.Close(fd)
+	}
+	f.held = map[uint64]int{}
 	f.keepSync(nil)
 	f.mu.Unlock()
 	return os.RemoveAll(f.stash)
@@ -391,6 +402,51 @@ func (n *node) realPath() string {
 
 func (n *node) ino() uint64 { return n.StableAttr().Ino }
 
+// orphaned reports whether n is no longer reachable from the root: a
+// rename gave its name to another file, it was removed, or a newer lookup
+// of its name made another node, after the kernel looked it up and before
+// it opened what it found. On a disk the lookup and the open are one step.
+func (n *node) orphaned() bool {
+	in := n.EmbeddedInode()
+	for !in.IsRoot() {
+		if _, in = in.Parent(); in == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// hold takes an O_PATH descriptor of the regular file at path, n's, unless
+// one is held (FS.held). Under f.mu.
+func (n *node) hold(path string) {
+	if _, ok := n.fs.held[n.ino()]; ok {
+		return
+	}
+	fd, err := syscall.Open(path, unix.O_PATH|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	var st syscall.Stat_t
+	if syscall.Fstat(fd, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG || st.Ino != n.ino() {
+		syscall.Close(fd)
+		return
+	}
+	n.fs.held[n.ino()] = fd
+}
+
+// heldFD is the descriptor of n's inode if n is orphaned: open and stat
+// go through it (/proc/self/fd/N opens an inode whose name is gone). ok is
+// false when n is orphaned with none held, for which the caller answers
+// ESTALE, on which the kernel looks the name up again (as on NFS). Under
+// f.mu.
+func (n *node) heldFD() (fd int, orphaned, ok bool) {
+	if !n.orphaned() {
+		return 0, false, true
+	}
+	fd, ok = n.fs.held[n.ino()]
+	return fd, true, ok
+}
+
 // sizeOf overrides a real size with the buffered one.
 func (f *FS) sizeOf(ino uint64, attr *fuse.Attr) {
 	if d := f.files[ino]; d != nil {
@@ -422,6 +478,9 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 	defer n.fs.mu.Unlock()
 	ch, errno := n.LoopbackNode.Lookup(ctx, name, out)
 	if errno == 0 {
+		if c, ok := ch.Operations().(*node); ok {
+			c.hold(filepath.Join(n.realPath(), name))
+		}
 		n.fs.sizeOf(ch.StableAttr().Ino, &out.Attr)
 	}
 	return ch, errno
@@ -434,6 +493,10 @@ func (n *node) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut)
 	var err error
 	if h, ok := fh.(*handle); ok {
 		err = syscall.Fstat(h.fd, &st)
+	} else if fd, orphaned, ok := n.heldFD(); !ok {
+		return syscall.ESTALE
+	} else if orphaned {
+		err = syscall.Fstat(fd, &st)
 	} else {
 		err = syscall.Lstat(n.realPath(), &st)
 	}
@@ -523,7 +586,13 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		}
 	}
 	flags &^= syscall.O_TRUNC | syscall.O_APPEND
-	fd, err := syscall.Open(n.realPath(), int(flags|syscall.O_CLOEXEC)&^syscall.O_WRONLY|syscall.O_RDWR, 0)
+	p := n.realPath()
+	if held, orphaned, ok := n.heldFD(); !ok {
+		return nil, 0, syscall.ESTALE
+	} else if orphaned {
+		p = fmt.Sprintf("/proc/self/fd/%d", held)
+	}
+	fd, err := syscall.Open(p, int(flags|syscall.O_CLOEXEC)&^syscall.O_WRONLY|syscall.O_RDWR, 0)
 	if err != nil {
 		return nil, 0, fs.ToErrno(err)
 	}
@@ -574,6 +643,9 @@ func (n *node) created(ctx context.Context, name string, make func() (*fs.Inode,
 	// A new file may have the number of a removed one: no buffer of that
 	// one is its.
 	n.fs.drop(ch.StableAttr().Ino)
+	if c, ok := ch.Operations().(*node); ok {
+		c.hold(p)
+	}
 	if existed != nil {
 		n.fs.pending = append(n.fs.pending, entryOp{dir: n.ino(), undo: func() error { return os.RemoveAll(p) }})
 		n.fs.happened(afterEntry)

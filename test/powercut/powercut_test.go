@@ -575,3 +575,68 @@ func TestFaults(t *testing.T) {
 		t.Errorf("writing once healthy again: %v", err)
 	}
 }
+
+// replace writes data to path as kubestore's atomic writes do
+// (datadir.WriteFileAtomic): a synced temporary file renamed over path,
+// then the directory synced.
+func replace(path, data string) error {
+	tmp, err := os.Create(path + ".tmp")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.WriteString(data)
+	err = errors.Join(err, tmp.Sync(), tmp.Close(), os.Rename(path+".tmp", path))
+	if err != nil {
+		return err
+	}
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// A file read while another process replaces it by a rename (the atomic
+// write of kubestore's format record, read by a test that waits for it) is
+// the old or the new content, never missing: on a disk, open resolves the
+// name and opens its inode in one step. Through FUSE the kernel looks the
+// name up, then opens the inode it found, which the rename may have
+// orphaned in between; the file system answers ESTALE there, and the
+// kernel looks the name up again (as on NFS), where ENOENT failed the read
+// (TestPowerCutDuringUpdate: "open .../format: no such file or directory").
+func TestReadDuringReplacementFindsTheFile(t *testing.T) {
+	f := mount(t)
+	file := filepath.Join(f.Dir, "format")
+	write(t, file, "0", true).Close()
+	stop := make(chan struct{})
+	done := make(chan error)
+	go func() {
+		for i := 1; ; i++ {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			if err := replace(file, fmt.Sprint(i)); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	deadline := time.Now().Add(2 * time.Second)
+	reads := 0
+	for ; time.Now().Before(deadline); reads++ {
+		if _, err := os.ReadFile(file); err != nil {
+			close(stop)
+			<-done
+			t.Fatalf("read %d while the file is replaced: %v", reads+1, err)
+		}
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d reads while the file was replaced", reads)
+}
