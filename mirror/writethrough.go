@@ -611,8 +611,11 @@ func (wt *writeThrough) forward() {
 		wt.fail(apierrors.NewInternalError(fmt.Errorf("the upstream accepted the write, storing its answer failed (the mirror will retry): %w", err)), "")
 		return
 	}
-	if op == opDeferred {
-		// No local copy yet: the upstream's own answer.
+	if op == opDeferred || op == opUnchanged && wt.local != nil && wt.local.GetUID() != u.GetUID() {
+		// No local copy of the object written yet (none, or an older
+		// object of its name, deleted and created again upstream, which
+		// the stream replaces): the upstream's own answer, never the
+		// older object's as if it had been written.
 		wt.writeRaw(code, raw)
 		return
 	}

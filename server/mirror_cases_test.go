@@ -642,3 +642,47 @@ func upForAAndB(t *testing.T) *testServer {
 	}
 	return up
 }
+
+// A write through the gateway to a pod the cluster deleted and created
+// again, before the gateway's stream brought the new one, lands on the new
+// pod upstream, as any write by name does; the answer is that pod, never
+// the gateway's copy of the old one as if it had been written (the model
+// checker's seed 2: a label acknowledged on a pod that was gone, found on
+// its successor).
+func TestMirrorWriteAnswersTheObjectWritten(t *testing.T) {
+	t.Parallel()
+	p := startProxiedPair(t, "edge-a")
+	old := upPod(t, p.up, "work", "p", p.node)
+	pods := p.edge.client.CoreV1().Pods("work")
+	eventually(t, 20*time.Second, "the pod at the edge", func() (bool, error) {
+		e, err := pods.Get(t.Context(), "p", metav1.GetOptions{})
+		return err == nil && e.UID == old.UID, err
+	})
+	// The stream brings nothing new: its lists and watches of pods fail,
+	// and the link's cut ends the one it had.
+	stalled := p.proxy.Fail(link.Request(http.MethodGet, `/pods$`), http.StatusInternalServerError)
+	p.link.Cut()
+	p.link.Restore()
+	if err := p.up.client.CoreV1().Pods("work").Delete(t.Context(), "p", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+	recreated := upPod(t, p.up, "work", "p", p.node)
+	var got *corev1.Pod
+	eventually(t, 20*time.Second, "a label through the edge", func() (bool, error) {
+		var err error
+		got, err = pods.Patch(t.Context(), "p", types.MergePatchType, []byte(`{"metadata":{"labels":{"tier":"edge"}}}`), metav1.PatchOptions{})
+		return err == nil, err
+	})
+	if got.UID != recreated.UID || got.Labels["tier"] != "edge" {
+		t.Errorf("the answer to a label through the edge: uid %s, labels %v; want the recreated pod %s, which the cluster labeled (the old one was %s)",
+			got.UID, got.Labels, recreated.UID, old.UID)
+	}
+	if u, err := p.up.client.CoreV1().Pods("work").Get(t.Context(), "p", metav1.GetOptions{}); err != nil || u.UID != recreated.UID || u.Labels["tier"] != "edge" {
+		t.Errorf("the cluster's pod: %v, uid %s, labels %v", err, u.UID, u.Labels)
+	}
+	stalled.Remove()
+	eventually(t, 20*time.Second, "the recreated pod at the edge", func() (bool, error) {
+		e, err := pods.Get(t.Context(), "p", metav1.GetOptions{})
+		return err == nil && e.UID == recreated.UID && e.Labels["tier"] == "edge", fmt.Errorf("%v uid %s", err, e.UID)
+	})
+}
