@@ -81,20 +81,23 @@ type Remaining struct {
 
 // Add counts one object of resource left, with its finalizers.
 func (r *Remaining) Add(resource string, finalizers []string) {
-	if r.Resources == nil {
-		r.Resources, r.Finalizers = map[string]int{}, map[string]int{}
-	}
+	r.init()
 	r.Resources[resource]++
 	for _, f := range finalizers {
 		r.Finalizers[f]++
 	}
 }
 
+func (r *Remaining) init() {
+	if r.Resources == nil {
+		r.Resources, r.Finalizers = map[string]int{}, map[string]int{}
+	}
+}
+
 func (r *Remaining) merge(o Remaining) {
+	r.init()
 	for res, n := range o.Resources {
-		for range n {
-			r.Add(res, nil)
-		}
+		r.Resources[res] += n
 	}
 	for f, n := range o.Finalizers {
 		r.Finalizers[f] += n

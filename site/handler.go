@@ -37,7 +37,7 @@ const handlerTimeout = 30 * time.Second
 // authentication: a joiner has no identity in the site yet, and proves
 // itself with the join secret instead.
 func WithJoin(next http.Handler, dir datadir.Dir, client *clientv3.Client, leader func() uint64, st *records.Store) http.Handler {
-	h := &handler{dir: dir, client: client, records: st, leader: func(context.Context) uint64 { return leader() }}
+	h := &handler{dir: dir, client: client, records: st, leader: ServerLeader(leader)}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case CAPath:

@@ -89,6 +89,12 @@ func StatusLeader(client *clientv3.Client) Leader {
 	}
 }
 
+// ServerLeader is the view of the member's own server, in process (the
+// embedded etcd's Leader), with no RPC.
+func ServerLeader(leader func() uint64) Leader {
+	return func(context.Context) uint64 { return leader() }
+}
+
 // NoLeader is for a caller that does not look at who leads.
 var NoLeader Leader = func(context.Context) uint64 { return 0 }
 
@@ -187,8 +193,8 @@ const checkPeriod = 2 * time.Second
 type Health struct {
 	dir    datadir.Dir
 	client *clientv3.Client
-	// leader is the member's own server's view, in process.
-	leader func() uint64
+	// leader is the member's own server's view (ServerLeader).
+	leader Leader
 	mu     sync.Mutex
 	// down maps each unreachable member to when it was first seen so.
 	down map[string]time.Time
@@ -202,7 +208,7 @@ type Health struct {
 // client and whose server says who leads through leader.
 func NewHealth(dir datadir.Dir, client *clientv3.Client, leader func() uint64) *Health {
 	registerMetrics.Do(func() { legacyregistry.MustRegister(memberReachable) })
-	return &Health{dir: dir, client: client, leader: leader, down: map[string]time.Time{}}
+	return &Health{dir: dir, client: client, leader: ServerLeader(leader), down: map[string]time.Time{}}
 }
 
 // Run probes every checkPeriod until ctx ends.
@@ -220,7 +226,7 @@ func (h *Health) Run(ctx context.Context) {
 }
 
 func (h *Health) update(ctx context.Context) {
-	leader := h.leader() != 0
+	leader := h.leader(ctx) != 0
 	h.mu.Lock()
 	switch {
 	case leader:
@@ -233,7 +239,7 @@ func (h *Health) update(ctx context.Context) {
 	// one: bounded, so the check follows the leader's return.
 	lctx, cancel := context.WithTimeout(ctx, 2*checkPeriod)
 	defer cancel()
-	members, err := Members(lctx, h.dir, h.client, func(context.Context) uint64 { return h.leader() })
+	members, err := Members(lctx, h.dir, h.client, h.leader)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.err = err
