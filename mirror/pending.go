@@ -266,6 +266,33 @@ func (p *pending) record(ctx context.Context, rec pendingRecord, w ownWrite) (ap
 	return applied, nil
 }
 
+// undo puts prev (nil: none) back as the record of rec's object: the
+// write recorded after it failed locally, so there is nothing of it to
+// replay. The caller still holds the write's applied, so no
+// reconciliation cleared the record meanwhile.
+func (p *pending) undo(ctx context.Context, rec pendingRecord, prev *pendingRecord) error {
+	key := pendingKey(rec.gr(), rec.Namespace, rec.Name)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if prev == nil {
+		if err := p.state.DeleteState(ctx, p.durable(key)); err != nil {
+			return err
+		}
+		delete(p.records, key)
+		return nil
+	}
+	data, err := json.Marshal(prev)
+	if err != nil {
+		return err
+	}
+	if err := p.state.PutState(ctx, p.durable(key), data); err != nil {
+		return err
+	}
+	restored := *prev
+	p.records[key] = &restored
+	return nil
+}
+
 // holding is what the node's pending writes do to the cluster's changes of
 // an object's local copy (pending.holds).
 type holding int

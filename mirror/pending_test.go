@@ -3,6 +3,8 @@ package mirror
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -311,5 +313,84 @@ func TestPendingQuarantineNeedsTheUpstreamsFailures(t *testing.T) {
 	}
 	if _, q := p.failed(rec, true); !q {
 		t.Error("not quarantined at the upstream's third failure, a minute after the first")
+	}
+}
+
+// The kubelet's final delete offline is recorded before the local delete:
+// while the store deletes the pod, its copy already stands whole (the
+// stream cannot bring the cluster's copy back, with its older status, for
+// the reconciliation to replay before the delete), a reconciliation cannot
+// clear the record, and the record keeps the pod's terminal status. A
+// delete the store refuses leaves the record as it was.
+func TestFinalDeleteOfflineIsRecordedBeforeTheLocalDelete(t *testing.T) {
+	ctx := t.Context()
+	p := newPending(stateBackend(t), "n")
+	u := &uplink{link: &link{host: "upstream.invalid"}, pending: p}
+	status := pendingRecord{Resource: "pods", Namespace: "ns", Name: "p", Rule: "pods", UID: "u1", Base: json.RawMessage(`{"phase":"Running"}`)}
+	applied, err := p.record(ctx, status, ownStatus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied()
+	final := status
+	final.Base = json.RawMessage(`{"phase":"Succeeded"}`)
+
+	deleteWith := func(code int) *httptest.ResponseRecorder {
+		t.Helper()
+		var during holding
+		var cleared bool
+		next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			during = p.holds(podsResource, "ns", "p", "u1")
+			rec, _ := p.get(podsResource, "ns", "p")
+			p.begin(rec)
+			if cleared, err = p.clear(ctx, rec); err != nil {
+				t.Error(err)
+			}
+			w.WriteHeader(code)
+		})
+		w := httptest.NewRecorder()
+		wt := &writeThrough{u: u, next: next, w: w, r: httptest.NewRequest(http.MethodDelete, "/api/v1/namespaces/ns/pods/p", nil)}
+		wt.finalDeleteOffline(final)
+		if during != heldWhole {
+			t.Errorf("while the store deleted the pod its copy was held %d, want heldWhole", during)
+		}
+		if cleared {
+			t.Error("a reconciliation cleared the record while the delete was applied")
+		}
+		return w
+	}
+
+	// Refused locally (the pod is gone, or another uid): the record is
+	// the status alone again.
+	if w := deleteWith(http.StatusConflict); w.Code != http.StatusConflict {
+		t.Fatalf("answered %d, want the store's 409", w.Code)
+	}
+	rec, ok := p.get(podsResource, "ns", "p")
+	if !ok || rec.has(ownDelete) || rec.Final != nil || string(rec.Base) != `{"phase":"Running"}` {
+		t.Fatalf("after a refused delete the record is %+v, want the status record as it was", rec)
+	}
+	again := newPending(p.state, "n")
+	if err := again.load(ctx, func(pendingRecord) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	if rec, _ := again.get(podsResource, "ns", "p"); rec.has(ownDelete) {
+		t.Fatalf("after a refused delete and a restart the record is %+v, want no delete", rec)
+	}
+
+	if w := deleteWith(http.StatusOK); w.Code != http.StatusOK {
+		t.Fatalf("answered %d, want 200", w.Code)
+	}
+	rec, _ = p.get(podsResource, "ns", "p")
+	if !rec.has(ownStatus) || !rec.has(ownDelete) || string(rec.Final) != `{"phase":"Succeeded"}` || string(rec.Base) != `{"phase":"Running"}` {
+		t.Fatalf("after the delete the record is %+v, want status and delete, base Running, final Succeeded", rec)
+	}
+
+	// With no record before it, a refused delete leaves none.
+	other := pendingRecord{Resource: "pods", Namespace: "ns", Name: "q", Rule: "pods", UID: "u2", Base: json.RawMessage(`{"phase":"Failed"}`)}
+	wt := &writeThrough{u: u, w: httptest.NewRecorder(), r: httptest.NewRequest(http.MethodDelete, "/api/v1/namespaces/ns/pods/q", nil),
+		next: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNotFound) })}
+	wt.finalDeleteOffline(other)
+	if rec, ok := p.get(podsResource, "ns", "q"); ok {
+		t.Fatalf("a refused delete of a pod with no record left %+v", rec)
 	}
 }

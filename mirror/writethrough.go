@@ -25,6 +25,7 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubestore/kubestore/access/node"
@@ -432,22 +433,33 @@ func (wt *writeThrough) offline(cause error) {
 	wt.next.ServeHTTP(wt.w, wt.r)
 }
 
-// finalDeleteOffline applies the kubelet's final delete of a pod locally
-// and, once that succeeded, records it with the pod's status then (the
-// terminal status the delete follows), before it answers: a delete that
-// failed locally is not the node's to replay.
+// finalDeleteOffline applies the kubelet's final delete of a pod locally,
+// recorded before, with the pod's status then (the terminal status the
+// delete follows): from the record on, the pod's copy stands as the node
+// left it, so neither the stream nor a reconciliation of an earlier
+// status can bring the cluster's copy back in the moment between the
+// local delete and its record (whose status the delete would then
+// replay). A delete that fails locally is not the node's to replay: its
+// record goes back to what it was.
 func (wt *writeThrough) finalDeleteOffline(rec pendingRecord) {
 	rec.Final = rec.Base
+	ctx := wt.r.Context()
+	var before *pendingRecord
+	if prev, ok := wt.u.pending.get(rec.gr(), rec.Namespace, rec.Name); ok {
+		before = &prev
+	}
+	applied, err := wt.u.pending.record(ctx, rec, ownDelete)
+	if err != nil {
+		wt.fail(apierrors.NewInternalError(fmt.Errorf("recording the node's delete while the upstream %s is not reachable: %w", wt.u.host, err)), "")
+		return
+	}
+	defer applied()
 	answer := newBufferedResponse()
 	wt.next.ServeHTTP(answer, wt.r)
 	if answer.code >= http.StatusOK && answer.code < http.StatusMultipleChoices {
-		applied, err := wt.u.pending.record(wt.r.Context(), rec, ownDelete)
-		if err != nil {
-			wt.fail(apierrors.NewInternalError(fmt.Errorf("recording the node's delete while the upstream %s is not reachable: %w", wt.u.host, err)), "")
-			return
-		}
-		applied()
 		pendingWrites.WithLabelValues(string(ownDelete)).Inc()
+	} else if err := wt.u.pending.undo(context.WithoutCancel(ctx), rec, before); err != nil {
+		klog.InfoS("Mirror: taking back the record of a final delete that failed locally", "namespace", rec.Namespace, "name", rec.Name, "err", err)
 	}
 	answer.writeTo(wt.w)
 }
