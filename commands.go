@@ -24,6 +24,7 @@ import (
 	"github.com/kubestore/kubestore/mirror"
 	"github.com/kubestore/kubestore/server"
 	"github.com/kubestore/kubestore/site"
+	"github.com/kubestore/kubestore/tunnel"
 )
 
 // serve runs the server until the first signal, then stops it within
@@ -287,4 +288,39 @@ func printKubeconfig(c *cli.Context) error {
 	}
 	_, err = c.App.Writer.Write(data)
 	return err
+}
+
+// tunnelEndpointCommand runs the cloud's end of the gateways' tunnels beside
+// the cluster's kube-apiserver (package tunnel; docs/node/tunnel.md).
+func tunnelEndpointCommand() *cli.Command {
+	return &cli.Command{
+		Name:         "tunnel-endpoint",
+		Usage:        "beside the cluster's kube-apiserver: take the gateways' tunnels and carry kube-apiserver's connections to their kubelets (its egress selector's HTTP CONNECT on --connect-socket)",
+		OnUsageError: usageError,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: tunnel.FlagKubeconfig, Usage: "kubeconfig of the cluster (read Nodes, create TokenReviews and SubjectAccessReviews); empty is the in-cluster configuration"},
+			&cli.StringFlag{Name: tunnel.FlagBindAddress, Value: "0.0.0.0", Usage: "IP address the gateways' tunnels are taken on"},
+			&cli.IntFlag{Name: tunnel.FlagSecurePort, Value: 8132, Usage: "port the gateways' tunnels are taken on (TLS)"},
+			&cli.StringFlag{Name: tunnel.FlagTLSCertFile, Usage: "the endpoint's serving certificate (PEM)", Required: true},
+			&cli.StringFlag{Name: tunnel.FlagTLSPrivateKeyFile, Usage: "the key of --tls-cert-file (PEM)", Required: true},
+			&cli.StringFlag{Name: tunnel.FlagClientCAFile, Usage: "the cluster's client CA: gateways may authenticate with their node's client certificate; empty takes bearer tokens only"},
+			&cli.StringFlag{Name: tunnel.FlagConnectSocket, Value: "/etc/kubernetes/kubestore-tunnel/connect.sock", Usage: "unix socket kube-apiserver's egress selector (egress cluster, HTTPConnect, transport uds) dials"},
+			&cli.IntFlag{Name: config.FlagVerbosity, Usage: "log verbosity"},
+		},
+		Action: func(c *cli.Context) error {
+			if err := noArgs(c); err != nil {
+				return err
+			}
+			if err := setupLogging(config.Log{Verbosity: c.Int(config.FlagVerbosity), Format: config.LogFormatText}, nil); err != nil {
+				return err
+			}
+			ctx, stop := signalContext()
+			defer stop()
+			return tunnel.ServeEndpoint(ctx, tunnel.EndpointOptions{
+				Kubeconfig: c.String(tunnel.FlagKubeconfig), BindAddress: c.String(tunnel.FlagBindAddress), SecurePort: c.Int(tunnel.FlagSecurePort),
+				TLSCertFile: c.String(tunnel.FlagTLSCertFile), TLSPrivateKeyFile: c.String(tunnel.FlagTLSPrivateKeyFile),
+				ClientCAFile: c.String(tunnel.FlagClientCAFile), ConnectSocket: c.String(tunnel.FlagConnectSocket),
+			})
+		},
+	}
 }

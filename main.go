@@ -64,6 +64,7 @@ func newApp() *cli.App {
 			{Name: "serve", Usage: "serve the Kubernetes API (the default command)", Flags: config.Flags(), Action: serve, OnUsageError: usageError},
 			{Name: "version", Usage: "print the versions of kubestore, Go, etcd and the Kubernetes API", Action: printVersion, OnUsageError: usageError},
 			{Name: "kubeconfig", Usage: "print the admin kubeconfig of a data directory", Flags: config.Flags(), Action: printKubeconfig, OnUsageError: usageError},
+			tunnelEndpointCommand(),
 		}, operatorCommands()...),
 	}
 }

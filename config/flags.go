@@ -64,6 +64,8 @@ const (
 	FlagLogFormat                       = "log-format"
 	FlagUpstreamKubeconfig              = "upstream-kubeconfig"
 	FlagNodeName                        = "node-name"
+	FlagTunnelEndpoint                  = "tunnel-endpoint"
+	FlagTunnelCAFile                    = "tunnel-ca-file"
 	FlagControllers                     = "controllers"
 	FlagServiceClusterIPRange           = "service-cluster-ip-range"
 	FlagServiceAccountIssuer            = "service-account-issuer"
@@ -269,6 +271,10 @@ var bindings = []binding{
 		func(c *Config) *string { return &c.Mirror.UpstreamKubeconfig }),
 	bind(FlagNodeName, "node name that replaces $(NODE_NAME) in mirror.rules; empty is the host name",
 		func(c *Config) *string { return &c.Mirror.NodeName }),
+	bind(FlagTunnelEndpoint, "https://HOST[:PORT] of the cluster's tunnel endpoint (kubestore tunnel-endpoint): keep a tunnel open to it, as this node with the upstream kubeconfig's credentials, through which the cluster's kube-apiserver reaches this node's kubelet (kubectl logs, exec, port-forward from the cloud); empty opens none",
+		func(c *Config) *string { return &c.Mirror.TunnelEndpoint }),
+	bind(FlagTunnelCAFile, "CA bundle that verifies the tunnel endpoint's serving certificate; empty is the upstream kubeconfig's CA, else the system's roots",
+		func(c *Config) *string { return &c.Mirror.TunnelCAFile }),
 }
 
 // Flags returns the command-line flags of every setting plus --config, with

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 
@@ -22,6 +23,14 @@ type Mirror struct {
 	NodeName string `json:"nodeName,omitempty"`
 	// Rules say what is mirrored; an object no rule matches is local.
 	Rules []MirrorRule `json:"rules"`
+	// TunnelEndpoint, when set, is the https URL of the cluster's tunnel
+	// endpoint (kubestore tunnel-endpoint): the gateway keeps a tunnel
+	// open to it, through which the cluster's kube-apiserver reaches this
+	// node's kubelet (package tunnel).
+	TunnelEndpoint string `json:"tunnelEndpoint,omitempty"`
+	// TunnelCAFile verifies the endpoint's serving certificate; empty is
+	// the CA of the upstream kubeconfig, else the system's roots.
+	TunnelCAFile string `json:"tunnelCAFile,omitempty"`
 }
 
 // MirrorRule selects the objects of one resource that are mirrored.
@@ -120,10 +129,19 @@ func (m Mirror) EffectiveNodeName() string {
 const mirrorRulesKey = "mirror.rules"
 
 func (m Mirror) validate() []error {
-	if !m.Enabled() {
-		return nil
-	}
 	var errs []error
+	if m.TunnelEndpoint != "" {
+		u, err := url.Parse(m.TunnelEndpoint)
+		switch {
+		case !m.Enabled():
+			errs = append(errs, invalid(FlagTunnelEndpoint, m.TunnelEndpoint, fmt.Sprintf("a tunnel is a mirror's: it needs --%s", FlagUpstreamKubeconfig)))
+		case err != nil || u.Scheme != "https" || u.Host == "" || (u.Path != "" && u.Path != "/"):
+			errs = append(errs, invalid(FlagTunnelEndpoint, m.TunnelEndpoint, "must be https://HOST[:PORT] of the tunnel endpoint"))
+		}
+	}
+	if !m.Enabled() {
+		return errs
+	}
 	node := m.EffectiveNodeName()
 	if msgs := validation.IsDNS1123Subdomain(node); len(msgs) > 0 {
 		errs = append(errs, invalid(FlagNodeName, node, "must be a node name (DNS subdomain): "+strings.Join(msgs, "; ")))

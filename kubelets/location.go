@@ -50,15 +50,11 @@ func (n node) supports(feature string) bool {
 // preferred types, and the port it reports. A Node without any is
 // kube-apiserver's error (nodeutil.GetPreferredNodeAddress), a 500.
 func locate(ctx context.Context, nodes rest.Getter, name string) (node, error) {
-	obj, err := nodes.Get(ctx, name, &metav1.GetOptions{})
+	n, err := GetNode(ctx, nodes, name)
 	if err != nil {
 		return node{}, err
 	}
-	n, ok := obj.(*corev1.Node)
-	if !ok {
-		return node{}, fmt.Errorf("nodes %q: got %T", name, obj)
-	}
-	host := preferredAddress(n)
+	host := PreferredAddress(n)
 	if host == "" {
 		return node{}, fmt.Errorf("no preferred addresses found; known addresses: %v", n.Status.Addresses)
 	}
@@ -69,7 +65,22 @@ func locate(ctx context.Context, nodes rest.Getter, name string) (node, error) {
 	return node{host: host, port: strconv.Itoa(port), features: n.Status.DeclaredFeatures}, nil
 }
 
-func preferredAddress(n *corev1.Node) string {
+// GetNode reads the Node name from the nodes store.
+func GetNode(ctx context.Context, nodes rest.Getter, name string) (*corev1.Node, error) {
+	obj, err := nodes.Get(ctx, name, &metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return nil, fmt.Errorf("nodes %q: got %T", name, obj)
+	}
+	return n, nil
+}
+
+// PreferredAddress is the Node's address a kubelet is reached at: the
+// first of PreferredAddressTypes; "" when it reports none.
+func PreferredAddress(n *corev1.Node) string {
 	for _, t := range PreferredAddressTypes {
 		for _, a := range n.Status.Addresses {
 			if a.Type == t && a.Address != "" {

@@ -24,6 +24,13 @@ import (
 // admin only.
 func kubeletClient(t *testing.T, ts *testServer, node string) kubernetes.Interface {
 	t.Helper()
+	return kubernetes.NewForConfigOrDie(kubeletConfig(t, ts, node))
+}
+
+// kubeletConfig is the client configuration of kubeletClient: the node's
+// client certificate from ts's signer.
+func kubeletConfig(t *testing.T, ts *testServer, node string) *rest.Config {
+	t.Helper()
 	request, key := newRequest(t, pkix.Name{CommonName: "system:node:" + node, Organization: []string{"system:nodes"}})
 	name := fmt.Sprintf("kubelet-%s-%d", node, time.Now().UnixNano())
 	csrs := ts.client.CertificatesV1().CertificateSigningRequests()
@@ -73,5 +80,5 @@ func kubeletClient(t *testing.T, ts *testServer, node string) kubernetes.Interfa
 	cfg.ContentType = runtime.ContentTypeProtobuf
 	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	cfg.QPS, cfg.Burst = -1, -1
-	return kubernetes.NewForConfigOrDie(cfg)
+	return cfg
 }

@@ -2,22 +2,33 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/client-go/rest"
 
+	"github.com/kubestore/kubestore/config"
+	"github.com/kubestore/kubestore/kubelets"
 	"github.com/kubestore/kubestore/mirror"
 	"github.com/kubestore/kubestore/records"
 	"github.com/kubestore/kubestore/registry"
+	"github.com/kubestore/kubestore/tunnel"
 )
 
 // mirrorStores are the local stores the mirror writes, one per resource,
@@ -146,10 +157,53 @@ func (b *builder) mirror() error {
 	return nil
 }
 
+// tunnel builds the gateway's tunnel to --tunnel-endpoint, when set: as
+// the node, with the upstream kubeconfig's credentials (its client
+// certificate, or its bearer token), verifying the endpoint with
+// --tunnel-ca-file or else the upstream kubeconfig's own TLS settings.
+// It answers only for the node's own kubelet, as the local Node reports
+// it.
+func (b *builder) tunnel() (*tunnel.Client, error) {
+	m := b.cfg.Mirror
+	if m.TunnelEndpoint == "" {
+		return nil, nil
+	}
+	up, err := mirror.LoadUpstream(m)
+	if err != nil {
+		return nil, err
+	}
+	tlsCfg, err := rest.TLSConfigFor(up)
+	if err != nil {
+		return nil, fmt.Errorf("invalid --%s %q: its TLS settings: %w", config.FlagUpstreamKubeconfig, m.UpstreamKubeconfig, err)
+	}
+	if tlsCfg == nil {
+		tlsCfg = &tls.Config{}
+	}
+	// The upstream's server name is not the endpoint's.
+	tlsCfg.ServerName = ""
+	if m.TunnelCAFile != "" {
+		pem, err := os.ReadFile(m.TunnelCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("invalid --%s %q: %w", config.FlagTunnelCAFile, m.TunnelCAFile, err)
+		}
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("invalid --%s %q: holds no PEM certificate", config.FlagTunnelCAFile, m.TunnelCAFile)
+		}
+		tlsCfg.RootCAs, tlsCfg.InsecureSkipVerify = roots, false
+	}
+	nodes, name := b.api.Getter("nodes"), m.EffectiveNodeName()
+	return &tunnel.Client{Endpoint: m.TunnelEndpoint, TLS: tlsCfg, NodeName: name, Token: up.BearerToken, TokenFile: up.BearerTokenFile,
+		Node: func(ctx context.Context) (*corev1.Node, error) {
+			return kubelets.GetNode(request.WithNamespace(ctx, metav1.NamespaceNone), nodes, name)
+		}}, nil
+}
+
 // mirrorz answers the link's state: 200 ok when every stream is connected
-// and in sync, 503 with the reasons otherwise; ?verbose lists each stream.
-// It is not part of /readyz: the local store serves either way.
-func mirrorz(m *mirror.Mirror) http.Handler {
+// and in sync (and the tunnel, when there is one, is open), 503 with the
+// reasons otherwise; ?verbose lists each stream. It is not part of
+// /readyz: the local store serves either way.
+func mirrorz(m *mirror.Mirror, tun *tunnel.Client) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -157,11 +211,23 @@ func mirrorz(m *mirror.Mirror) http.Handler {
 		if !m.Connected() {
 			problems = append([]string{"upstream " + m.Upstream() + " not reachable"}, problems...)
 		}
+		var tunnelLine string
+		if tun != nil {
+			st := tun.Status()
+			tunnelLine = fmt.Sprintf("tunnel %s connected=%t since=%s", st.Endpoint, st.Connected, st.Since.UTC().Format(time.RFC3339))
+			if !st.Connected {
+				problems = append(problems, fmt.Sprintf("tunnel to %s not connected: %s", st.Endpoint, st.LastError))
+			}
+		}
 		if len(problems) > 0 {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
 		if _, verbose := r.URL.Query()["verbose"]; verbose {
-			fmt.Fprintf(w, "upstream %s connected=%t\n%s\n", m.Upstream(), m.Connected(), strings.Join(m.Report(), "\n"))
+			fmt.Fprintf(w, "upstream %s connected=%t\n", m.Upstream(), m.Connected())
+			if tunnelLine != "" {
+				fmt.Fprintln(w, tunnelLine)
+			}
+			fmt.Fprintf(w, "%s\n", strings.Join(m.Report(), "\n"))
 		}
 		if len(problems) > 0 {
 			fmt.Fprintf(w, "mirror not in sync:\n%s\n", strings.Join(problems, "\n"))

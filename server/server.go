@@ -531,8 +531,15 @@ func (b *builder) workers() error {
 		s.addWorker("kubestore-manifests", applier.Run)
 	}
 	if m := b.mirrorer; m != nil {
-		gs.Handler.NonGoRestfulMux.Handle("/mirrorz", mirrorz(m))
+		tun, err := b.tunnel()
+		if err != nil {
+			return err
+		}
+		gs.Handler.NonGoRestfulMux.Handle("/mirrorz", mirrorz(m, tun))
 		s.addWorker("kubestore-mirror", m.Run)
+		if tun != nil {
+			s.addWorker("kubestore-tunnel", tun.Run)
+		}
 		s.afterStop = append(s.afterStop, b.mirrorStores.close)
 	}
 	if h := b.siteHealth; h != nil {

@@ -125,11 +125,13 @@ func checkOperator(t *testing.T, g *realGateway, n *realNode, o operatorCase) {
 	// sync, the kubelet's own status names the container before it as the
 	// previous one, which it has just removed: the kubelet answers
 	// "unable to retrieve container logs" (pkg/kubelet/kubelet_pods.go,
-	// validateContainerLogStatus). An operator asks again.
+	// validateContainerLogStatus). An operator asks again. The kubelet's
+	// next sync of a crash-looping pod waits for its back-off, which
+	// grows to minutes: the test asks for two.
 	previous := regexp.MustCompile(`(?m)^\S+Z exiting with 3 in 3s$`)
 	var out string
 	var err error
-	if !eventually(30*time.Second, func() bool {
+	if !eventually(2*time.Minute, func() bool {
 		out, err = g.p.kubectl("logs", "-n", appsNS, crash, "--previous", "--timestamps")
 		return err == nil && previous.MatchString(out)
 	}) {
@@ -160,11 +162,11 @@ func checkOperator(t *testing.T, g *realGateway, n *realNode, o operatorCase) {
 	if out, err := g.p.kubectl("get", "--raw", fmt.Sprintf("/api/v1/namespaces/%s/pods/%s:%d/proxy/healthz", appsNS, app, appPort)); err != nil || strings.TrimSpace(out) != "ok" {
 		t.Errorf("app's healthz through pods/proxy: %v\n%s", err, out)
 	}
-	portForwardOnce(t, g, app, false)
+	portForwardOnce(t, kubectlClient{"kubectl 1.32", "kubectl", g.p.kubeconfig}, app, false)
 	if o.sessions {
 		checkTerminal(t, g, app)
 		checkAttach(t, g)
-		checkSessions(t, g, app)
+		checkSessions(t, g, kubectlClient{"kubectl 1.32", "kubectl", g.p.kubeconfig}, app, 100)
 	}
 	if o.viewer != "" {
 		checkViewer(t, o.viewer, app)
@@ -279,11 +281,11 @@ var kubectlSPDY = append(os.Environ(), "KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false"
 // portForwardOnce is one kubectl port-forward session to app's port (over
 // SPDY with spdy, else WebSockets) that reads app's healthz through it,
 // then ends; false, with the test's error, when it did not.
-func portForwardOnce(t *testing.T, g *realGateway, app string, spdy bool) bool {
+func portForwardOnce(t *testing.T, kc kubectlClient, app string, spdy bool) bool {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "kubectl", "--kubeconfig", g.p.kubeconfig, "port-forward", "-n", appsNS, "pod/"+app, fmt.Sprintf(":%d", appPort))
+	cmd := exec.CommandContext(ctx, kc.bin, "--kubeconfig", kc.kubeconfig, "port-forward", "-n", appsNS, "pod/"+app, fmt.Sprintf(":%d", appPort))
 	if spdy {
 		cmd.Env = kubectlSPDY
 	}
@@ -329,16 +331,21 @@ func portForwardOnce(t *testing.T, g *realGateway, app string, spdy bool) bool {
 	return true
 }
 
-// checkSessions runs 100 exec and 100 port-forward sessions with kubectl,
-// four at a time, half of them over WebSockets (kubectl's default) and
-// half over SPDY, and counts what kubestore holds before and after: its
-// goroutines (go_goroutines of /metrics) and its open sockets. Neither
-// may grow: a session's streams, and its connection to the kubelet, end
-// with it. The time one kubectl exec takes is logged.
-func checkSessions(t *testing.T, g *realGateway, app string) {
+// kubectlClient is the kubectl a check runs (1.32 on PATH, or upstream's
+// 1.37) and the kubeconfig it runs with (the gateway's, or the
+// cluster's: through the tunnel).
+type kubectlClient struct{ name, bin, kubeconfig string }
+
+// checkSessions runs sessions exec and as many port-forward sessions with
+// kc, four at a time, half of them over WebSockets (kubectl's
+// default) and half over SPDY, and counts what the gateway's kubestore
+// holds before and after: its goroutines (go_goroutines of /metrics) and
+// its open sockets. Neither may grow: a session's streams, and its
+// connection to the kubelet, end with it. The time one kubectl exec
+// takes is logged.
+func checkSessions(t *testing.T, g *realGateway, kc kubectlClient, app string, sessions int) {
 	t.Helper()
 	before := gatewayHolds(t, g)
-	const sessions = 100
 	var took [2][]time.Duration // WebSockets, SPDY
 	var mu sync.Mutex
 	var failed, raced atomic.Int32
@@ -350,7 +357,7 @@ func checkSessions(t *testing.T, g *realGateway, app string) {
 				spdy := i%2 == 1
 				start := time.Now()
 				ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-				cmd := exec.CommandContext(ctx, "kubectl", "--kubeconfig", g.p.kubeconfig, "exec", "-i", "-n", appsNS, app, "--", "/workload", "cat", "0")
+				cmd := exec.CommandContext(ctx, kc.bin, "--kubeconfig", kc.kubeconfig, "exec", "-i", "-n", appsNS, app, "--", "/workload", "cat", "0")
 				cmd.Stdin = strings.NewReader(strconv.Itoa(i))
 				if spdy {
 					cmd.Env = kubectlSPDY
@@ -375,7 +382,7 @@ func checkSessions(t *testing.T, g *realGateway, app string) {
 				mu.Lock()
 				took[i%2] = append(took[i%2], elapsed)
 				mu.Unlock()
-				if !portForwardOnce(t, g, app, spdy) {
+				if !portForwardOnce(t, kc, app, spdy) {
 					failed.Add(1)
 				}
 			}
@@ -389,10 +396,10 @@ func checkSessions(t *testing.T, g *realGateway, app string) {
 	for p, name := range []string{"WebSockets", "SPDY"} {
 		d := took[p]
 		slices.Sort(d)
-		t.Logf("%d kubectl exec sessions over %s: median %s, 90th percentile %s", len(d), name,
+		t.Logf("%d %s exec sessions over %s: median %s, 90th percentile %s", len(d), kc.name, name,
 			d[len(d)/2].Round(time.Millisecond), d[len(d)*9/10].Round(time.Millisecond))
 	}
-	t.Logf("%d exec and %d port-forward sessions, half over each protocol: %d failed, %d met kubectl 1.32's WebSocket race", sessions, sessions, failed.Load(), raced.Load())
+	t.Logf("%s: %d exec and %d port-forward sessions, half over each protocol: %d failed, %d met kubectl 1.32's WebSocket race", kc.name, sessions, sessions, failed.Load(), raced.Load())
 	var after holds
 	if !eventually(30*time.Second, func() bool {
 		after = gatewayHolds(t, g)
@@ -416,12 +423,20 @@ func gatewayHolds(t *testing.T, g *realGateway) holds {
 			h.goroutines, _ = strconv.Atoi(strings.TrimSpace(v))
 		}
 	}
-	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", g.p.cmd.Process.Pid))
+	h.sockets = openSockets(t, g.p.cmd.Process.Pid)
+	return h
+}
+
+// openSockets counts the sockets process pid holds open.
+func openSockets(t *testing.T, pid int) int {
+	t.Helper()
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	must(t, err)
+	n := 0
 	for _, fd := range fds {
-		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", g.p.cmd.Process.Pid, fd.Name())); err == nil && strings.HasPrefix(l, "socket:") {
-			h.sockets++
+		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && strings.HasPrefix(l, "socket:") {
+			n++
 		}
 	}
-	return h
+	return n
 }

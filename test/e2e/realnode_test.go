@@ -980,6 +980,9 @@ func realNodeStandalone(t *testing.T, base string, images []string) {
 	checkCrash(t, n, cs, "kubestore")
 	approveServing(t, g, n)
 	checkOperator(t, g, n, operatorCase{kubelet: identity, viewer: writeViewerKubeconfig(t, g), app: "app", crash: "crash", sessions: true})
+	// kubectl 1.37, as kubectl 1.32 above: its WebSocket and SPDY
+	// streams of exec and port-forward.
+	checkSessions(t, g, kubectlClient{"kubectl 1.37", upstreamBinary(t, "kubectl"), g.p.kubeconfig}, "app", 40)
 	c, err := n.running(appsNS, "app", "app")
 	must(t, err)
 	want := map[string]string{"app": c.ID}
@@ -1015,7 +1018,10 @@ func realNodeStandalone(t *testing.T, base string, images []string) {
 func realNodeThroughMirror(t *testing.T, base string, images []string) {
 	ctx := t.Context()
 	const node = "gateway-2"
-	c := startClusterWith(t, clusterControllers+",deployment,replicaset")
+	// The cluster reaches the node's kubelet only through the gateway's
+	// tunnel (kube-apiserver's egress selector).
+	ct := newCloudTunnel(t)
+	c := startClusterWith(t, clusterControllers+",deployment,replicaset", ct.apiserverArgs()...)
 	f := watchFlips(t, c.cs)
 	// The gateway's identity on the cluster, as the README gives it.
 	kubectl := func(args ...string) string {
@@ -1029,9 +1035,15 @@ func realNodeThroughMirror(t *testing.T, base string, images []string) {
 	l := link.New(t, strings.TrimPrefix(c.url, "https://"))
 	kc := filepath.Join(shortTempDir(t), "upstream.kubeconfig")
 	writeEdgeKubeconfig(t, c.kubeconfig, l.Addr, token, kc)
-	g := startRealGateway(t, "--upstream-kubeconfig", kc, "--node-name", node)
+	ct.start(t, c, kubectl, "gateway-"+node, node)
+	tl := link.New(t, fmt.Sprintf("127.0.0.1:%d", ct.port))
+	g := startRealGateway(t, "--upstream-kubeconfig", kc, "--node-name", node, "--tunnel-endpoint", "https://"+tl.Addr, "--tunnel-ca-file", ct.endpointCA)
 	identity := kubeletIdentity(t, g, node)
-	n := startRealNode(t, base, node, 2, images, identity, g.ca())
+	// The kubelet trusts the cluster's CA for kube-apiserver's client
+	// certificate, beside kubestore's.
+	clientCAs := filepath.Join(shortTempDir(t), "client-ca.crt")
+	must(t, os.WriteFile(clientCAs, append(mustRead(t, g.ca()), mustRead(t, ct.clusterCA)...), 0o600))
+	n := startRealNode(t, base, node, 2, images, identity, clientCAs)
 
 	_, err := c.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appsNS}}, metav1.CreateOptions{})
 	must(t, err)
@@ -1065,6 +1077,17 @@ func realNodeThroughMirror(t *testing.T, base string, images []string) {
 	checkApp(t, n, app)
 	checkCrash(t, n, c.cs, "the cluster")
 	approveServing(t, g, n)
+	checkFromTheCloud(t, ct, c.kubeconfig, node, app.Name)
+	compareExec(t, g.p.kubeconfig, c.kubeconfig, app.Name)
+	checkTunnelClaims(t, ct, c, kubectl, token, node, app.Name)
+	// Sessions from the cloud leave nothing behind on the gateway (its
+	// goroutines and sockets) nor on the endpoint (its sockets).
+	endpointSockets := openSockets(t, ct.endpoint.cmd.Process.Pid)
+	checkSessions(t, g, kubectlClient{"kubectl 1.32 from the cloud", "kubectl", c.kubeconfig}, app.Name, 40)
+	var after int
+	if !eventually(30*time.Second, func() bool { after = openSockets(t, ct.endpoint.cmd.Process.Pid); return after <= endpointSockets+2 }) {
+		t.Errorf("after the cloud's sessions the tunnel endpoint holds %d sockets, before %d", after, endpointSockets)
+	}
 	first, err := n.running(appsNS, app.Name, "app")
 	must(t, err)
 	if _, err := n.running(appsNS, "doomed", "doomed"); err != nil {
@@ -1074,8 +1097,9 @@ func realNodeThroughMirror(t *testing.T, base string, images []string) {
 	// The outage: hung for a minute, then refused.
 	const outage = 2 * time.Minute
 	l.Hang()
+	tl.Hang()
 	down := time.Now()
-	cut := time.AfterFunc(outage/2, l.Cut)
+	cut := time.AfterFunc(outage/2, func() { l.Cut(); tl.Cut() })
 	defer cut.Stop()
 	must(t, c.cs.CoreV1().Pods(appsNS).Delete(ctx, "doomed", metav1.DeleteOptions{}))
 	// A container killed offline: the kubelet restarts it, from local
@@ -1106,9 +1130,13 @@ func realNodeThroughMirror(t *testing.T, base string, images []string) {
 	if d := time.Since(down); d > outage {
 		t.Logf("the changes offline took %s, longer than the outage's %s", d.Round(time.Second), outage)
 	}
+	time.Sleep(time.Until(down.Add(outage/2 + 2*time.Second)))
+	checkCloudOffline(t, c.kubeconfig, node, app.Name)
 	time.Sleep(time.Until(down.Add(outage)))
 	l.Restore()
+	tl.Restore()
 	back := time.Now()
+	tunnelBack := cloudReachesNode(c.kubeconfig, node)
 
 	// Within 10 s of the return, the cluster's view is the node's.
 	gcs := g.p.clientset()
@@ -1137,6 +1165,12 @@ func realNodeThroughMirror(t *testing.T, base string, images []string) {
 	}
 	f.mu.Unlock()
 	sameContainers(t, n, want, "the outage")
+	if d := <-tunnelBack; d < 0 || d > 10*time.Second {
+		t.Errorf("from the cloud, the node proxy answered %s after the link's return, want within 10 s", d)
+	} else {
+		t.Logf("from the cloud: the node proxy answered again %s after the link's return", d.Round(100*time.Millisecond))
+	}
+	checkFromTheCloud(t, ct, c.kubeconfig, node, podOf(ctx, c.cs, appsNS, "app").Name)
 	checkServed(t, "the kubelet", n.kubelet.logs())
 }
 
