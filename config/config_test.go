@@ -165,7 +165,7 @@ var settings = []setting{
 	{config.FlagLogFormat, "json", func(c *config.Config) any { return &c.Log.Format }, "json"},
 	{config.FlagUpstreamKubeconfig, "/etc/kubestore/upstream.kubeconfig", func(c *config.Config) any { return &c.Mirror.UpstreamKubeconfig }, "/etc/kubestore/upstream.kubeconfig"},
 	{config.FlagNodeName, "edge-1", func(c *config.Config) any { return &c.Mirror.NodeName }, "edge-1"},
-	{config.FlagTunnelEndpoint, "https://tunnel.example:8132", func(c *config.Config) any { return &c.Mirror.TunnelEndpoint }, "https://tunnel.example:8132"},
+	{config.FlagTunnelEndpoint, "https://tunnel-1.example:8132,https://tunnel-2.example:8132", func(c *config.Config) any { return &c.Mirror.TunnelEndpoints }, []string{"https://tunnel-1.example:8132", "https://tunnel-2.example:8132"}},
 	{config.FlagTunnelCAFile, "/etc/kubestore/tunnel-ca.crt", func(c *config.Config) any { return &c.Mirror.TunnelCAFile }, "/etc/kubestore/tunnel-ca.crt"},
 	{config.FlagUpdateTrialPeriod, "10m", func(c *config.Config) any { return &c.Update.TrialPeriod }, dur(10 * time.Minute)},
 	{config.FlagRestoreOnNewerData, "true", func(c *config.Config) any { return &c.Update.RestoreOnNewerData }, true},
@@ -683,12 +683,12 @@ func TestValidateRefuses(t *testing.T) {
 			c.Site.PeerAdvertiseAddress = "10.0.0.2"
 			c.Update.RestoreOnNewerData = true
 		}, [][]string{{"--restore-on-newer-data", "--peer-advertise-address", "10.0.0.2", "new site"}}},
-		{"tunnel without a mirror", func(c *config.Config) { c.Mirror.TunnelEndpoint = "https://tunnel.example:8132" },
+		{"tunnel without a mirror", func(c *config.Config) { c.Mirror.TunnelEndpoints = []string{"https://tunnel.example:8132"} },
 			[][]string{{"--tunnel-endpoint", "https://tunnel.example:8132", "--upstream-kubeconfig"}}},
 		{"tunnel not https", func(c *config.Config) {
 			c.Mirror.UpstreamKubeconfig, c.Mirror.NodeName, c.Mirror.Rules = "/etc/up.kubeconfig", "edge-1", config.DefaultMirrorRules()
-			c.Mirror.TunnelEndpoint = "tunnel.example:8132"
-		}, [][]string{{"--tunnel-endpoint", "tunnel.example:8132", "https://HOST[:PORT]"}}},
+			c.Mirror.TunnelEndpoints = []string{"https://tunnel.example:8132", "tunnel.example:8132", "https://tunnel.example:8132"}
+		}, [][]string{{"--tunnel-endpoint", "tunnel.example:8132", "https://HOST[:PORT]"}, {"--tunnel-endpoint", "https://tunnel.example:8132", "twice"}}},
 		{"join without the site", func(c *config.Config) {
 			c.Site.Join, c.Site.JoinToken = "https://10.0.0.1:6443", testJoinToken
 		}, [][]string{{"--join", "https://10.0.0.1:6443", "--peer-advertise-address"}}},

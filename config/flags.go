@@ -271,8 +271,8 @@ var bindings = []binding{
 		func(c *Config) *string { return &c.Mirror.UpstreamKubeconfig }),
 	bind(FlagNodeName, "node name that replaces $(NODE_NAME) in mirror.rules; empty is the host name",
 		func(c *Config) *string { return &c.Mirror.NodeName }),
-	bind(FlagTunnelEndpoint, "https://HOST[:PORT] of the cluster's tunnel endpoint (kubestore tunnel-endpoint): keep a tunnel open to it, as this node with the upstream kubeconfig's credentials, through which the cluster's kube-apiserver reaches this node's kubelet (kubectl logs, exec, port-forward from the cloud); empty opens none",
-		func(c *Config) *string { return &c.Mirror.TunnelEndpoint }),
+	bind(FlagTunnelEndpoint, "https://HOST[:PORT] of a tunnel endpoint of the cluster (kubestore tunnel-endpoint, one beside each kube-apiserver; repeatable): keep a tunnel open to each, as this node with the upstream kubeconfig's credentials, through which the cluster's kube-apiserver reaches this node's kubelet (kubectl logs, exec, port-forward from the cloud); none opens none",
+		func(c *Config) *[]string { return &c.Mirror.TunnelEndpoints }),
 	bind(FlagTunnelCAFile, "CA bundle that verifies the tunnel endpoint's serving certificate; empty is the upstream kubeconfig's CA, else the system's roots",
 		func(c *Config) *string { return &c.Mirror.TunnelCAFile }),
 }

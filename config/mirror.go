@@ -23,11 +23,12 @@ type Mirror struct {
 	NodeName string `json:"nodeName,omitempty"`
 	// Rules say what is mirrored; an object no rule matches is local.
 	Rules []MirrorRule `json:"rules"`
-	// TunnelEndpoint, when set, is the https URL of the cluster's tunnel
-	// endpoint (kubestore tunnel-endpoint): the gateway keeps a tunnel
-	// open to it, through which the cluster's kube-apiserver reaches this
-	// node's kubelet (package tunnel).
-	TunnelEndpoint string `json:"tunnelEndpoint,omitempty"`
+	// TunnelEndpoints, when set, are the https URLs of the cluster's
+	// tunnel endpoints (kubestore tunnel-endpoint, one beside each
+	// kube-apiserver): the gateway keeps a tunnel open to each, through
+	// which that kube-apiserver reaches this node's kubelet (package
+	// tunnel).
+	TunnelEndpoints []string `json:"tunnelEndpoints,omitempty"`
 	// TunnelCAFile verifies the endpoint's serving certificate; empty is
 	// the CA of the upstream kubeconfig, else the system's roots.
 	TunnelCAFile string `json:"tunnelCAFile,omitempty"`
@@ -130,14 +131,18 @@ const mirrorRulesKey = "mirror.rules"
 
 func (m Mirror) validate() []error {
 	var errs []error
-	if m.TunnelEndpoint != "" {
-		u, err := url.Parse(m.TunnelEndpoint)
+	seen := map[string]bool{}
+	for _, e := range m.TunnelEndpoints {
+		u, err := url.Parse(e)
 		switch {
 		case !m.Enabled():
-			errs = append(errs, invalid(FlagTunnelEndpoint, m.TunnelEndpoint, fmt.Sprintf("a tunnel is a mirror's: it needs --%s", FlagUpstreamKubeconfig)))
+			errs = append(errs, invalid(FlagTunnelEndpoint, e, fmt.Sprintf("a tunnel is a mirror's: it needs --%s", FlagUpstreamKubeconfig)))
 		case err != nil || u.Scheme != "https" || u.Host == "" || (u.Path != "" && u.Path != "/"):
-			errs = append(errs, invalid(FlagTunnelEndpoint, m.TunnelEndpoint, "must be https://HOST[:PORT] of the tunnel endpoint"))
+			errs = append(errs, invalid(FlagTunnelEndpoint, e, "must be https://HOST[:PORT] of the tunnel endpoint"))
+		case seen[e]:
+			errs = append(errs, invalid(FlagTunnelEndpoint, e, "is given twice"))
 		}
+		seen[e] = true
 	}
 	if !m.Enabled() {
 		return errs

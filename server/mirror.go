@@ -157,15 +157,15 @@ func (b *builder) mirror() error {
 	return nil
 }
 
-// tunnel builds the gateway's tunnel to --tunnel-endpoint, when set: as
-// the node, with the upstream kubeconfig's credentials (its client
+// tunnels builds the gateway's tunnel to each --tunnel-endpoint: as the
+// node, with the upstream kubeconfig's credentials (its client
 // certificate, or its bearer token), verifying the endpoint with
 // --tunnel-ca-file or else the upstream kubeconfig's own TLS settings.
-// It answers only for the node's own kubelet, as the local Node reports
+// Each answers only for the node's own kubelet, as the local Node reports
 // it.
-func (b *builder) tunnel() (*tunnel.Client, error) {
+func (b *builder) tunnels() ([]*tunnel.Client, error) {
 	m := b.cfg.Mirror
-	if m.TunnelEndpoint == "" {
+	if len(m.TunnelEndpoints) == 0 {
 		return nil, nil
 	}
 	up, err := mirror.LoadUpstream(m)
@@ -193,17 +193,21 @@ func (b *builder) tunnel() (*tunnel.Client, error) {
 		tlsCfg.RootCAs, tlsCfg.InsecureSkipVerify = roots, false
 	}
 	nodes, name := b.api.Getter("nodes"), m.EffectiveNodeName()
-	return &tunnel.Client{Endpoint: m.TunnelEndpoint, TLS: tlsCfg, NodeName: name, Token: up.BearerToken, TokenFile: up.BearerTokenFile,
-		Node: func(ctx context.Context) (*corev1.Node, error) {
-			return kubelets.GetNode(request.WithNamespace(ctx, metav1.NamespaceNone), nodes, name)
-		}}, nil
+	node := func(ctx context.Context) (*corev1.Node, error) {
+		return kubelets.GetNode(request.WithNamespace(ctx, metav1.NamespaceNone), nodes, name)
+	}
+	var out []*tunnel.Client
+	for _, e := range m.TunnelEndpoints {
+		out = append(out, &tunnel.Client{Endpoint: e, TLS: tlsCfg, NodeName: name, Token: up.BearerToken, TokenFile: up.BearerTokenFile, Node: node})
+	}
+	return out, nil
 }
 
 // mirrorz answers the link's state: 200 ok when every stream is connected
-// and in sync (and the tunnel, when there is one, is open), 503 with the
-// reasons otherwise; ?verbose lists each stream. It is not part of
-// /readyz: the local store serves either way.
-func mirrorz(m *mirror.Mirror, tun *tunnel.Client) http.Handler {
+// and in sync (and every tunnel is open), 503 with the reasons otherwise;
+// ?verbose lists each stream and tunnel. It is not part of /readyz: the
+// local store serves either way.
+func mirrorz(m *mirror.Mirror, tunnels []*tunnel.Client) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -211,10 +215,10 @@ func mirrorz(m *mirror.Mirror, tun *tunnel.Client) http.Handler {
 		if !m.Connected() {
 			problems = append([]string{"upstream " + m.Upstream() + " not reachable"}, problems...)
 		}
-		var tunnelLine string
-		if tun != nil {
+		var tunnelLines []string
+		for _, tun := range tunnels {
 			st := tun.Status()
-			tunnelLine = fmt.Sprintf("tunnel %s connected=%t since=%s", st.Endpoint, st.Connected, st.Since.UTC().Format(time.RFC3339))
+			tunnelLines = append(tunnelLines, fmt.Sprintf("tunnel %s connected=%t since=%s", st.Endpoint, st.Connected, st.Since.UTC().Format(time.RFC3339)))
 			if !st.Connected {
 				problems = append(problems, fmt.Sprintf("tunnel to %s not connected: %s", st.Endpoint, st.LastError))
 			}
@@ -224,8 +228,8 @@ func mirrorz(m *mirror.Mirror, tun *tunnel.Client) http.Handler {
 		}
 		if _, verbose := r.URL.Query()["verbose"]; verbose {
 			fmt.Fprintf(w, "upstream %s connected=%t\n", m.Upstream(), m.Connected())
-			if tunnelLine != "" {
-				fmt.Fprintln(w, tunnelLine)
+			for _, l := range tunnelLines {
+				fmt.Fprintln(w, l)
 			}
 			fmt.Fprintf(w, "%s\n", strings.Join(m.Report(), "\n"))
 		}

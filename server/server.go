@@ -531,14 +531,14 @@ func (b *builder) workers() error {
 		s.addWorker("kubestore-manifests", applier.Run)
 	}
 	if m := b.mirrorer; m != nil {
-		tun, err := b.tunnel()
+		tunnels, err := b.tunnels()
 		if err != nil {
 			return err
 		}
-		gs.Handler.NonGoRestfulMux.Handle("/mirrorz", mirrorz(m, tun))
+		gs.Handler.NonGoRestfulMux.Handle("/mirrorz", mirrorz(m, tunnels))
 		s.addWorker("kubestore-mirror", m.Run)
-		if tun != nil {
-			s.addWorker("kubestore-tunnel", tun.Run)
+		for i, tun := range tunnels {
+			s.addWorker(fmt.Sprintf("kubestore-tunnel-%d", i), tun.Run)
 		}
 		s.afterStop = append(s.afterStop, b.mirrorStores.close)
 	}

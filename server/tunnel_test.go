@@ -32,7 +32,8 @@ import (
 // opened: kube-apiserver's own egress dialer (HTTP CONNECT over the
 // endpoint's unix socket) gets the kubelet of the node whose Node owns the
 // address, through that node's gateway only. Gateway A is a kubestore
-// mirroring the cluster as its node (the node's client certificate, its
+// with a tunnel to each of two endpoints (as beside each kube-apiserver of
+// an HA control plane), mirroring the cluster as its node (the node's client certificate, its
 // Node registered by its kubelet through the gateway); gateway B is the
 // tunnel's client alone, with a ServiceAccount token the cluster lets
 // create nodes/tunnel. What cannot be carried is
@@ -49,7 +50,8 @@ func TestTunnelCarriesTheClustersConnectionsToItsNode(t *testing.T) {
 	cluster := startServer(t, clusterCfg)
 	kubeletA, kubeletB := fakeKubelet(t, "127.0.0.2", "edge-a"), fakeKubelet(t, "127.0.0.3", "edge-b")
 
-	// The endpoint, with the cluster's client CA.
+	// Two endpoints, as beside each kube-apiserver of an HA control
+	// plane, with one serving certificate and the cluster's client CA.
 	dir, err := os.MkdirTemp("", "tunnel")
 	if err != nil {
 		t.Fatal(err)
@@ -59,43 +61,43 @@ func TestTunnelCarriesTheClustersConnectionsToItsNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	certFile, keyFile, sock := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), filepath.Join(dir, "connect.sock")
-	for f, data := range map[string][]byte{certFile: certPEM, keyFile: keyPEM} {
+	certFile, keyFile, caFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), filepath.Join(dir, "endpoint-ca.crt")
+	for f, data := range map[string][]byte{certFile: certPEM, keyFile: keyPEM, caFile: certPEM} {
 		if err := os.WriteFile(f, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ready := make(chan net.Addr, 1)
-	ectx, stopEndpoint := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() {
-		served <- tunnel.ServeEndpoint(ectx, tunnel.EndpointOptions{Kubeconfig: cluster.server.Kubeconfig(), BindAddress: "127.0.0.1",
-			TLSCertFile: certFile, TLSPrivateKeyFile: keyFile, ClientCAFile: filepath.Join(datadir.Dir(cluster.cfg.DataDir).PKI(), "ca.crt"),
-			ConnectSocket: sock, Ready: func(a net.Addr) { ready <- a }})
-	}()
-	t.Cleanup(func() {
-		stopEndpoint()
-		if err := <-served; err != nil {
-			t.Errorf("the endpoint stopped with %v", err)
+	startEndpoint := func(sock string) string {
+		ready := make(chan net.Addr, 1)
+		ectx, stop := context.WithCancel(ctx)
+		served := make(chan error, 1)
+		go func() {
+			served <- tunnel.ServeEndpoint(ectx, tunnel.EndpointOptions{Kubeconfig: cluster.server.Kubeconfig(), BindAddress: "127.0.0.1",
+				TLSCertFile: certFile, TLSPrivateKeyFile: keyFile, ClientCAFile: filepath.Join(datadir.Dir(cluster.cfg.DataDir).PKI(), "ca.crt"),
+				ConnectSocket: sock, Ready: func(a net.Addr) { ready <- a }})
+		}()
+		t.Cleanup(func() {
+			stop()
+			if err := <-served; err != nil {
+				t.Errorf("the endpoint stopped with %v", err)
+			}
+		})
+		select {
+		case a := <-ready:
+			return "https://" + a.String()
+		case err := <-served:
+			t.Fatalf("the endpoint did not start: %v", err)
 		}
-	})
-	var endpoint string
-	select {
-	case a := <-ready:
-		endpoint = "https://" + a.String()
-	case err := <-served:
-		t.Fatalf("the endpoint did not start: %v", err)
+		return ""
 	}
-	caFile := filepath.Join(dir, "endpoint-ca.crt")
-	if err := os.WriteFile(caFile, certPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	sock, sock2 := filepath.Join(dir, "connect.sock"), filepath.Join(dir, "connect-2.sock")
+	endpoint, endpoint2 := startEndpoint(sock), startEndpoint(sock2)
 
 	// Gateway A: the node's certificate from the cluster's signer is its
 	// mirror's credential, and so its tunnel's.
 	cfgA := edgeConfig(t, cluster, cluster.rest.Host, "edge-a")
 	writeKubeconfig(t, cfgA.Mirror.UpstreamKubeconfig, kubeletConfig(t, cluster, "edge-a"))
-	cfgA.Mirror.TunnelEndpoint, cfgA.Mirror.TunnelCAFile = endpoint, caFile
+	cfgA.Mirror.TunnelEndpoints, cfgA.Mirror.TunnelCAFile = []string{endpoint, endpoint2}, caFile
 	gatewayA := startServer(t, cfgA)
 	registerNode(t, kubeletClient(t, gatewayA, "edge-a"), "edge-a", kubeletA.port,
 		corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "127.0.0.2"}, corev1.NodeAddress{Type: corev1.NodeHostName, Address: "edge-a"})
@@ -124,9 +126,10 @@ func TestTunnelCarriesTheClustersConnectionsToItsNode(t *testing.T) {
 	thief := &tunnel.Client{Endpoint: endpoint, TLS: &tls.Config{RootCAs: roots}, NodeName: "edge-a", Token: gatewayToken(t, cluster, "gateway-c"), Node: nodeOf("edge-a")}
 	runClient(thief)
 
-	dial := egressDialer(t, sock)
-	get := func(dest string) (string, error) {
-		hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+	// kube-apiserver's GET of a kubelet's healthz, through an endpoint.
+	getThrough := func(sock, dest string) (string, error) {
+		dial := egressDialer(t, sock)
+		hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true, DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return dial(ctx, "tcp", dest)
 		}}}
 		res, err := hc.Get("http://" + dest + "/healthz")
@@ -137,9 +140,16 @@ func TestTunnelCarriesTheClustersConnectionsToItsNode(t *testing.T) {
 		body, err := io.ReadAll(res.Body)
 		return string(body), err
 	}
+	get := func(dest string) (string, error) { return getThrough(sock, dest) }
 	addrA, addrB := fmt.Sprintf("127.0.0.2:%d", kubeletA.port), fmt.Sprintf("127.0.0.3:%d", kubeletB.port)
 	eventually(t, 30*time.Second, "edge-a's kubelet through its gateway's tunnel", func() (bool, error) {
 		body, err := get(addrA)
+		return body == "kubelet edge-a", fmt.Errorf("%q, %v", body, err)
+	})
+	// Through the other kube-apiserver's endpoint too: the gateway keeps
+	// a tunnel to each.
+	eventually(t, 30*time.Second, "edge-a's kubelet through its tunnel to the second endpoint", func() (bool, error) {
+		body, err := getThrough(sock2, addrA)
 		return body == "kubelet edge-a", fmt.Errorf("%q, %v", body, err)
 	})
 	eventually(t, 30*time.Second, "edge-b's kubelet through its gateway's tunnel", func() (bool, error) {
@@ -161,7 +171,7 @@ func TestTunnelCarriesTheClustersConnectionsToItsNode(t *testing.T) {
 		}
 		body, _ := io.ReadAll(res.Body)
 		res.Body.Close()
-		return strings.Contains(string(body), "tunnel "+endpoint+" connected=true"), fmt.Errorf("%s", body)
+		return strings.Contains(string(body), "tunnel "+endpoint+" connected=true") && strings.Contains(string(body), "tunnel "+endpoint2+" connected=true"), fmt.Errorf("%s", body)
 	})
 
 	refused := func(dest, want string) {
