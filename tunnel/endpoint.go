@@ -316,7 +316,7 @@ func (e *Endpoint) open(dest string) (net.Conn, int, error) {
 	if err != nil {
 		return nil, http.StatusServiceUnavailable, fmt.Errorf("node %s's tunnel: %v", node, err)
 	}
-	stream.SetDeadline(time.Now().Add(dialTimeout))
+	stream.SetDeadline(time.Now().Add(answerTimeout))
 	if _, err := fmt.Fprintf(stream, "%s\n", dest); err != nil {
 		stream.Close()
 		return nil, http.StatusServiceUnavailable, fmt.Errorf("node %s's tunnel: %v", node, err)

@@ -52,9 +52,15 @@ const Path = "/connect"
 // maxLine bounds a stream's header line.
 const maxLine = 512
 
-// dialTimeout bounds the gateway's dial of its kubelet and the endpoint's
-// wait for the gateway's answer.
+// dialTimeout bounds a dial: the gateway's of the endpoint and of its
+// kubelet, and the cluster's reviews of a gateway.
 const dialTimeout = 10 * time.Second
+
+// answerTimeout bounds the endpoint's wait for a gateway's answer to a
+// stream's destination (the gateway's dial of its own kubelet is local):
+// over a tunnel whose link hangs, kube-apiserver's connection fails
+// within it, and the keepalive ends the tunnel within 25 s.
+const answerTimeout = 5 * time.Second
 
 // yamuxConfig is the session's configuration on both ends: a keepalive
 // every 15 s, so that a link that went away without a FIN is noticed

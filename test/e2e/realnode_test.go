@@ -1101,6 +1101,9 @@ func realNodeThroughMirror(t *testing.T, base string, images []string) {
 	down := time.Now()
 	cut := time.AfterFunc(outage/2, func() { l.Cut(); tl.Cut() })
 	defer cut.Stop()
+	// The tunnel hung: the endpoint waits for the gateway's answer 5 s,
+	// and kubectl exec tries twice (WebSockets, then SPDY).
+	checkCloudDown(t, c.kubeconfig, app.Name, "node "+node+"'s gateway", 15*time.Second)
 	must(t, c.cs.CoreV1().Pods(appsNS).Delete(ctx, "doomed", metav1.DeleteOptions{}))
 	// A container killed offline: the kubelet restarts it, from local
 	// data.
@@ -1131,7 +1134,7 @@ func realNodeThroughMirror(t *testing.T, base string, images []string) {
 		t.Logf("the changes offline took %s, longer than the outage's %s", d.Round(time.Second), outage)
 	}
 	time.Sleep(time.Until(down.Add(outage/2 + 2*time.Second)))
-	checkCloudOffline(t, c.kubeconfig, node, app.Name)
+	checkCloudDown(t, c.kubeconfig, app.Name, "no tunnel from node "+node, 5*time.Second)
 	time.Sleep(time.Until(down.Add(outage)))
 	l.Restore()
 	tl.Restore()

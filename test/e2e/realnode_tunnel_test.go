@@ -202,25 +202,28 @@ func checkFromTheCloud(t *testing.T, ct *cloudTunnel, kubeconfig, node, app stri
 	must(t, err)
 	// exec's own connection at least: kube-apiserver keeps its HTTP/2
 	// connection to the kubelet for logs and the node proxy. That it
-	// takes no other way is checkCloudOffline's.
+	// takes no other way is checkCloudDown's.
 	if after-before < 1 {
 		t.Errorf("the endpoint carried no connection for the cloud's logs, exec and node proxy")
 	}
 	t.Logf("from the cloud: logs, exec and the node proxy through the tunnel (%d connections carried)", after-before)
 }
 
-// checkCloudOffline: with the gateway's tunnel down, the cloud's kubectl
-// logs fails at once naming the node's tunnel.
-func checkCloudOffline(t *testing.T, kubeconfig, node, app string) {
+// checkCloudDown: with the gateway's tunnel down (its link hung, or
+// refused), the cloud's kubectl exec (a connection of its own) fails
+// within seconds, its error saying want (naming the node).
+func checkCloudDown(t *testing.T, kubeconfig, app, want string, within time.Duration) {
 	t.Helper()
 	start := time.Now()
-	out, err := runCommand(60*time.Second, "kubectl", "--kubeconfig", kubeconfig, "logs", "-n", appsNS, app)
-	if err == nil || !strings.Contains(out, "no tunnel from node "+node) {
-		t.Errorf("from the cloud, offline, kubectl logs app: %v, want an error naming the node's tunnel:\n%s", err, out)
+	out, err := runCommand(time.Minute, "kubectl", "--kubeconfig", kubeconfig, "exec", "-n", appsNS, app, "--", "/workload", "cat", "0")
+	d := time.Since(start)
+	if err == nil || !strings.Contains(out, want) {
+		t.Errorf("from the cloud, offline, kubectl exec app: %v, want an error saying %q:\n%s", err, want, out)
 	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("from the cloud, offline, kubectl logs failed after %s, want at once", d.Round(100*time.Millisecond))
+	if d > within {
+		t.Errorf("from the cloud, offline, kubectl exec failed after %s, want within %s", d.Round(100*time.Millisecond), within)
 	}
+	t.Logf("from the cloud, offline: kubectl exec failed after %s: %s", d.Round(100*time.Millisecond), strings.TrimSpace(out))
 }
 
 // cloudReachesNode sends, from now on, the time until the cluster's node
