@@ -173,6 +173,19 @@ func TestTunnelCarriesTheClustersConnectionsToItsNode(t *testing.T) {
 		res.Body.Close()
 		return strings.Contains(string(body), "tunnel "+endpoint+" connected=true") && strings.Contains(string(body), "tunnel "+endpoint2+" connected=true"), fmt.Errorf("%s", body)
 	})
+	// The metrics are the process's: the second endpoint's tunnel is
+	// gateway A's alone here (the others' clients, in this process too,
+	// use the first).
+	eventually(t, 10*time.Second, "gateway A's tunnel to the second endpoint in its metrics", func() (bool, error) {
+		res, err := hc.Get(gatewayA.rest.Host + "/metrics")
+		if err != nil {
+			return false, err
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		want := fmt.Sprintf("kubestore_tunnel_connected{endpoint=%q} 1", endpoint2)
+		return strings.Contains(string(body), want), fmt.Errorf("no %s", want)
+	})
 
 	refused := func(dest, want string) {
 		t.Helper()

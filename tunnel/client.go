@@ -25,9 +25,6 @@ import (
 	"github.com/kubestore/kubestore/kubelets"
 )
 
-// DefaultKubeletPort is the kubelet's port when its Node reports none.
-const DefaultKubeletPort = 10250
-
 // Client is the gateway's end: it keeps one tunnel open to the endpoint,
 // reconnecting with a growing wait, and serves each connection the
 // endpoint opens through it when its destination is the node's own
@@ -80,9 +77,9 @@ func (c *Client) set(connected bool, err error) {
 		c.status.LastError = err.Error()
 	}
 	if connected {
-		tunnelConnected.Set(1)
+		tunnelConnected.WithLabelValues(c.Endpoint).Set(1)
 	} else {
-		tunnelConnected.Set(0)
+		tunnelConnected.WithLabelValues(c.Endpoint).Set(0)
 	}
 }
 
@@ -260,11 +257,11 @@ func (c *Client) dial(ctx context.Context, dest string) (net.Conn, error) {
 }
 
 // Kubelet says whether host:port is node's kubelet: one of its addresses,
-// at the port it reports (DefaultKubeletPort when none).
+// at the port it reports (kubelets.DefaultPort when none).
 func Kubelet(node *corev1.Node, host, port string) error {
 	want := int(node.Status.DaemonEndpoints.KubeletEndpoint.Port)
 	if want <= 0 {
-		want = DefaultKubeletPort
+		want = kubelets.DefaultPort
 	}
 	if port != strconv.Itoa(want) {
 		return fmt.Errorf("port %s is not node %s's kubelet port %d", port, node.Name, want)

@@ -8,11 +8,11 @@ import (
 )
 
 var (
-	tunnelConnected = metrics.NewGauge(&metrics.GaugeOpts{
+	tunnelConnected = metrics.NewGaugeVec(&metrics.GaugeOpts{
 		Namespace: "kubestore", Subsystem: "tunnel", Name: "connected",
-		Help:           "On a gateway: 1 while its tunnel to the endpoint is open, else 0.",
+		Help:           "On a gateway: 1 while its tunnel to each endpoint is open, else 0.",
 		StabilityLevel: metrics.ALPHA,
-	})
+	}, []string{"endpoint"})
 	streams = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "kubestore", Subsystem: "tunnel", Name: "streams_total",
 		Help:           "On a gateway: connections the endpoint opened through the tunnel, by outcome: served, or refused (not the node's kubelet, or not reachable).",
