@@ -445,7 +445,7 @@ func (m *Mirror) forgetRemovedRules(ctx context.Context) error {
 				// The record of a release before per-node names: the
 				// copies are this node's rule's (it writes its name on
 				// them); only the record and its checkpoint go.
-				if err := m.state.DeleteState(ctx, "mirror/"+ruleName); err != nil {
+				if err := m.state.DeleteState(ctx, checkpoints(ruleName)); err != nil {
 					return err
 				}
 				if err := m.state.DeleteState(ctx, name); err != nil {
@@ -478,7 +478,7 @@ func (m *Mirror) forgetRemovedRules(ctx context.Context) error {
 			}
 		}
 		klog.InfoS("Mirror: deleted the copies of a rule no longer configured", "rule", ruleName, "resource", gr, "objects", len(local))
-		if err := m.state.DeleteState(ctx, "mirror/"+ruleName); err != nil {
+		if err := m.state.DeleteState(ctx, checkpoints(ruleName)); err != nil {
 			return err
 		}
 		if err := m.state.DeleteState(ctx, name); err != nil {

@@ -344,8 +344,15 @@ func (s *stream) stateName() string {
 	if ns == "" {
 		ns = "-"
 	}
-	return "mirror/" + s.rule.name + "/" + ns
+	return checkpoints(s.rule.name) + "/" + ns
 }
+
+// checkpointState starts the names of the streams' checkpoints:
+// mirror/<rule>/<namespace or ->.
+const checkpointState = "mirror/"
+
+// checkpoints is the directory of a rule's streams' checkpoints.
+func checkpoints(rule string) string { return checkpointState + rule }
 
 func (s *stream) selectors() string { return s.rule.label + "|" + s.rule.field }
 
