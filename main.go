@@ -22,14 +22,33 @@ func main() {
 	ctx, stop := signalContext()
 	defer stop()
 	err := newApp().RunContext(ctx, os.Args)
-	if errors.Is(err, server.ErrRestart) && ctx.Err() == nil {
+	restart, err := afterRun(err, ctx.Err() != nil)
+	if restart {
 		startAgain()
 	}
-	if err != nil && !errors.Is(err, context.Canceled) {
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "kubestore:", err)
 		restartAsInit(ctx)
 		os.Exit(1)
 	}
+}
+
+// afterRun says what main does once the command returned err, signalled
+// saying whether a SIGTERM or SIGINT came: start again (a restart the
+// server asked for, server.ErrRestart, with no signal since), then exit
+// with the error it returns if that fails (nil: a clean stop). A signal
+// during the stop for a restart makes it the stop the signal asked for,
+// done: exit 0, not "kubestore: starting again" with status 1 (found by
+// TestMirrorModel seed 10: a site update's SIGTERM during a CA
+// rotation's restart).
+func afterRun(err error, signalled bool) (restart bool, exit error) {
+	switch {
+	case errors.Is(err, server.ErrRestart) && signalled, errors.Is(err, context.Canceled):
+		return false, nil
+	case errors.Is(err, server.ErrRestart):
+		return true, err
+	}
+	return false, err
 }
 
 // signalContext is cancelled by the first SIGTERM or SIGINT, which starts a

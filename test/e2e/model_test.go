@@ -709,7 +709,8 @@ func (r *modelRun) takeDown(g *modelGateway) {
 func (r *modelRun) restartOn(g *modelGateway, bin string) {
 	r.takeDown(g)
 	if err := g.p.stop(30 * time.Second); err != nil {
-		r.violate(judge.Agree, fmt.Sprintf("%s did not stop within 30 s of SIGTERM: %v", g.name, err))
+		// Either no exit in time or a failed one (its log says why).
+		r.violate(judge.Agree, fmt.Sprintf("%s did not stop cleanly within 30 s of SIGTERM: %v; its log ends:\n%s", g.name, err, tail(g.p.logs(), 4<<10)))
 		g.p.kill()
 	}
 	g.bin = bin
