@@ -16,8 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubestore/kubestore/config"
@@ -373,16 +372,9 @@ func startProxiedPair(t *testing.T, node string) *proxiedPair {
 	up := startServer(t, testConfig(t))
 	proxy := link.NewProxy(t, up.rest)
 	l := link.New(t, proxy.Addr)
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["up"] = &clientcmdapi.Cluster{Server: "https://" + l.Addr, CertificateAuthorityData: proxy.CAData}
-	kc.AuthInfos["up"] = &clientcmdapi.AuthInfo{}
-	kc.Contexts["up"] = &clientcmdapi.Context{Cluster: "up", AuthInfo: "up"}
-	kc.CurrentContext = "up"
 	cfg := testConfig(t)
 	cfg.Mirror.UpstreamKubeconfig = filepath.Join(t.TempDir(), "upstream.kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, cfg.Mirror.UpstreamKubeconfig); err != nil {
-		t.Fatal(err)
-	}
+	writeKubeconfig(t, cfg.Mirror.UpstreamKubeconfig, &rest.Config{Host: "https://" + l.Addr, TLSClientConfig: rest.TLSClientConfig{CAData: proxy.CAData}})
 	cfg.Mirror.NodeName = node
 	p := &proxiedPair{mirrorPair: &mirrorPair{up: up, edge: startServer(t, cfg), link: l, node: node}, proxy: proxy}
 	p.waitMirrorz(t, http.StatusOK)

@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -85,18 +84,12 @@ func edgeConfig(t *testing.T, up *testServer, server, node string) config.Config
 // stream is connected and synced, 503 once the link is seen down.
 func (p *mirrorPair) waitMirrorz(t *testing.T, code int) {
 	t.Helper()
-	hc, err := rest.HTTPClientFor(p.edge.rest)
-	if err != nil {
-		t.Fatal(err)
-	}
 	eventually(t, 30*time.Second, fmt.Sprintf("/mirrorz answers %d", code), func() (bool, error) {
-		res, err := hc.Get(p.edge.rest.Host + "/mirrorz")
+		got, body, err := p.edge.get("/mirrorz")
 		if err != nil {
 			return false, err
 		}
-		body, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		return res.StatusCode == code, fmt.Errorf("%d %s", res.StatusCode, body)
+		return got == code, fmt.Errorf("%d %s", got, body)
 	})
 }
 

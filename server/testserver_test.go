@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"path/filepath"
 	"testing"
@@ -110,6 +111,22 @@ func startServer(t *testing.T, cfg config.Config) *testServer {
 	ts.dynamic = dynamic.NewForConfigOrDie(ts.rest)
 	ts.waitReady(done)
 	return ts
+}
+
+// get is the admin's GET of path, a non-resource URL such as
+// /mirrorz?verbose or /metrics: its status code and body.
+func (ts *testServer) get(path string) (int, string, error) {
+	hc, err := rest.HTTPClientFor(ts.rest)
+	if err != nil {
+		return 0, "", err
+	}
+	res, err := hc.Get(ts.rest.Host + path)
+	if err != nil {
+		return 0, "", err
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	return res.StatusCode, string(body), err
 }
 
 func (ts *testServer) waitReady(done <-chan error) {

@@ -160,31 +160,18 @@ func TestTunnelCarriesTheClustersConnectionsToItsNode(t *testing.T) {
 		st := thief.Status()
 		return strings.Contains(st.LastError, "403 Forbidden: system:serviceaccount:kube-system:gateway-c may not create nodes/tunnel") && !st.Connected, fmt.Errorf("%+v", st)
 	})
-	hc, err := rest.HTTPClientFor(gatewayA.rest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 10*time.Second, "gateway A's tunnel in its /mirrorz", func() (bool, error) {
-		res, err := hc.Get(gatewayA.rest.Host + "/mirrorz?verbose")
-		if err != nil {
-			return false, err
-		}
-		body, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		return strings.Contains(string(body), "tunnel "+endpoint+" connected=true") && strings.Contains(string(body), "tunnel "+endpoint2+" connected=true"), fmt.Errorf("%s", body)
+	eventually(t, 10*time.Second, "gateway A's tunnels in its /mirrorz", func() (bool, error) {
+		_, body, err := gatewayA.get("/mirrorz?verbose")
+		return err == nil && strings.Contains(body, "tunnel "+endpoint+" connected=true") && strings.Contains(body, "tunnel "+endpoint2+" connected=true"),
+			fmt.Errorf("%s %v", body, err)
 	})
 	// The metrics are the process's: the second endpoint's tunnel is
 	// gateway A's alone here (the others' clients, in this process too,
 	// use the first).
+	want := fmt.Sprintf("kubestore_tunnel_connected{endpoint=%q} 1", endpoint2)
 	eventually(t, 10*time.Second, "gateway A's tunnel to the second endpoint in its metrics", func() (bool, error) {
-		res, err := hc.Get(gatewayA.rest.Host + "/metrics")
-		if err != nil {
-			return false, err
-		}
-		body, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		want := fmt.Sprintf("kubestore_tunnel_connected{endpoint=%q} 1", endpoint2)
-		return strings.Contains(string(body), want), fmt.Errorf("no %s", want)
+		_, body, err := gatewayA.get("/metrics")
+		return err == nil && strings.Contains(body, want), fmt.Errorf("no %s (%v)", want, err)
 	})
 
 	refused := func(dest, want string) {
@@ -281,7 +268,7 @@ func gatewayToken(t *testing.T, ts *testServer, name string) string {
 	return tr.Status.Token
 }
 
-// writeKubeconfig writes cfg's server and client certificate to path.
+// writeKubeconfig writes cfg's server, CA and client certificate to path.
 func writeKubeconfig(t *testing.T, path string, cfg *rest.Config) {
 	t.Helper()
 	kc := clientcmdapi.NewConfig()

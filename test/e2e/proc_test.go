@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -531,11 +530,7 @@ func (p *proc) readyAt(path string) bool {
 
 // kubectl runs kubectl against the process and returns its output.
 func (p *proc) kubectl(args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", p.kubeconfig}, args...)...)
-	out, err := cmd.CombinedOutput()
-	return string(out), err
+	return runCommand(60*time.Second, "kubectl", append([]string{"--kubeconfig", p.kubeconfig}, args...)...)
 }
 
 func (p *proc) mustKubectl(args ...string) string {
