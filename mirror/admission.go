@@ -25,7 +25,7 @@ func Annotations() admission.ValidationInterface { return annotations{} }
 
 type annotations struct{}
 
-var reserved = []string{mirrored.AnnotationRule, mirrored.AnnotationUpstreamResourceVersion}
+var reserved = []string{mirrored.AnnotationRule, mirrored.AnnotationUpstreamResourceVersion, mirrored.AnnotationView}
 
 func (annotations) Handles(op admission.Operation) bool {
 	return op == admission.Create || op == admission.Update

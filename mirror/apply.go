@@ -93,6 +93,11 @@ func (m *Mirror) applyObject(ctx context.Context, r *rule, store *Store, u *unst
 	}
 	ann[mirrored.AnnotationRule] = r.name
 	ann[mirrored.AnnotationUpstreamResourceVersion] = upstreamRV
+	delete(ann, mirrored.AnnotationView)
+	view := m.viewOf(r.gr, obj)
+	if view != "" {
+		ann[mirrored.AnnotationView] = view
+	}
 	a.SetAnnotations(ann)
 	a.SetResourceVersion("")
 	if !store.Namespaced {
@@ -199,7 +204,7 @@ func (m *Mirror) applyObject(ctx context.Context, r *rule, store *Store, u *unst
 		if how.overPending {
 			stale = newer(have, upstreamRV)
 		}
-		if have != "" && cur.GetAnnotations()[mirrored.AnnotationRule] == r.name && stale {
+		if have != "" && cur.GetAnnotations()[mirrored.AnnotationRule] == r.name && stale && cur.GetAnnotations()[mirrored.AnnotationView] == view {
 			op = opUnchanged
 			return nil, nil, errUnchanged
 		}

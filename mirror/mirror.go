@@ -154,6 +154,8 @@ type Mirror struct {
 	// the resources every gateway's rules mirror (mirroredOnSite).
 	foreignRules sync.Map
 	site         siteResources
+	// view, when set, is the node's view of default/kubernetes (SetView).
+	view *view
 }
 
 // rule is a config rule with its selectors resolved.
@@ -296,7 +298,11 @@ func (m *Mirror) Run(ctx context.Context) {
 		}
 		wg.Go(func() { m.runRule(ctx, r) })
 	}
-	wg.Add(4)
+	wg.Add(5)
+	go func() {
+		defer wg.Done()
+		m.refreshView(ctx)
+	}()
 	go func() {
 		defer wg.Done()
 		for {
@@ -366,6 +372,9 @@ func (m *Mirror) Problems() []string {
 		case !st.synced:
 			out = append(out, s.id()+": syncing")
 		}
+	}
+	if ip := m.uncoveredService(); ip != "" {
+		out = append(out, fmt.Sprintf("the cluster's Service default/kubernetes is at %s, which the serving certificate does not cover: the node's pods cannot verify the gateway there", ip))
 	}
 	return out
 }

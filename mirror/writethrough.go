@@ -192,6 +192,14 @@ func (wt *writeThrough) serve() bool {
 			return false
 		}
 		wt.local, wt.localObj = a, obj
+		if view := a.GetAnnotations()[mirrored.AnnotationView]; view != "" && wt.info.Verb == "update" {
+			// The copy's endpoints are the gateway's, not the cluster's:
+			// an update would write them up. A patch or a delete says
+			// only what it changes, and goes up as any other.
+			wt.fail(apierrors.NewForbidden(wt.gr, wt.info.Name, fmt.Errorf("this copy is the node's view of the upstream's object, its endpoint the gateway's (%s): update the object on the upstream %s, or patch it here",
+				view, wt.u.host)), "")
+			return true
+		}
 	}
 	wt.own = wt.ownWrite()
 	if wt.byAKubelet() && !wt.admittedLocally() {

@@ -27,6 +27,11 @@ const (
 	// mirrored object of the same name takes its place, as the cluster's
 	// own controllers keep it there.
 	AnnotationReplaceable = "mirror.kubestore.io/replaceable"
+	// AnnotationView marks a copy that is the node's view of the
+	// upstream's object, not the object itself: the endpoints of the
+	// Service default/kubernetes lead the node's pods to the gateway (its
+	// value, address:port) instead of the cluster's API servers.
+	AnnotationView = "mirror.kubestore.io/view"
 )
 
 type copyWriteKey struct{}

@@ -5,8 +5,11 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -22,12 +25,15 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 
+	"github.com/kubestore/kubestore/access"
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/kubelets"
 	"github.com/kubestore/kubestore/mirror"
 	"github.com/kubestore/kubestore/records"
 	"github.com/kubestore/kubestore/registry"
+	"github.com/kubestore/kubestore/serviceip"
 	"github.com/kubestore/kubestore/tunnel"
 )
 
@@ -152,9 +158,34 @@ func (b *builder) mirror() error {
 			b.records.Lead(ctx, key, identity, fn)
 		})
 	}
+	m.SetView(b.nodeView())
 	b.undo(stores.close)
 	b.mirrorStores, b.mirrorer = stores, m
 	return nil
+}
+
+// nodeView is where the node's pods reach this gateway's API: the
+// endpoint of their view of the cluster's Service default/kubernetes
+// (mirror.View), the advertised address on the API's port; without one
+// the pods see the cluster's endpoints.
+func (b *builder) nodeView() mirror.View {
+	hosts := map[netip.Addr]bool{}
+	for _, h := range access.ServingHosts(b.cfg.Server, b.cfg.Site) {
+		if ip, err := netip.ParseAddr(h); err == nil {
+			hosts[ip] = true
+		}
+	}
+	v := mirror.View{Covers: func(ip netip.Addr) bool { return hosts[ip.Unmap()] }}
+	address, ok := b.cfg.Server.AdvertisedAddress()
+	if !ok {
+		klog.InfoS("The node's pods see the cluster's endpoints of the Service default/kubernetes, not this gateway: set --" + config.FlagAdvertiseAddress + " to an address of the node that kubestore listens on (--" + config.FlagBindAddress + ")")
+		return v
+	}
+	port := b.ln.tcp.Addr().(*net.TCPAddr).Port
+	ep := serviceip.NewKubernetesEndpoint(address, int32(port))
+	v.Endpoint = net.JoinHostPort(address.String(), strconv.Itoa(port))
+	v.Subsets, v.AddressType, v.Endpoints, v.Ports = ep.Subsets, ep.AddressType, ep.Endpoints, ep.Ports
+	return v
 }
 
 // tunnels builds the gateway's tunnel to each --tunnel-endpoint: as the

@@ -168,10 +168,7 @@ func (k *KubernetesService) syncEndpoints(ctx context.Context) error {
 		return ignoreNotFound(client.Delete(ctx, KubernetesServiceName, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &cur.ResourceVersion}}))
 	}
 	labels := map[string]string{discoveryv1.LabelSkipMirror: "true"}
-	subsets := []corev1.EndpointSubset{{
-		Addresses: []corev1.EndpointAddress{{IP: k.address.String()}},
-		Ports:     []corev1.EndpointPort{{Name: "https", Port: k.port, Protocol: corev1.ProtocolTCP}},
-	}}
+	subsets := NewKubernetesEndpoint(k.address, k.port).Subsets
 	if err != nil {
 		_, err := client.Create(ctx, &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: KubernetesServiceName, Namespace: metav1.NamespaceDefault, Labels: labels},
 			Subsets: subsets}, metav1.CreateOptions{FieldManager: "kube-apiserver"})
@@ -201,13 +198,9 @@ func (k *KubernetesService) syncEndpointSlice(ctx context.Context) error {
 		}
 		return ignoreNotFound(client.Delete(ctx, KubernetesServiceName, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &cur.ResourceVersion}}))
 	}
-	addressType := discoveryv1.AddressTypeIPv4
-	if k.address.Is6() {
-		addressType = discoveryv1.AddressTypeIPv6
-	}
+	ep := NewKubernetesEndpoint(k.address, k.port)
+	addressType, endpoints, ports := ep.AddressType, ep.Endpoints, ep.Ports
 	labels := map[string]string{discoveryv1.LabelServiceName: KubernetesServiceName}
-	endpoints := []discoveryv1.Endpoint{{Addresses: []string{k.address.String()}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}}
-	ports := []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: ptr.To(k.port), Protocol: ptr.To(corev1.ProtocolTCP)}}
 	if cur != nil && cur.AddressType != addressType {
 		// The address type is immutable: a new slice.
 		if err := ignoreNotFound(client.Delete(ctx, KubernetesServiceName, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &cur.ResourceVersion}})); err != nil {
@@ -227,6 +220,34 @@ func (k *KubernetesService) syncEndpointSlice(ctx context.Context) error {
 	cur.Labels, cur.Endpoints, cur.Ports = labels, endpoints, ports
 	_, err = client.Update(ctx, cur, metav1.UpdateOptions{FieldManager: "kube-apiserver"})
 	return err
+}
+
+// KubernetesEndpoint is the endpoint of default/kubernetes at one
+// address, as its Endpoints' subsets and its EndpointSlice's parts: one
+// shape for kubestore's own objects and the mirror's view of a cluster's
+// (mirror.View).
+type KubernetesEndpoint struct {
+	Subsets     []corev1.EndpointSubset
+	AddressType discoveryv1.AddressType
+	Endpoints   []discoveryv1.Endpoint
+	Ports       []discoveryv1.EndpointPort
+}
+
+// NewKubernetesEndpoint is the endpoint at address, on the API's port.
+func NewKubernetesEndpoint(address netip.Addr, port int32) KubernetesEndpoint {
+	addressType := discoveryv1.AddressTypeIPv4
+	if address.Is6() {
+		addressType = discoveryv1.AddressTypeIPv6
+	}
+	return KubernetesEndpoint{
+		Subsets: []corev1.EndpointSubset{{
+			Addresses: []corev1.EndpointAddress{{IP: address.String()}},
+			Ports:     []corev1.EndpointPort{{Name: "https", Port: port, Protocol: corev1.ProtocolTCP}},
+		}},
+		AddressType: addressType,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{address.String()}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: ptr.To(port), Protocol: ptr.To(corev1.ProtocolTCP)}},
+	}
 }
 
 func ignoreNotFound(err error) error {
