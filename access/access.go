@@ -42,8 +42,10 @@ type Access struct {
 	policy                atomic.Pointer[policy]
 
 	// nodes is the Node authorizer, once the server built it
-	// (SetNodeAuthorizer).
-	nodes atomic.Pointer[nodeAuthorizer]
+	// (SetNodeAuthorizer); cluster the mirrored cluster's decisions on its
+	// ServiceAccounts (SetClusterAuthorizer).
+	nodes   atomic.Pointer[nodeAuthorizer]
+	cluster atomic.Pointer[authorizer.Authorizer]
 
 	mu sync.Mutex
 	// caches are the token caches of the authenticators built; a reload
@@ -66,6 +68,20 @@ func (a *Access) SetNodeAuthorizer(nodes nodeAuthorizer) { a.nodes.Store(&nodes)
 func (a *Access) authorizeNode(ctx context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
 	if nodes := a.nodes.Load(); nodes != nil {
 		return (*nodes).Authorize(ctx, attrs)
+	}
+	return authorizer.DecisionNoOpinion, "", nil
+}
+
+// SetClusterAuthorizer puts cluster in the chain (Authorizer), after the
+// Node authorizer and before the policy file: through the mirror, the
+// cluster's own decisions on its ServiceAccounts, which the policy file
+// cannot widen.
+func (a *Access) SetClusterAuthorizer(cluster authorizer.Authorizer) { a.cluster.Store(&cluster) }
+
+// authorizeCluster asks the cluster's authorizer, when there is one.
+func (a *Access) authorizeCluster(ctx context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
+	if cluster := a.cluster.Load(); cluster != nil {
+		return (*cluster).Authorize(ctx, attrs)
 	}
 	return authorizer.DecisionNoOpinion, "", nil
 }

@@ -112,10 +112,12 @@ func (c *tokenCache) AuthenticateToken(ctx context.Context, token string) (*auth
 // Authorizer allows the admin identity and the health endpoints
 // (authorizeAdmin), every authenticated user discovery and the self
 // reviews (authorizeBasicUser), a kubelet what upstream's Node authorizer
-// allows it (SetNodeAuthorizer), then what the policy of
-// --authorization-policy-file grants. RulesFor lists the same rules.
+// allows it (SetNodeAuthorizer), a mirrored cluster's ServiceAccount what
+// the cluster allows it (SetClusterAuthorizer), then what the policy of
+// --authorization-policy-file grants. RulesFor lists the same rules but
+// the cluster's, which it does not know.
 func (a *Access) Authorizer() authorizer.Authorizer {
-	return firstOpinion(authorizeAdmin, authorizeBasicUser, a.authorizeNode, a.authorize)
+	return firstOpinion(authorizeAdmin, authorizeBasicUser, a.authorizeNode, a.authorizeCluster, a.authorize)
 }
 
 var _ authorizer.RuleResolver = (*Access)(nil)

@@ -26,6 +26,9 @@ type link struct {
 	host string
 	dyn  dynamic.Interface
 	raw  rest.Interface
+	// pods is the upstream's client configuration without credentials:
+	// a pod's client adds its token (asPod).
+	pods *rest.Config
 
 	linkUp atomic.Bool
 	// probed is when the probe last asked (its goroutine's only).
@@ -39,7 +42,13 @@ type link struct {
 // newLink makes the clients of upstream.
 func newLink(upstream *rest.Config) (*link, error) {
 	upstream.UserAgent = userAgent
+	// The pods' requests reach the upstream with the same TLS settings
+	// and checks, on a transport of their own, each with its token.
+	pods := rest.AnonymousClientConfig(upstream)
 	if err := healthChecked(upstream); err != nil {
+		return nil, fmt.Errorf("upstream client: %w", err)
+	}
+	if err := healthChecked(pods); err != nil {
 		return nil, fmt.Errorf("upstream client: %w", err)
 	}
 	// Starting the streams of a node's references opens a watch each, as
@@ -57,7 +66,7 @@ func newLink(upstream *rest.Config) (*link, error) {
 	if u, err := url.Parse(host); err == nil && u.Host != "" {
 		host = u.Host
 	}
-	return &link{host: host, dyn: dyn, raw: raw, upNow: make(chan struct{})}, nil
+	return &link{host: host, dyn: dyn, raw: raw, pods: pods, upNow: make(chan struct{})}, nil
 }
 
 // linkComesUp is closed when the link next comes up.

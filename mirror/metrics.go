@@ -55,6 +55,11 @@ var (
 		Help:           "Local writes to mirrored objects forwarded to the upstream, by the upstream's HTTP code.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"code"})
+	tokensRelayed = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "kubestore", Subsystem: "mirror", Name: "tokens_total",
+		Help:           "The kubelet's TokenRequests for the node's pods, by who issued the token: the cluster (relayed) or kubestore (local: the cluster did not, or could not).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"issuer"})
 	writeRefused = metrics.NewCounter(&metrics.CounterOpts{
 		Namespace: "kubestore", Subsystem: "mirror", Name: "write_refused_total",
 		Help:           "Local writes to mirrored objects refused with 503 because the upstream was not reachable.",
@@ -110,7 +115,7 @@ var (
 
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(connected, lastSync, lagSeconds, lagEvents, objects, relists, resumes, applied, writeThroughs, writeRefused,
+		legacyregistry.MustRegister(connected, lastSync, lagSeconds, lagEvents, objects, relists, resumes, applied, writeThroughs, tokensRelayed, writeRefused,
 			pendingWrites, pendingObjects, pendingAge, reconciled, replacedLocal, skippedObjects, eventsSent, eventsQueued, quarantined)
 	})
 }

@@ -156,6 +156,9 @@ type Mirror struct {
 	site         siteResources
 	// view, when set, is the node's view of default/kubernetes (SetView).
 	view *view
+	// decisions are the cluster's decisions on its ServiceAccounts' requests
+	// (ClusterAuthorizer).
+	decisions *decisions
 }
 
 // rule is a config rule with its selectors resolved.
@@ -256,6 +259,7 @@ func New(cfg config.Mirror, stores Stores, state State) (*Mirror, error) {
 		}
 	}
 	m.refs = newReferences(m)
+	m.decisions = &decisions{m: m, byKey: map[string]*decision{}}
 	m.up = newUplink(m, l, stores, state, m.node)
 	registerMetrics()
 	return m, nil

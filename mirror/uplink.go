@@ -34,6 +34,9 @@ type uplink struct {
 	pending *pending
 	// events sends the node's agents' Events upstream.
 	events *outbox
+	// trust, when set, is the cluster's token issuer the gateway trusts
+	// for the tokens it relays (tokens.go).
+	trust TokenTrust
 }
 
 // downstream is what the uplink needs of the streams' side of the

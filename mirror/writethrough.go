@@ -61,6 +61,12 @@ func (m *Mirror) WithWriteThrough(next http.Handler, serializer runtime.Negotiat
 func (u *uplink) withWriteThrough(next http.Handler, serializer runtime.NegotiatedSerializer, decoder runtime.Decoder, maxBody int64) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info, ok := request.RequestInfoFrom(r.Context())
+		if ok && info.IsResourceRequest && info.Verb == "create" && info.APIGroup == "" && info.Resource == "serviceaccounts" && info.Subresource == "token" {
+			if !u.relayToken(w, r, info, decoder, maxBody) {
+				next.ServeHTTP(w, r)
+			}
+			return
+		}
 		if !ok || !info.IsResourceRequest || (info.Subresource != "" && info.Subresource != "status") {
 			next.ServeHTTP(w, r)
 			return
@@ -559,7 +565,12 @@ func (wt *writeThrough) forward() {
 		wt.fail(err, "")
 		return
 	}
-	req := wt.u.raw.Verb(wt.r.Method).AbsPath(wt.r.URL.Path).SetHeader("Content-Type", contentType)
+	client, err := wt.u.upstreamFor(wt.r)
+	if err != nil {
+		wt.fail(apierrors.NewForbidden(wt.gr, wt.info.Name, err), "")
+		return
+	}
+	req := client.Verb(wt.r.Method).AbsPath(wt.r.URL.Path).SetHeader("Content-Type", contentType)
 	for k, vs := range wt.r.URL.Query() {
 		for _, v := range vs {
 			req.Param(k, v)

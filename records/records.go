@@ -19,9 +19,11 @@
 //	mirror-pending@<node>/…        mirror           the node's offline writes, until reconciled
 //	mirror-events@<node>/…         mirror           the node's agents' Events, queued for the upstream
 //	mirror-deleted/<uid>           mirror           uids deleted through the edge, not to be mirrored back
+//	mirror-decisions@<node>/<hash> mirror           the cluster's RBAC decisions on its ServiceAccounts' requests, kept for offline
 //	clusterip-range, clusterip/<ip> registry        the Service CIDR and each allocated ClusterIP
 //	serviceaccount-keys/<kid>      serviceaccount   each member's token-signing public key
 //	ca-bundle/<hash>               serviceaccount   each CA certificate the site trusts
+//	trusted-issuer                 serviceaccount   the mirrored cluster's token issuer: its name, API audiences and JWKS
 //	ca-rotation/<hash>[/members/…] maintenance      a CA rotation and each member's progress (site holds joins while it stands)
 //	site-peer-restart              maintenance      whose turn it is to restart its peer port
 //	site-releases/<member>         maintenance      the release each member runs and the format it reads

@@ -159,6 +159,9 @@ func (b *builder) mirror() error {
 		})
 	}
 	m.SetView(b.nodeView())
+	m.SetTokenTrust(b.trusted)
+	b.trusted.SetFetcher(m.JWKS)
+	b.access.SetClusterAuthorizer(m.ClusterAuthorizer())
 	b.undo(stores.close)
 	b.mirrorStores, b.mirrorer = stores, m
 	return nil

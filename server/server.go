@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/endpoints/discovery/aggregated"
 	genericapifilters "k8s.io/apiserver/pkg/endpoints/filters"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
@@ -219,6 +220,7 @@ type builder struct {
 	admission    []admission.Interface
 	deleteCustom func(ctx context.Context, namespace string) (namespaces.Remaining, error)
 	saKeys       *serviceaccount.Keys
+	trusted      *serviceaccount.Trusted
 	saLookup     func() (serviceaccount.Lookup, error)
 	crds         *customResources
 	mirrorStores *mirrorStores
@@ -266,7 +268,24 @@ func (b *builder) pki() error {
 	if err := b.saKeys.Publish(ctx, b.records); err != nil {
 		return fmt.Errorf("publishing the service account key: %w", err)
 	}
+	if b.cfg.Mirror.Enabled() {
+		// The cluster's issuer, trusted for the node's pods' tokens the
+		// mirror relays.
+		if b.trusted, err = serviceaccount.LoadTrusted(ctx, b.records); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// tokenAuthenticators are the ServiceAccount tokens kubestore accepts: its
+// own issuer's and, through the mirror, the cluster's.
+func (b *builder) tokenAuthenticators() []authenticator.Token {
+	tokens := []authenticator.Token{b.saKeys.Authenticator(b.saLookup)}
+	if b.trusted != nil {
+		tokens = append(tokens, b.trusted.Authenticator(b.saLookup))
+	}
+	return tokens
 }
 
 // genericConfig is the generic server's configuration: serving, access
@@ -302,7 +321,7 @@ func (b *builder) genericConfig() error {
 		return err
 	}
 	b.saLookup = serviceaccount.ClientLookup(c.LoopbackClientConfig)
-	c.Authentication.Authenticator = b.access.Authenticator(pki.ClientCA(), b.saKeys.Authenticator(b.saLookup))
+	c.Authentication.Authenticator = b.access.Authenticator(pki.ClientCA(), b.tokenAuthenticators()...)
 	c.Authorization.Authorizer = b.access.Authorizer()
 	genericapiserver.AuthorizeClientBearerToken(c.LoopbackClientConfig, &c.Authentication, &c.Authorization)
 	c.RequestTimeout = cfg.Server.RequestTimeout.Duration
@@ -335,6 +354,9 @@ func (b *builder) genericConfig() error {
 			h = b.mirrorer.WithWriteThrough(h, c.Serializer, b.kinds.Codecs().UniversalDeserializer(), c.MaxRequestBodyBytes)
 		}
 		h = genericapiserver.DefaultBuildHandlerChain(checkQuery(h, c.Serializer), c)
+		if b.mirrorer != nil {
+			h = b.mirrorer.WithPodCredentials(h)
+		}
 		if b.cfg.Site.Enabled() {
 			h = site.WithJoin(h, b.dir, b.storage.Client(), b.storage.Leader, b.records)
 		}
@@ -437,7 +459,7 @@ func (b *builder) install() error {
 	if err := b.api.Install(b.gs); err != nil {
 		return err
 	}
-	tokens := b.access.TokenAuthenticator([]string{b.cfg.Server.ServiceAccountIssuer}, b.saKeys.Authenticator(b.saLookup))
+	tokens := b.access.TokenAuthenticator([]string{b.cfg.Server.ServiceAccountIssuer}, b.tokenAuthenticators()...)
 	if err := b.kinds.InstallReviews(b.gs, tokens, b.c.Authorization.Authorizer, b.access); err != nil {
 		return err
 	}

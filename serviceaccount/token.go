@@ -91,74 +91,99 @@ type Lookup interface {
 }
 
 // Authenticator accepts the tokens Issue signs (of any published key),
-// as upstream's bound token validator does: signature, issuer, audience
-// (the request's, a TokenReview's; else the API's: the issuer), expiry, and the ServiceAccount and bound object
-// still existing with the token's uids. Tokens of other issuers are left
-// to the other authenticators.
+// as upstream's bound token validator does (verifyBound). Tokens of other
+// issuers are left to the other authenticators.
 func (k *Keys) Authenticator(lookup func() (Lookup, error)) authenticator.Token {
 	return authenticator.TokenFunc(func(ctx context.Context, token string) (*authenticator.Response, bool, error) {
-		if strings.Count(token, ".") != 2 {
-			return nil, false, nil
-		}
-		var c claims
-		parsed, err := jwt.ParseWithClaims(token, &c, func(t *jwt.Token) (any, error) {
-			if iss, _ := t.Claims.GetIssuer(); iss != k.issuer {
-				return nil, errors.New("another issuer's")
-			}
-			kid, _ := t.Header["kid"].(string)
-			if pub, ok := k.verifier(ctx, kid); ok {
-				return pub, nil
-			}
-			return nil, errors.New("signed by an unknown key")
-		}, jwt.WithValidMethods([]string{jwt.SigningMethodES256.Alg()}), jwt.WithIssuer(k.issuer), jwt.WithExpirationRequired(),
-			jwt.WithIssuedAt(), jwt.WithLeeway(clockLeeway))
-		if c.Issuer != k.issuer {
-			return nil, false, nil // not ours
-		}
-		if err != nil || !parsed.Valid {
-			return nil, false, fmt.Errorf("invalid service account token: %w", err)
-		}
-		// The audiences the request is for (a TokenReview's), else the
-		// API's own, as upstream's jwtTokenAuthenticator.
-		want, ok := authenticator.AudiencesFrom(ctx)
-		if !ok {
-			want = authenticator.Audiences{k.issuer}
-		}
-		auds := want.Intersect(authenticator.Audiences(c.Audience))
-		if len(auds) == 0 {
-			return nil, false, fmt.Errorf("invalid service account token: token audiences %q is invalid for the target audiences %q", c.Audience, want)
-		}
-		l, err := lookup()
-		if err != nil {
-			return nil, false, err
-		}
-		kc := c.Kubernetes
-		sa, err := l.ServiceAccount(ctx, kc.Namespace, kc.ServiceAccount.Name)
-		switch {
-		case apierrors.IsNotFound(err):
-			return nil, false, fmt.Errorf("service account %s/%s has been deleted", kc.Namespace, kc.ServiceAccount.Name)
-		case err != nil:
-			return nil, false, err
-		case sa.UID != types.UID(kc.ServiceAccount.UID):
-			return nil, false, fmt.Errorf("service account UID (%s) does not match claim (%s)", sa.UID, kc.ServiceAccount.UID)
-		case deletedLongAgo(sa.DeletionTimestamp):
-			return nil, false, fmt.Errorf("service account %s/%s has been deleted", kc.Namespace, kc.ServiceAccount.Name)
-		}
-		info := saauth.ServiceAccountInfo{Name: kc.ServiceAccount.Name, Namespace: kc.Namespace, UID: kc.ServiceAccount.UID,
-			CredentialID: tokenjwt.CredentialIDForJTI(c.ID)}
-		if p := kc.Pod; p != nil {
-			pod, err := l.Pod(ctx, kc.Namespace, p.Name)
-			if err != nil || pod.UID != types.UID(p.UID) || deletedLongAgo(pod.DeletionTimestamp) {
-				return nil, false, fmt.Errorf("the pod %s/%s the token is bound to no longer exists", kc.Namespace, p.Name)
-			}
-			info.PodName, info.PodUID = p.Name, p.UID
-		}
-		if s := kc.Secret; s != nil {
-			secret, err := l.Secret(ctx, kc.Namespace, s.Name)
-			if err != nil || secret.UID != types.UID(s.UID) || deletedLongAgo(secret.DeletionTimestamp) {
-				return nil, false, fmt.Errorf("the secret %s/%s the token is bound to no longer exists", kc.Namespace, s.Name)
-			}
-		}
-		return &authenticator.Response{User: info.UserInfo(), Audiences: auds}, true, nil
+		return verifyBound(ctx, token, issuerKeys{
+			issuer:    k.issuer,
+			audiences: authenticator.Audiences{k.issuer},
+			methods:   []string{jwt.SigningMethodES256.Alg()},
+			key: func(ctx context.Context, kid string) (any, bool) {
+				pub, ok := k.verifier(ctx, kid)
+				return pub, ok
+			},
+		}, lookup)
 	})
+}
+
+// issuerKeys is what verifies one issuer's tokens: its name, the audiences
+// of its API (what a token presented to the API must name one of), the
+// signing algorithms it uses and its public key by key id.
+type issuerKeys struct {
+	issuer    string
+	audiences authenticator.Audiences
+	methods   []string
+	key       func(ctx context.Context, kid string) (any, bool)
+}
+
+// verifyBound verifies token as upstream's bound token validator does
+// (k8s.io/kubernetes pkg/serviceaccount/claims.go): signature, issuer,
+// audience (the request's, a TokenReview's; else the API's), expiry, and
+// the ServiceAccount and bound object still existing with the token's
+// uids. A token of another issuer is not its to judge (false, no error).
+func verifyBound(ctx context.Context, token string, ik issuerKeys, lookup func() (Lookup, error)) (*authenticator.Response, bool, error) {
+	if strings.Count(token, ".") != 2 {
+		return nil, false, nil
+	}
+	var c claims
+	parsed, err := jwt.ParseWithClaims(token, &c, func(t *jwt.Token) (any, error) {
+		if iss, _ := t.Claims.GetIssuer(); iss != ik.issuer {
+			return nil, errors.New("another issuer's")
+		}
+		kid, _ := t.Header["kid"].(string)
+		if pub, ok := ik.key(ctx, kid); ok {
+			return pub, nil
+		}
+		return nil, errors.New("signed by an unknown key")
+	}, jwt.WithValidMethods(ik.methods), jwt.WithIssuer(ik.issuer), jwt.WithExpirationRequired(),
+		jwt.WithIssuedAt(), jwt.WithLeeway(clockLeeway))
+	if c.Issuer != ik.issuer {
+		return nil, false, nil // not this issuer's
+	}
+	if err != nil || !parsed.Valid {
+		return nil, false, fmt.Errorf("invalid service account token: %w", err)
+	}
+	// The audiences the request is for (a TokenReview's), else the
+	// API's own, as upstream's jwtTokenAuthenticator.
+	want, ok := authenticator.AudiencesFrom(ctx)
+	if !ok {
+		want = ik.audiences
+	}
+	auds := want.Intersect(authenticator.Audiences(c.Audience))
+	if len(auds) == 0 {
+		return nil, false, fmt.Errorf("invalid service account token: token audiences %q is invalid for the target audiences %q", c.Audience, want)
+	}
+	l, err := lookup()
+	if err != nil {
+		return nil, false, err
+	}
+	kc := c.Kubernetes
+	sa, err := l.ServiceAccount(ctx, kc.Namespace, kc.ServiceAccount.Name)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, false, fmt.Errorf("service account %s/%s has been deleted", kc.Namespace, kc.ServiceAccount.Name)
+	case err != nil:
+		return nil, false, err
+	case sa.UID != types.UID(kc.ServiceAccount.UID):
+		return nil, false, fmt.Errorf("service account UID (%s) does not match claim (%s)", sa.UID, kc.ServiceAccount.UID)
+	case deletedLongAgo(sa.DeletionTimestamp):
+		return nil, false, fmt.Errorf("service account %s/%s has been deleted", kc.Namespace, kc.ServiceAccount.Name)
+	}
+	info := saauth.ServiceAccountInfo{Name: kc.ServiceAccount.Name, Namespace: kc.Namespace, UID: kc.ServiceAccount.UID,
+		CredentialID: tokenjwt.CredentialIDForJTI(c.ID)}
+	if p := kc.Pod; p != nil {
+		pod, err := l.Pod(ctx, kc.Namespace, p.Name)
+		if err != nil || pod.UID != types.UID(p.UID) || deletedLongAgo(pod.DeletionTimestamp) {
+			return nil, false, fmt.Errorf("the pod %s/%s the token is bound to no longer exists", kc.Namespace, p.Name)
+		}
+		info.PodName, info.PodUID = p.Name, p.UID
+	}
+	if s := kc.Secret; s != nil {
+		secret, err := l.Secret(ctx, kc.Namespace, s.Name)
+		if err != nil || secret.UID != types.UID(s.UID) || deletedLongAgo(secret.DeletionTimestamp) {
+			return nil, false, fmt.Errorf("the secret %s/%s the token is bound to no longer exists", kc.Namespace, s.Name)
+		}
+	}
+	return &authenticator.Response{User: info.UserInfo(), Audiences: auds}, true, nil
 }

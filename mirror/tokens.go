@@ -1,0 +1,208 @@
+package mirror
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
+	"k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+)
+
+// The node's pods' own identity. While the link is up, the kubelet's
+// TokenRequest for a pod the cluster bound to the node (of a mirrored
+// ServiceAccount) is relayed to the cluster, so the pod's token is one
+// the cluster accepts; kubestore trusts the cluster's issuer for it
+// (TokenTrust: its keys kept locally, so the token keeps working offline
+// and after a restart). The pod's own writes that go up, and the reads
+// passed through, carry that token, never the gateway's credentials: the
+// cluster's RBAC and audit log see the pod. While the link is down a
+// TokenRequest is answered by kubestore's own issuer, as before: the pod
+// starts, and its token is good at the gateway.
+
+// TokenTrust keeps the cluster's token issuer the gateway trusts
+// (serviceaccount.Trusted).
+type TokenTrust interface {
+	// Learn trusts the issuer of token, the cluster's answer to a
+	// TokenRequest for audiences, with the keys of jwks.
+	Learn(ctx context.Context, token string, audiences []string, jwks []byte) error
+	// Issued reports whether token, which authenticated, is the trusted
+	// issuer's.
+	Issued(token string) bool
+}
+
+// SetTokenTrust relays the kubelet's TokenRequests for the node's pods to
+// the cluster, trusting its issuer through t; call it before serving.
+func (m *Mirror) SetTokenTrust(t TokenTrust) { m.up.trust = t }
+
+var serviceAccountsResource = schema.GroupResource{Resource: "serviceaccounts"}
+
+// jwksPath is where a cluster serves its ServiceAccount issuer's keys
+// (kube-apiserver's --service-account-jwks-uri default).
+const jwksPath = "/openid/v1/jwks"
+
+// JWKS reads the cluster's ServiceAccount keys: with the gateway's own
+// credentials, else (a gateway that may not read them, as a node may
+// not) with token's, a ServiceAccount's, which the cluster's
+// system:service-account-issuer-discovery role lets read them.
+func (l *link) JWKS(ctx context.Context, token string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
+	defer cancel()
+	raw, err := l.raw.Get().AbsPath(jwksPath).Do(ctx).Raw()
+	if err == nil || token == "" || !apierrors.IsForbidden(err) && !apierrors.IsUnauthorized(err) {
+		return raw, err
+	}
+	pod, err := l.asPod(token)
+	if err != nil {
+		return nil, err
+	}
+	return pod.Get().AbsPath(jwksPath).Do(ctx).Raw()
+}
+
+// asPod is a client of the upstream with token's credentials instead of
+// the gateway's (its TLS settings kept).
+func (l *link) asPod(token string) (rest.Interface, error) {
+	cfg := rest.CopyConfig(l.pods)
+	cfg.BearerToken = token
+	return rest.UnversionedRESTClientFor(dynamic.ConfigFor(cfg))
+}
+
+type podTokenKey struct{}
+
+// WithPodCredentials keeps a request's bearer token for the uplink, which
+// sends a pod's write up with it when it is the cluster's (upstreamFor).
+// It runs before the authentication, which removes the header.
+func (m *Mirror) WithPodCredentials(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && m.up.trust != nil {
+			r = r.WithContext(context.WithValue(r.Context(), podTokenKey{}, token))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// upstreamFor is the client a request's write goes up with: a
+// ServiceAccount's (a pod's) own credentials, the cluster's token it
+// authenticated with; any other user's (the kubelet, the admin) the
+// gateway's. A ServiceAccount without the cluster's token (one kubestore
+// issued while the link was down, or a local ServiceAccount's) never
+// borrows the gateway's: 403.
+func (u *uplink) upstreamFor(r *http.Request) (rest.Interface, error) {
+	user, ok := request.UserFrom(r.Context())
+	if !ok || !strings.HasPrefix(user.GetName(), serviceaccount.ServiceAccountUsernamePrefix) {
+		return u.raw, nil
+	}
+	token, _ := r.Context().Value(podTokenKey{}).(string)
+	if token == "" || u.trust == nil || !u.trust.Issued(token) {
+		return nil, fmt.Errorf("%s authenticated with a token the upstream %s did not issue (kubestore's own, issued while the upstream was not reachable, or a local ServiceAccount's): its writes go up with its own credentials only, never the gateway's; the kubelet replaces a pod's token with the cluster's once the link is back",
+			user.GetName(), u.host)
+	}
+	return u.asPod(token)
+}
+
+// relayToken relays a TokenRequest to the cluster, when it is one for a
+// mirrored ServiceAccount (bound, if to a pod, to a mirrored pod) and the
+// link is up, and reports whether it answered. Anything else, or a relay
+// that fails, is left to the local issuer (next), with the request as it
+// came.
+func (u *uplink) relayToken(w http.ResponseWriter, r *http.Request, info *request.RequestInfo, decoder runtime.Decoder, maxBody int64) bool {
+	if u.trust == nil || !u.Connected() {
+		return false
+	}
+	ctx := r.Context()
+	if !u.isCopy(ctx, serviceAccountsResource, info.Namespace, info.Name) {
+		return false
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil || int64(len(body)) > maxBody {
+		return false
+	}
+	u2, err := decodeBody(r.Header.Get("Content-Type"), body, decoder)
+	if err != nil {
+		return false
+	}
+	tr := &authenticationv1.TokenRequest{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u2.Object, tr); err != nil {
+		return false
+	}
+	if ref := tr.Spec.BoundObjectRef; ref != nil && ref.Kind == "Pod" && !u.isCopy(ctx, podsResource, info.Namespace, ref.Name) {
+		return false
+	}
+	if err := u.relayTokenRequest(ctx, w, r, tr); err != nil {
+		tokensRelayed.WithLabelValues("kubestore").Inc()
+		klog.V(2).InfoS("Mirror: the cluster did not issue the pod's token; kubestore issues it", "namespace", info.Namespace, "serviceAccount", info.Name, "err", err)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		return false
+	}
+	tokensRelayed.WithLabelValues("cluster").Inc()
+	return true
+}
+
+// relayTokenRequest asks the cluster for tr's token and answers with it,
+// once the cluster's issuer is trusted with it.
+func (u *uplink) relayTokenRequest(ctx context.Context, w http.ResponseWriter, r *http.Request, tr *authenticationv1.TokenRequest) error {
+	fctx, cancel := context.WithTimeout(ctx, forwardTimeout)
+	defer cancel()
+	body, err := json.Marshal(tr)
+	if err != nil {
+		return err
+	}
+	req := u.raw.Post().AbsPath(r.URL.Path).SetHeader("Content-Type", runtime.ContentTypeJSON).Body(body)
+	for k, vs := range r.URL.Query() {
+		for _, v := range vs {
+			req.Param(k, v)
+		}
+	}
+	var code int
+	raw, err := req.Do(fctx).StatusCode(&code).Raw()
+	if err != nil {
+		if unreachable(err) {
+			u.reached(err)
+		}
+		return err
+	}
+	u.reached(nil)
+	answer := &authenticationv1.TokenRequest{}
+	if err := json.Unmarshal(raw, answer); err != nil || answer.Status.Token == "" {
+		return fmt.Errorf("the cluster's answer holds no token: %v", err)
+	}
+	if dryRun := len(r.URL.Query()["dryRun"]) > 0; !dryRun {
+		jwks, err := u.JWKS(fctx, answer.Status.Token)
+		if err != nil {
+			return fmt.Errorf("reading the cluster's JWKS: %w", err)
+		}
+		if err := u.trust.Learn(ctx, answer.Status.Token, tr.Spec.Audiences, jwks); err != nil {
+			return err
+		}
+	}
+	w.Header().Set("Content-Type", runtime.ContentTypeJSON)
+	w.WriteHeader(code)
+	w.Write(raw) //nolint:errcheck // the client went away
+	return nil
+}
+
+// isCopy reports whether namespace/name of gr is a mirrored copy.
+func (u *uplink) isCopy(ctx context.Context, gr schema.GroupResource, namespace, name string) bool {
+	store, err := u.stores.Store(ctx, gr)
+	if err != nil {
+		return false
+	}
+	obj := store.New()
+	if err := store.Get(ctx, store.Key(namespace, name), storage.GetOptions{}, obj); err != nil {
+		return false
+	}
+	return u.down.mirroredBy(store, obj) != nil
+}
