@@ -99,7 +99,7 @@ release-builds: build-linux-arm64 build-linux-arm build-linux-riscv64 fuzz
 # modules at the versions kubestore pins, in the test tree's own module
 # (test/upstream/go.mod), never in kubestore's go.mod: kubemark (the hollow
 # node), kube-apiserver, kube-controller-manager and etcd; the real node's
-# kubelet, kubectl 1.37 (beside the machine's 1.32), containerd 2.4 (with its runc shim, ctr), runc, crictl and the
+# kubelet, kube-proxy, kubectl 1.37 (beside the machine's 1.32), containerd 2.4 (with its runc shim, ctr), runc, crictl and the
 # CNI plugins (bridge, host-local, loopback); and CoreDNS, at its own pins
 # (test/coredns/go.mod). One go build for the Kubernetes and containerd
 # binaries: their shared packages compile once.
@@ -107,7 +107,7 @@ UPSTREAM_BIN := $(CURDIR)/bin/upstream
 upstream-bins:
 	cd test/upstream && CGO_ENABLED=0 go build -trimpath -o $(UPSTREAM_BIN)/ \
 		k8s.io/kubernetes/cmd/kubemark k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-		k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kubectl github.com/containerd/containerd/v2/cmd/containerd \
+		k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy k8s.io/kubernetes/cmd/kubectl github.com/containerd/containerd/v2/cmd/containerd \
 		github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 github.com/containerd/containerd/v2/cmd/ctr \
 		github.com/containernetworking/plugins/plugins/main/bridge github.com/containernetworking/plugins/plugins/main/loopback \
 		github.com/containernetworking/plugins/plugins/ipam/host-local sigs.k8s.io/cri-tools/cmd/crictl
