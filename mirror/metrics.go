@@ -60,6 +60,11 @@ var (
 		Help:           "The kubelet's TokenRequests for the node's pods, by who issued the token: the cluster (relayed) or kubestore (local: the cluster did not, or could not).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"issuer"})
+	passedThrough = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace: "kubestore", Subsystem: "mirror", Name: "passed_through_total",
+		Help:           "Reads of the cluster's ServiceAccounts (the node's pods) of what no rule mirrors whole, passed through to the upstream.",
+		StabilityLevel: metrics.ALPHA,
+	})
 	writeRefused = metrics.NewCounter(&metrics.CounterOpts{
 		Namespace: "kubestore", Subsystem: "mirror", Name: "write_refused_total",
 		Help:           "Local writes to mirrored objects refused with 503 because the upstream was not reachable.",
@@ -115,7 +120,7 @@ var (
 
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(connected, lastSync, lagSeconds, lagEvents, objects, relists, resumes, applied, writeThroughs, tokensRelayed, writeRefused,
+		legacyregistry.MustRegister(connected, lastSync, lagSeconds, lagEvents, objects, relists, resumes, applied, writeThroughs, tokensRelayed, passedThrough, writeRefused,
 			pendingWrites, pendingObjects, pendingAge, reconciled, replacedLocal, skippedObjects, eventsSent, eventsQueued, quarantined)
 	})
 }

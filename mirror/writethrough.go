@@ -72,6 +72,11 @@ func (u *uplink) withWriteThrough(next http.Handler, serializer runtime.Negotiat
 			return
 		}
 		switch info.Verb {
+		case "get", "list", "watch":
+			if !u.passThrough(w, r, info, serializer) {
+				next.ServeHTTP(w, r)
+			}
+			return
 		case "create", "update", "patch", "delete", "deletecollection":
 		default:
 			next.ServeHTTP(w, r)

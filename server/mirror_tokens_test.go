@@ -3,6 +3,7 @@ package server_test
 import (
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubestore/kubestore/mirrored"
 	"github.com/kubestore/kubestore/test/link"
 )
 
@@ -29,7 +31,9 @@ import (
 // whatever the edge's own policy grants: online, offline (its decisions
 // kept; one never asked is refused) and after a restart. While the link
 // is down the gateway issues the token itself; such a token never
-// borrows the gateway's credentials once the link is back (403).
+// borrows the gateway's credentials once the link is back (403). What the
+// mirror does not hold whole is read from the cluster online, and is 503
+// offline.
 func TestPodTokensAreTheClusters(t *testing.T) {
 	t.Parallel()
 	const sa = "system:serviceaccount:apps:app"
@@ -105,24 +109,25 @@ func TestPodTokensAreTheClusters(t *testing.T) {
 		}
 		return r.Status.UserInfo.Username, nil
 	}
-	read := func(token string) (cmErr, listErr, secretErr error) {
-		c := asPod(token).CoreV1()
-		_, cmErr = c.ConfigMaps("apps").Get(ctx, "settings", metav1.GetOptions{})
-		_, listErr = c.ConfigMaps("apps").List(ctx, metav1.ListOptions{})
-		_, secretErr = c.Secrets("apps").Get(ctx, "creds", metav1.GetOptions{})
-		return
-	}
-	// The cluster's RBAC decides at the edge: its ConfigMaps, not its
-	// Secret, though the edge's own policy would grant both.
+	// The cluster's RBAC decides at the edge: its ConfigMap, not its
+	// Secret, though the edge's own policy would grant both. The copy is
+	// read locally (a copy, of a local resourceVersion).
 	wantRBAC := func(token, when string) {
 		t.Helper()
-		cmErr, listErr, secretErr := read(token)
-		if cmErr != nil || listErr != nil {
-			t.Errorf("%s: the pod's reads of its ConfigMaps: %v, %v; the cluster allows them", when, cmErr, listErr)
+		c := asPod(token).CoreV1()
+		cm, err := c.ConfigMaps("apps").Get(ctx, "settings", metav1.GetOptions{})
+		if err != nil || !mirrored.Is(cm.Annotations) {
+			t.Errorf("%s: the pod's read of its ConfigMap: %v, %v; want the local copy, the cluster allows it", when, cm, err)
 		}
-		if !apierrors.IsForbidden(secretErr) || !strings.Contains(secretErr.Error(), "upstream") {
-			t.Errorf("%s: the pod's read of a Secret: %v; want 403, the cluster's RBAC", when, secretErr)
+		if _, err := c.Secrets("apps").Get(ctx, "creds", metav1.GetOptions{}); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "upstream") {
+			t.Errorf("%s: the pod's read of a Secret: %v; want 403, the cluster's RBAC", when, err)
 		}
+	}
+	// A list of ConfigMaps, which the mirror holds only as the node's pods
+	// reference them, is the cluster's to answer: passed through online,
+	// 503 offline.
+	list := func(token string) (*corev1.ConfigMapList, error) {
+		return asPod(token).CoreV1().ConfigMaps("apps").List(ctx, metav1.ListOptions{})
 	}
 	patch := func(token, resource string) error {
 		c, body := asPod(token).CoreV1(), []byte(`{"metadata":{"annotations":{"by":"the pod"}}}`)
@@ -157,6 +162,16 @@ func TestPodTokensAreTheClusters(t *testing.T) {
 		t.Errorf("the pod's patch of a Secret the cluster does not grant it: %v; want 403 naming %s", err, sa)
 	}
 	wantRBAC(cluster, "online")
+	mustCreate(t, func() error {
+		_, err := up.client.CoreV1().ConfigMaps("apps").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "unreferenced"}}, metav1.CreateOptions{})
+		return err
+	})
+	if l, err := list(cluster); err != nil || !slices.ContainsFunc(l.Items, func(cm corev1.ConfigMap) bool { return cm.Name == "unreferenced" && !mirrored.Is(cm.Annotations) }) {
+		t.Errorf("the pod's list of ConfigMaps online: %v, %v; want the cluster's, passed through", l, err)
+	}
+	if p.edge.metric("kubestore_mirror_passed_through_total", nil) < 1 {
+		t.Error("kubestore_mirror_passed_through_total did not count the list")
+	}
 	// The cluster takes the patch back: the edge's kept decision still
 	// allows it for a moment, the cluster itself refuses the pod: the
 	// write went up with the pod's credentials.
@@ -186,6 +201,9 @@ func TestPodTokensAreTheClusters(t *testing.T) {
 		t.Errorf("the pod's write offline: %v, want 503", err)
 	}
 	wantRBAC(cluster, "offline")
+	if _, err := list(cluster); !apierrors.IsServiceUnavailable(err) || !strings.Contains(err.Error(), "not mirrored whole") {
+		t.Errorf("the pod's list of ConfigMaps offline: %v; want 503 naming the upstream", err)
+	}
 	wantRBAC(local, "offline, the gateway's own token")
 	if _, err := asPod(cluster).CoreV1().ConfigMaps("apps").Get(ctx, "never-asked", metav1.GetOptions{}); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "does not know") {
 		t.Errorf("offline, a request the cluster was never asked about: %v; want 403, not a guess", err)
