@@ -162,6 +162,8 @@ func TestRegistryAgainstKubeAPIServer(t *testing.T) {
 	cases, agree = cases+n, agree+a
 	n, a = kubernetesServiceCases(t, servers, clients)
 	cases, agree = cases+n, agree+a
+	n, a = projectedVolumeCases(t, servers, clients)
+	cases, agree = cases+n, agree+a
 	for name := range knownDifferences {
 		if !seen[name] {
 			t.Errorf("%s: listed as a known difference, but no such case", name)
@@ -519,6 +521,53 @@ func kubernetesServiceCases(t *testing.T, servers []*rest.Config, clients []*htt
 	if got[0].String() != got[1].String() {
 		t.Errorf("kubernetes-service/address-taken: kubestore answers %s, kube-apiserver %s\n  kubestore: %s\n  kube-apiserver: %s",
 			got[0], got[1], got[0].message, got[1].message)
+	} else {
+		agree++
+	}
+	return cases, agree
+}
+
+// projectedVolumeCases compares the ServiceAccount token volume each
+// server's admission gives a pod (kube-api-access-<random>: the token,
+// the kube-root-ca.crt ConfigMap's ca.crt, the namespace) and its mount
+// in every container, on a dry run of a pod of the default
+// ServiceAccount. The count of cases and of agreeing ones.
+func projectedVolumeCases(t *testing.T, servers []*rest.Config, clients []*http.Client) (cases, agree int) {
+	t.Helper()
+	const ns = "/api/v1/namespaces/default/"
+	var shape [2]string
+	for s, cfg := range servers {
+		// kube-apiserver alone has no controller that creates it.
+		sendDiff(t, cfg, clients[s], http.MethodPost, ns+"serviceaccounts", map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "default"}})
+		body, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "diff-projected"},
+			"spec": map[string]any{"containers": []any{map[string]any{"name": "a", "image": "busybox"}}, "initContainers": []any{map[string]any{"name": "b", "image": "busybox"}}}})
+		must(t, err)
+		resp, err := clients[s].Post(strings.TrimSuffix(cfg.Host, "/")+ns+"pods?dryRun=All", "application/json", bytes.NewReader(body))
+		must(t, err)
+		var pod struct {
+			Spec struct {
+				Volumes        []map[string]any `json:"volumes"`
+				Containers     []map[string]any `json:"containers"`
+				InitContainers []map[string]any `json:"initContainers"`
+			} `json:"spec"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&pod)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusCreated {
+			t.Fatalf("server %d: a dry run of a pod: %d, %v", s, resp.StatusCode, err)
+		}
+		b, err := json.Marshal(map[string]any{"volumes": pod.Spec.Volumes, "mounts": [][]any{
+			{pod.Spec.Containers[0]["volumeMounts"]}, {pod.Spec.InitContainers[0]["volumeMounts"]}}})
+		must(t, err)
+		// The volume's name ends in 5 random characters.
+		shape[s] = regexp.MustCompile(`kube-api-access-[a-z0-9]{5}`).ReplaceAllString(string(b), "kube-api-access-<random>")
+	}
+	cases++
+	if !strings.Contains(shape[0], `"mountPath":"/var/run/secrets/kubernetes.io/serviceaccount"`) {
+		t.Errorf("projected-token-volume/shape: kubestore gives no token volume: %s", shape[0])
+	}
+	if shape[0] != shape[1] {
+		t.Errorf("projected-token-volume/shape: kubestore gives %s, kube-apiserver %s", shape[0], shape[1])
 	} else {
 		agree++
 	}
