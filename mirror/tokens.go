@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+
+	"github.com/kubestore/kubestore/mirrored"
 )
 
 // The node's pods' own identity. While the link is up, the kubelet's
@@ -114,41 +116,45 @@ func (u *uplink) upstreamFor(r *http.Request) (rest.Interface, error) {
 
 // relayToken relays a TokenRequest to the cluster, when it is one for a
 // mirrored ServiceAccount (bound, if to a pod, to a mirrored pod) and the
-// link is up, and reports whether it answered. Anything else, or a relay
-// that fails, is left to the local issuer (next), with the request as it
-// came.
-func (u *uplink) relayToken(w http.ResponseWriter, r *http.Request, info *request.RequestInfo, decoder runtime.Decoder, maxBody int64) bool {
-	if u.trust == nil || !u.Connected() {
-		return false
-	}
+// link is up, and reports whether it answered. Anything else is left to
+// the local issuer, with the request as it came; a request for a mirrored
+// ServiceAccount that is not relayed, or whose relay fails, is marked for
+// it as standing in for the cluster (mirrored.WithStandIn).
+func (u *uplink) relayToken(w http.ResponseWriter, r *http.Request, info *request.RequestInfo, decoder runtime.Decoder, maxBody int64) (bool, *http.Request) {
 	ctx := r.Context()
-	if !u.isCopy(ctx, serviceAccountsResource, info.Namespace, info.Name) {
-		return false
+	if u.trust == nil || !u.isCopy(ctx, serviceAccountsResource, info.Namespace, info.Name) {
+		return false, r
+	}
+	standIn := func(err error) (bool, *http.Request) {
+		tokensRelayed.WithLabelValues("kubestore").Inc()
+		klog.V(2).InfoS("Mirror: the cluster did not issue the pod's token; kubestore issues it, short-lived", "namespace", info.Namespace, "serviceAccount", info.Name, "err", err)
+		return false, r.WithContext(mirrored.WithStandIn(ctx))
+	}
+	if !u.Connected() {
+		return standIn(fmt.Errorf("upstream %s not reachable", u.host))
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	if err != nil || int64(len(body)) > maxBody {
-		return false
+		return false, r // the local server answers
 	}
 	u2, err := decodeBody(r.Header.Get("Content-Type"), body, decoder)
 	if err != nil {
-		return false
+		return false, r
 	}
 	tr := &authenticationv1.TokenRequest{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u2.Object, tr); err != nil {
-		return false
+		return false, r
 	}
 	if ref := tr.Spec.BoundObjectRef; ref != nil && ref.Kind == "Pod" && !u.isCopy(ctx, podsResource, info.Namespace, ref.Name) {
-		return false
+		return false, r
 	}
 	if err := u.relayTokenRequest(ctx, w, r, tr); err != nil {
-		tokensRelayed.WithLabelValues("kubestore").Inc()
-		klog.V(2).InfoS("Mirror: the cluster did not issue the pod's token; kubestore issues it", "namespace", info.Namespace, "serviceAccount", info.Name, "err", err)
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		return false
+		return standIn(err)
 	}
 	tokensRelayed.WithLabelValues("cluster").Inc()
-	return true
+	return true, r
 }
 
 // relayTokenRequest asks the cluster for tr's token and answers with it,

@@ -62,7 +62,7 @@ func (u *uplink) withWriteThrough(next http.Handler, serializer runtime.Negotiat
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info, ok := request.RequestInfoFrom(r.Context())
 		if ok && info.IsResourceRequest && info.Verb == "create" && info.APIGroup == "" && info.Resource == "serviceaccounts" && info.Subresource == "token" {
-			if !u.relayToken(w, r, info, decoder, maxBody) {
+			if handled, r := u.relayToken(w, r, info, decoder, maxBody); !handled {
 				next.ServeHTTP(w, r)
 			}
 			return

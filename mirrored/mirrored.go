@@ -49,6 +49,22 @@ func CopyWrite(ctx context.Context) bool {
 	return v
 }
 
+type standInKey struct{}
+
+// WithStandIn marks a TokenRequest for a mirrored ServiceAccount that the
+// upstream could not answer (the link is down, or it refused): kubestore
+// issues the token in its stead, short-lived, so that the kubelet asks
+// again, and gets the upstream's, soon after the link is back.
+func WithStandIn(ctx context.Context) context.Context {
+	return context.WithValue(ctx, standInKey{}, true)
+}
+
+// StandIn reports whether ctx is such a request's.
+func StandIn(ctx context.Context) bool {
+	v, _ := ctx.Value(standInKey{}).(bool)
+	return v
+}
+
 // Is reports whether an object with these annotations is a mirror's copy.
 func Is(annotations map[string]string) bool {
 	_, ok := annotations[AnnotationRule]

@@ -82,14 +82,20 @@ func TestPodTokensAreTheClusters(t *testing.T) {
 		return err1 == nil && err2 == nil && err3 == nil && err4 == nil, nil
 	})
 	// The kubelet's request for the pod's token.
+	var requestToken func() *authenticationv1.TokenRequest
 	request := func() string {
+		t.Helper()
+		tr := requestToken()
+		return tr.Status.Token
+	}
+	requestToken = func() *authenticationv1.TokenRequest {
 		t.Helper()
 		tr, err := p.edge.client.CoreV1().ServiceAccounts("apps").CreateToken(ctx, "app", &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
 			BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "app", UID: pod.UID}}}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatalf("the kubelet's TokenRequest: %v", err)
 		}
-		return tr.Status.Token
+		return tr
 	}
 	reviewed := func(ts *testServer, token string) bool {
 		t.Helper()
@@ -193,7 +199,13 @@ func TestPodTokensAreTheClusters(t *testing.T) {
 	if who, err := whoami(cluster); err != nil || who != sa {
 		t.Errorf("the cluster's token offline: %q, %v", who, err)
 	}
-	local := request()
+	standIn := requestToken()
+	local := standIn.Status.Token
+	// Short-lived: the kubelet asks again within 8 minutes (80 %), and
+	// gets the cluster's once the link is back.
+	if *standIn.Spec.ExpirationSeconds != 600 || time.Until(standIn.Status.ExpirationTimestamp.Time) > 10*time.Minute {
+		t.Errorf("the gateway's own token for the cluster's pod: %d s, expiring %s; want 10 minutes", *standIn.Spec.ExpirationSeconds, standIn.Status.ExpirationTimestamp)
+	}
 	if reviewed(up, local) || !reviewed(p.edge, local) {
 		t.Error("offline, the token should be the gateway's own: good at the gateway, not at the cluster")
 	}

@@ -16,6 +16,8 @@ import (
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubestore/kubestore/mirrored"
 )
 
 // TokenREST is the serviceaccounts/token subresource: TokenRequest, as
@@ -58,6 +60,12 @@ func (r *TokenREST) Create(ctx context.Context, name string, obj runtime.Object,
 	}
 	if errs := validateTokenRequest(req); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(gk, "", errs)
+	}
+	if mirrored.StandIn(ctx) && *req.Spec.ExpirationSeconds > int64(standInExpiresIn/time.Second) {
+		// Issued in the cluster's stead: the kubelet refreshes a token
+		// after 80 % of the lifetime the answer states, so it gets the
+		// cluster's within minutes of the link's return.
+		req.Spec.ExpirationSeconds = ptr.To(int64(standInExpiresIn / time.Second))
 	}
 	if createValidation != nil {
 		if err := createValidation(ctx, obj.DeepCopyObject()); err != nil {

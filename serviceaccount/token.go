@@ -41,6 +41,10 @@ const (
 	maxExpiration    = 1 << 32 * time.Second
 	minExpiration    = 10 * time.Minute
 	defaultExpiresIn = time.Hour
+	// standInExpiresIn is the lifetime of a token kubestore issues in a
+	// mirrored cluster's stead (mirrored.StandIn): the shortest a
+	// TokenRequest may ask.
+	standInExpiresIn = minExpiration
 )
 
 // Issue signs a token for sa, bound to pod or secret when given.
