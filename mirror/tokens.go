@@ -38,8 +38,9 @@ import (
 // (serviceaccount.Trusted).
 type TokenTrust interface {
 	// Learn trusts the issuer of token, the cluster's answer to a
-	// TokenRequest for audiences, with the keys of jwks.
-	Learn(ctx context.Context, token string, audiences []string, jwks []byte) error
+	// TokenRequest for audiences, with the keys jwks reads when it needs
+	// them.
+	Learn(ctx context.Context, token string, audiences []string, jwks func(context.Context) ([]byte, error)) error
 	// Issued reports whether token, which authenticated, is the trusted
 	// issuer's.
 	Issued(token string) bool
@@ -186,12 +187,21 @@ func (u *uplink) relayTokenRequest(ctx context.Context, w http.ResponseWriter, r
 		return fmt.Errorf("the cluster's answer holds no token: %v", err)
 	}
 	if dryRun := len(r.URL.Query()["dryRun"]) > 0; !dryRun {
-		jwks, err := u.JWKS(fctx, answer.Status.Token)
-		if err != nil {
-			return fmt.Errorf("reading the cluster's JWKS: %w", err)
+		// A token of the cluster's API must authenticate at the gateway:
+		// its JWKS is read with the gateway's credentials, else the
+		// token's own. A token for another audience (a third party's)
+		// cannot read it; it is the pod's even if the gateway cannot
+		// verify it.
+		withToken := ""
+		if len(tr.Spec.Audiences) == 0 {
+			withToken = answer.Status.Token
 		}
-		if err := u.trust.Learn(ctx, answer.Status.Token, tr.Spec.Audiences, jwks); err != nil {
+		err := u.trust.Learn(ctx, answer.Status.Token, tr.Spec.Audiences, func(ctx context.Context) ([]byte, error) { return u.JWKS(ctx, withToken) })
+		switch {
+		case err != nil && withToken != "":
 			return err
+		case err != nil:
+			klog.V(2).InfoS("Mirror: the cluster's token for another audience cannot be verified at the gateway", "audiences", tr.Spec.Audiences, "err", err)
 		}
 	}
 	w.Header().Set("Content-Type", runtime.ContentTypeJSON)

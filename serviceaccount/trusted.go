@@ -131,15 +131,24 @@ func issuerOf(token string) string {
 }
 
 // Learn trusts the issuer of token, a token the cluster issued in answer
-// to a relayed TokenRequest for audiences (none: the cluster's API), with
-// the keys of jwks, which must verify it. A token of another issuer than
+// to a relayed TokenRequest for audiences (none: the cluster's API). When
+// its issuer and key are trusted already (and, for a token of the API, its
+// audiences known), there is nothing to learn; else the cluster's JWKS
+// (jwks reads it) must verify the token. A token of another issuer than
 // the one trusted replaces it: the cluster's issuer changed.
-func (t *Trusted) Learn(ctx context.Context, token string, audiences []string, jwks []byte) error {
+func (t *Trusted) Learn(ctx context.Context, token string, audiences []string, jwks func(context.Context) ([]byte, error)) error {
 	iss := issuerOf(token)
 	if iss == "" {
 		return errors.New("the cluster's token names no issuer")
 	}
-	ti := &trustedIssuer{Issuer: iss, JWKS: jwks}
+	if old := t.cur.Load(); t.Issued(token) && (len(audiences) > 0 || len(old.Audiences) > 0) {
+		return nil
+	}
+	set, err := jwks(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the cluster's JWKS: %w", err)
+	}
+	ti := &trustedIssuer{Issuer: iss, JWKS: set}
 	if old := t.cur.Load(); old != nil && old.Issuer == iss {
 		ti.Audiences = old.Audiences
 	}

@@ -101,10 +101,17 @@ func TestTrustedIssuer(t *testing.T) {
 	}
 	other := &cluster{t: t, keys: map[string]*rsa.PrivateKey{}}
 	other.addKey("one")
-	if err := tr.Learn(ctx, first, nil, other.jwks()); err == nil {
+	jwksOf := func(c *cluster) func(context.Context) ([]byte, error) {
+		return func(context.Context) ([]byte, error) { return c.jwks(), nil }
+	}
+	if err := tr.Learn(ctx, first, nil, jwksOf(other)); err == nil {
 		t.Fatal("learnt an issuer from a JWKS that does not verify its token")
 	}
-	if err := tr.Learn(ctx, first, nil, c.jwks()); err != nil {
+	if err := tr.Learn(ctx, first, nil, jwksOf(c)); err != nil {
+		t.Fatal(err)
+	}
+	// Known now: nothing to read again.
+	if err := tr.Learn(ctx, c.token("one"), nil, func(context.Context) ([]byte, error) { t.Error("read the JWKS again for a known key"); return nil, nil }); err != nil {
 		t.Fatal(err)
 	}
 	res, ok, err := tr.Authenticator(lookup).AuthenticateToken(ctx, first)
