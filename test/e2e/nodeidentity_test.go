@@ -31,24 +31,31 @@ func (p *proc) nodeKubeconfig(node string) string {
 // issueNodeKubeconfig is nodeKubeconfig, written in dir, for a caller
 // that is not the test's goroutine: it returns its failure.
 func (p *proc) issueNodeKubeconfig(node, dir string) (string, error) {
+	return p.issueClientKubeconfig("kubelet-"+node, pkix.Name{CommonName: "system:node:" + node, Organization: []string{"system:nodes"}},
+		"kubernetes.io/kube-apiserver-client-kubelet", dir)
+}
+
+// issueClientKubeconfig is a kubeconfig for p's API as subject, written in
+// dir: a client certificate asked for with a CSR named after prefix to
+// signer, approved and issued through kubectl.
+func (p *proc) issueClientKubeconfig(prefix string, subject pkix.Name, signer, dir string) (string, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return "", err
 	}
-	csr, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
-		Subject: pkix.Name{CommonName: "system:node:" + node, Organization: []string{"system:nodes"}}}, key)
+	csr, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: subject}, key)
 	if err != nil {
 		return "", err
 	}
-	name := fmt.Sprintf("kubelet-%s-%d", node, time.Now().UnixNano())
+	name := fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano())
 	manifest := fmt.Sprintf(`apiVersion: certificates.k8s.io/v1
 kind: CertificateSigningRequest
 metadata: {name: %s}
 spec:
   request: %s
-  signerName: kubernetes.io/kube-apiserver-client-kubelet
+  signerName: %s
   usages: [digital signature, client auth]
-`, name, base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: csr})))
+`, name, base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: csr})), signer)
 	if err := os.WriteFile(filepath.Join(dir, name+".yaml"), []byte(manifest), 0o600); err != nil {
 		return "", err
 	}
@@ -63,7 +70,7 @@ spec:
 		issued, _ = p.kubectl("get", "csr", name, "-o", "jsonpath={.status.certificate}")
 		return strings.TrimSpace(issued) != ""
 	}) {
-		return "", fmt.Errorf("the CSR of %s was not issued in 30 s", node)
+		return "", fmt.Errorf("the CSR %s of %s was not issued in 30 s", name, subject.CommonName)
 	}
 	certPEM, err := base64.StdEncoding.DecodeString(strings.TrimSpace(issued))
 	if err != nil {

@@ -87,15 +87,15 @@ const (
 `
 )
 
-// viewerAccess is the gateway's flags that make viewer (viewerPolicy) and
-// the path of viewer's kubeconfig, once the gateway's own is written
-// (writeViewerKubeconfig).
-func viewerAccess(t *testing.T) []string {
+// viewerAccess is the gateway's flags that make viewer (viewerPolicy),
+// with the policy's further rules, and the path of viewer's kubeconfig,
+// once the gateway's own is written (writeViewerKubeconfig).
+func viewerAccess(t *testing.T, rules ...string) []string {
 	t.Helper()
 	dir := t.TempDir()
 	tokens, policy := filepath.Join(dir, "tokens.csv"), filepath.Join(dir, "policy.yaml")
 	must(t, os.WriteFile(tokens, []byte(viewerToken+",viewer,2001\n"), 0o600))
-	must(t, os.WriteFile(policy, []byte(viewerPolicy), 0o600))
+	must(t, os.WriteFile(policy, []byte(viewerPolicy+strings.Join(rules, "")), 0o600))
 	return []string{"--token-auth-file", tokens, "--authorization-policy-file", policy}
 }
 

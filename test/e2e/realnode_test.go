@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -59,7 +60,7 @@ const (
 
 // realNodeBinaries are the upstream binaries a real node runs
 // (make upstream-bins).
-var realNodeBinaries = []string{"kubelet", "containerd", "containerd-shim-runc-v2", "runc", "ctr", "crictl", "bridge", "host-local", "loopback"}
+var realNodeBinaries = []string{"kubelet", "kube-proxy", "containerd", "containerd-shim-runc-v2", "runc", "ctr", "crictl", "bridge", "host-local", "loopback"}
 
 // kernelTunables are the sysctls the kubelet sets on the host
 // (pkg/kubelet/cm/container_manager_linux.go, setupKernelTunables) when
@@ -91,6 +92,9 @@ func TestRealNode(t *testing.T) {
 	for _, mnt := range cgroupMounts(t) {
 		must(t, os.MkdirAll(filepath.Join(mnt, cgroup), 0o755))
 	}
+	// kube-proxy's and the kubelet's iptables chains are the node's
+	// network namespace's: none may appear on the host.
+	hostChains := kubeChains()
 
 	// The test binary again, as the first process of new network, mount
 	// and PID namespaces: --kill-child kills it if unshare dies, and its
@@ -137,6 +141,11 @@ func TestRealNode(t *testing.T) {
 		t.Logf("the real node's run said:\n%s", strings.Join(own, "\n"))
 	}
 	var left []string
+	for _, c := range kubeChains() {
+		if !slices.Contains(hostChains, c) {
+			left = append(left, "the iptables chain "+c)
+		}
+	}
 	left = append(left, leftCgroups...)
 	left = append(left, mountsUnder(t, base)...)
 	left = append(left, processesNaming(base)...)
@@ -187,12 +196,14 @@ var (
 )
 
 // realNodePrerequisites skips the test outside the release checks and
-// fails it, in one line naming what is missing, inside them.
+// fails it, in one line naming what is missing, inside them; but for
+// the iptables commands of kube-proxy, a package of the machine's rather
+// than a binary of make upstream-bins: without them it skips, saying so.
 func realNodePrerequisites(t *testing.T) {
 	t.Helper()
 	dir := os.Getenv(upstreamBinDirEnv)
 	if dir == "" {
-		t.Skipf("%s is not set: make upstream-bins builds the kubelet, containerd, runc and the CNI plugins, make release-check runs this", upstreamBinDirEnv)
+		t.Skipf("%s is not set: make upstream-bins builds the kubelet, kube-proxy, containerd, runc and the CNI plugins, make release-check runs this", upstreamBinDirEnv)
 	}
 	requireKubectl(t)
 	for _, b := range realNodeBinaries {
@@ -206,6 +217,11 @@ func realNodePrerequisites(t *testing.T) {
 	for _, c := range []string{"unshare", "ip", "mount"} {
 		if _, err := exec.LookPath(c); err != nil {
 			t.Fatalf("a real node needs the command %s (util-linux, iproute2): %v", c, err)
+		}
+	}
+	for _, c := range kubeProxyIPTables {
+		if _, err := exec.LookPath(c); err != nil {
+			t.Skipf("a real node's kube-proxy needs the command %s (the Debian package iptables, which .ci/run installs): %v", c, err)
 		}
 	}
 	// runc is built with seccomp (cgo, libseccomp): without it, every
@@ -332,7 +348,7 @@ func runRealNode(t *testing.T, base string) {
 
 // The images of the real node: the pause image of every sandbox and the
 // workload image of every container, both of one static binary
-// (testdata/workload).
+// (testdata/workload), and the in-cluster client's (incluster).
 const (
 	pauseImage    = "kubestore.test/pause:1"
 	workloadImage = "kubestore.test/workload:1"
@@ -350,6 +366,7 @@ func realNodeImages(t *testing.T, base string) []string {
 	for _, im := range []ociImage{
 		{ref: pauseImage, binary: bin, entrypoint: []string{"/workload", "pause"}},
 		{ref: workloadImage, binary: bin, entrypoint: []string{"/workload"}},
+		{ref: inClusterImage, binary: inClusterBinary.get(t), entrypoint: []string{"/incluster"}},
 	} {
 		path := filepath.Join(base, strings.NewReplacer("/", "-", ":", "-").Replace(im.ref)+".tar")
 		must(t, im.writeArchive(path))
@@ -373,6 +390,8 @@ type realNode struct {
 	bins       string
 	sock       string
 	kubeconfig string
+	// podCIDR is the range of the node's pods (its CNI bridge's).
+	podCIDR string
 	// kubeletConfig is the README's (docs/node/kubelet.yaml).
 	kubeletConfig string
 	containerd    *process
@@ -384,7 +403,8 @@ type realNode struct {
 // are stopped and removed, and the processes killed, when the test ends.
 func startRealNode(t *testing.T, base, node string, subnet int, images []string, kubeconfig, clientCA string) *realNode {
 	t.Helper()
-	n := &realNode{t: t, name: node, dir: filepath.Join(base, node), bins: os.Getenv(upstreamBinDirEnv), kubeconfig: kubeconfig}
+	n := &realNode{t: t, name: node, dir: filepath.Join(base, node), bins: os.Getenv(upstreamBinDirEnv), kubeconfig: kubeconfig,
+		podCIDR: fmt.Sprintf("10.88.%d.0/24", subnet)}
 	n.sock = filepath.Join(n.dir, "containerd.sock")
 	for _, d := range []string{"cni/bin", "cni/conf", "kubelet", "kubelet.conf.d"} {
 		must(t, os.MkdirAll(filepath.Join(n.dir, d), 0o755))
@@ -396,7 +416,7 @@ func startRealNode(t *testing.T, base, node string, subnet int, images []string,
 	must(t, err)
 	cgroupRoot := "/" + os.Getenv(realNodeCgroupEnv) + "/" + node
 	files := map[string]string{
-		"cni/conf/10-kubestore.conflist": realNodeCNI(t, filepath.Join(docs, "10-kubestore.conflist"), n.dir, subnet),
+		"cni/conf/10-kubestore.conflist": realNodeCNI(t, filepath.Join(docs, "10-kubestore.conflist"), n.dir, realNodeBridge(subnet), n.podCIDR),
 		"containerd.toml":                fmt.Sprintf("version = 3\nimports = [%q, %q]\n", filepath.Join(docs, "containerd.toml"), filepath.Join(n.dir, "containerd-test.toml")),
 		"containerd-test.toml":           fmt.Sprintf(realNodeContainerd, n.dir, pauseImage, n.bins),
 		"kubelet.conf.d/10-test.conf":    fmt.Sprintf(realNodeKubelet, cgroupRoot, n.sock, clientCA),
@@ -427,21 +447,21 @@ func startRealNode(t *testing.T, base, node string, subnet int, images []string,
 	return n
 }
 
-// realNodeCNI is the README's CNI network (docs/node) for the node of
-// subnet: its own bridge and subnet (10.88.<subnet>.0/24), the IPAM's
-// records under the node's directory, and no masquerade: the node's
-// network namespace has no way out to masquerade to, and no iptables.
-func realNodeCNI(t *testing.T, path, dir string, subnet int) string {
+// realNodeCNI is the README's CNI network (docs/node) for a node: its own
+// bridge and pods' range, the IPAM's records under the node's directory,
+// and no masquerade: the node's network namespace has no way out to
+// masquerade to.
+func realNodeCNI(t *testing.T, path, dir, bridgeName, podCIDR string) string {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	must(t, err)
 	var conf map[string]any
 	must(t, json.Unmarshal(data, &conf))
 	bridge := conf["plugins"].([]any)[0].(map[string]any)
-	bridge["bridge"], bridge["ipMasq"] = realNodeBridge(subnet), false
+	bridge["bridge"], bridge["ipMasq"] = bridgeName, false
 	ipam := bridge["ipam"].(map[string]any)
 	ipam["dataDir"] = filepath.Join(dir, "cni/ipam")
-	ipam["ranges"] = [][]map[string]string{{{"subnet": fmt.Sprintf("10.88.%d.0/24", subnet)}}}
+	ipam["ranges"] = [][]map[string]string{{{"subnet": podCIDR}}}
 	out, err := json.MarshalIndent(conf, "", "  ")
 	must(t, err)
 	return string(out)
@@ -836,6 +856,9 @@ func (g *realGateway) restart(bin string, kill bool) {
 // client certificate.
 func (g *realGateway) ca() string { return filepath.Join(g.dir, "pki", "ca.crt") }
 
+// port is the gateway's --secure-port.
+func (g *realGateway) port() string { return g.args[slices.Index(g.args, "--secure-port")+1] }
+
 // kubeletIdentity is the kubelet's own identity on the gateway, made as
 // the README says (docs/node/kubelet-identity.sh): a CSR to kubestore's
 // signer, approved by the gateway's admin. The kubeconfig's path.
@@ -938,12 +961,17 @@ func sameContainers(t *testing.T, n *realNode, want map[string]string, after str
 
 // The node on kubestore alone: the kubelet on its own identity (a CSR
 // approved on the gateway) runs app, crash and doomed, created as a user
-// creates pods; kubestore is killed, updated, fallen back from and
-// committed under it; the gateway reboots; doomed is deleted and stops.
+// creates pods; kube-proxy on its own identity leads default/kubernetes
+// to the gateway, where an in-cluster client in a pod finds the API;
+// kubestore is killed, updated, fallen back from and committed under it;
+// the gateway reboots; doomed is deleted and stops.
 func realNodeStandalone(t *testing.T, base string, images []string) {
 	ctx := t.Context()
 	const node = "gateway-1"
-	g := startRealGateway(t, viewerAccess(t)...)
+	// The gateway listens on every address of the node and advertises the
+	// node's, where its pods reach it (README, "The node's pods find the
+	// API").
+	g := startRealGateway(t, append(viewerAccess(t, kubeProxyPolicy, inClusterPolicy), "--bind-address", "0.0.0.0", "--advertise-address", realNodeIP)...)
 	identity := kubeletIdentity(t, g, node)
 	n := startRealNode(t, base, node, 1, images, identity, g.ca())
 	cs := g.p.clientset()
@@ -952,6 +980,7 @@ func realNodeStandalone(t *testing.T, base string, images []string) {
 		t.Fatal("the node is not Ready on kubestore in 60 s")
 	}
 	t.Logf("standalone: the node is Ready %s after the kubelet started", time.Since(ready).Round(100*time.Millisecond))
+	proxy := startKubeProxy(t, g, n)
 	_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appsNS}}, metav1.CreateOptions{})
 	must(t, err)
 	if !eventually(30*time.Second, func() bool {
@@ -977,6 +1006,11 @@ func realNodeStandalone(t *testing.T, base string, images []string) {
 	t.Logf("standalone: app is Ready %s after its create", time.Since(created).Round(100*time.Millisecond))
 	app := podOf(ctx, cs, appsNS, "app")
 	checkApp(t, n, app)
+	// The in-cluster client, led by kube-proxy from default/kubernetes to
+	// the gateway's advertised address.
+	created = startInCluster(t, cs, node)
+	checkInCluster(t, n, cs, serviceAddress(t, cs, "default", "kubernetes"), created)
+	checkKubeProxyLed(t, "default/kubernetes:https", net.JoinHostPort(realNodeIP, g.port()))
 	checkCrash(t, n, cs, "kubestore")
 	approveServing(t, g, n)
 	checkOperator(t, g, n, operatorCase{kubelet: identity, viewer: writeViewerKubeconfig(t, g), app: "app", crash: "crash", sessions: true})
@@ -1002,6 +1036,7 @@ func realNodeStandalone(t *testing.T, base string, images []string) {
 		t.Error("doomed, deleted, still runs on the node or is still in the API after 30 s")
 	}
 	checkServed(t, "the kubelet", n.kubelet.logs())
+	checkKubeProxy(t, proxy)
 }
 
 // The node on a gateway that mirrors kube-apiserver with
@@ -1037,13 +1072,14 @@ func realNodeThroughMirror(t *testing.T, base string, images []string) {
 	writeEdgeKubeconfig(t, c.kubeconfig, l.Addr, token, kc)
 	ct.start(t, c, kubectl, "gateway-"+node, node)
 	tl := link.New(t, fmt.Sprintf("127.0.0.1:%d", ct.port))
-	g := startRealGateway(t, "--upstream-kubeconfig", kc, "--node-name", node, "--tunnel-endpoint", "https://"+tl.Addr, "--tunnel-ca-file", ct.endpointCA)
+	g := startRealGateway(t, append(kubeProxyAccess(t), "--upstream-kubeconfig", kc, "--node-name", node, "--tunnel-endpoint", "https://"+tl.Addr, "--tunnel-ca-file", ct.endpointCA)...)
 	identity := kubeletIdentity(t, g, node)
 	// The kubelet trusts the cluster's CA for kube-apiserver's client
 	// certificate, beside kubestore's.
 	clientCAs := filepath.Join(shortTempDir(t), "client-ca.crt")
 	must(t, os.WriteFile(clientCAs, append(mustRead(t, g.ca()), mustRead(t, ct.clusterCA)...), 0o600))
 	n := startRealNode(t, base, node, 2, images, identity, clientCAs)
+	proxy := startKubeProxy(t, g, n)
 
 	_, err := c.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appsNS}}, metav1.CreateOptions{})
 	must(t, err)
@@ -1175,6 +1211,7 @@ func realNodeThroughMirror(t *testing.T, base string, images []string) {
 	}
 	checkFromTheCloud(t, ct, c.kubeconfig, node, podOf(ctx, c.cs, appsNS, "app").Name)
 	checkServed(t, "the kubelet", n.kubelet.logs())
+	checkKubeProxy(t, proxy)
 }
 
 // clusterAgrees says how the cluster's view of the node and its pods
