@@ -63,7 +63,7 @@ const jwksPath = "/openid/v1/jwks"
 func (l *link) JWKS(ctx context.Context, token string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
 	defer cancel()
-	raw, err := l.raw.Get().AbsPath(jwksPath).Do(ctx).Raw()
+	raw, err := l.raw.Get().AbsPath(jwksPath).SetHeader("Accept", jwksAccept).Do(ctx).Raw()
 	if err == nil || token == "" || !apierrors.IsForbidden(err) && !apierrors.IsUnauthorized(err) {
 		return raw, err
 	}
@@ -71,8 +71,12 @@ func (l *link) JWKS(ctx context.Context, token string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return pod.Get().AbsPath(jwksPath).Do(ctx).Raw()
+	return pod.Get().AbsPath(jwksPath).SetHeader("Accept", jwksAccept).Do(ctx).Raw()
 }
+
+// jwksAccept is what a JWKS is served as: kube-apiserver answers 406 to
+// a client that accepts only application/json.
+const jwksAccept = "application/jwk-set+json, application/json"
 
 // asPod is a client of the upstream with token's credentials instead of
 // the gateway's (its TLS settings kept).
@@ -128,7 +132,7 @@ func (u *uplink) relayToken(w http.ResponseWriter, r *http.Request, info *reques
 	}
 	standIn := func(err error) (bool, *http.Request) {
 		tokensRelayed.WithLabelValues("kubestore").Inc()
-		klog.V(2).InfoS("Mirror: the cluster did not issue the pod's token; kubestore issues it, short-lived", "namespace", info.Namespace, "serviceAccount", info.Name, "err", err)
+		klog.InfoS("Mirror: the cluster did not issue the pod's token; kubestore issues it, short-lived", "namespace", info.Namespace, "serviceAccount", info.Name, "err", err)
 		return false, r.WithContext(mirrored.WithStandIn(ctx))
 	}
 	if !u.Connected() {

@@ -81,7 +81,11 @@ func TestPodTokensAreTheClusters(t *testing.T) {
 		_, err4 := p.edge.client.CoreV1().Secrets("apps").Get(ctx, "creds", metav1.GetOptions{})
 		return err1 == nil && err2 == nil && err3 == nil && err4 == nil, nil
 	})
-	// The kubelet's request for the pod's token.
+	// The kubelet's request for the pod's token, in protobuf as the
+	// kubelet sends it.
+	kubeletCfg := rest.CopyConfig(p.edge.rest)
+	kubeletCfg.ContentType = "application/vnd.kubernetes.protobuf"
+	kubelet := kubernetes.NewForConfigOrDie(kubeletCfg)
 	var requestToken func() *authenticationv1.TokenRequest
 	request := func() string {
 		t.Helper()
@@ -90,7 +94,7 @@ func TestPodTokensAreTheClusters(t *testing.T) {
 	}
 	requestToken = func() *authenticationv1.TokenRequest {
 		t.Helper()
-		tr, err := p.edge.client.CoreV1().ServiceAccounts("apps").CreateToken(ctx, "app", &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		tr, err := kubelet.CoreV1().ServiceAccounts("apps").CreateToken(ctx, "app", &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
 			BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "app", UID: pod.UID}}}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatalf("the kubelet's TokenRequest: %v", err)

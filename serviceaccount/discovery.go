@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strings"
 )
 
 // Paths of the OIDC discovery document and the JWKS, kube-apiserver's
@@ -56,8 +57,32 @@ func jsonHandler(body func() []byte, contentType string) http.Handler {
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
+		if !accepts(r.Header.Values("Accept"), contentType) {
+			// As kube-apiserver (go-restful's negotiation): a client must
+			// accept what the document is.
+			http.Error(w, "406: Not Acceptable: "+contentType, http.StatusNotAcceptable)
+			return
+		}
 		w.Header().Set("Content-Type", contentType)
 		w.Header().Set("Cache-Control", "public, max-age=3600")
 		w.Write(body())
 	})
+}
+
+// accepts reports whether Accept headers values admit contentType: none
+// given, */*, type/* or the type itself.
+func accepts(values []string, contentType string) bool {
+	if len(values) == 0 {
+		return true
+	}
+	main, _, _ := strings.Cut(contentType, "/")
+	for _, v := range values {
+		for _, part := range strings.Split(v, ",") {
+			mt, _, _ := strings.Cut(strings.TrimSpace(part), ";")
+			if mt == "" || mt == "*/*" || mt == main+"/*" || mt == contentType {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -227,6 +228,16 @@ func TestJWKS(t *testing.T) {
 	}
 	if key := set.Keys[0]; key["kid"] != k.kid || key["kty"] != "EC" || key["alg"] != "ES256" || len(key["x"]) != 43 || len(key["y"]) != 43 {
 		t.Errorf("JWK %v", key)
+	}
+	// As kube-apiserver: a client that accepts only JSON gets 406.
+	for accept, want := range map[string]int{"application/json": http.StatusNotAcceptable, "application/jwk-set+json, application/json": http.StatusOK, "*/*": http.StatusOK} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("GET", JWKSPath, nil)
+		req.Header.Set("Accept", accept)
+		k.JWKSHandler().ServeHTTP(rec, req)
+		if rec.Code != want {
+			t.Errorf("JWKS accepting %q: %d, want %d", accept, rec.Code, want)
+		}
 	}
 }
 
