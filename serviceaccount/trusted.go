@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,7 +29,9 @@ import (
 // ServiceAccount read its discovery documents), at most every
 // unknownKeyRefresh.
 type Trusted struct {
-	st    TrustedState
+	st TrustedState
+	// cur is the issuer trusted; mu orders its changes.
+	mu    sync.Mutex
 	cur   atomic.Pointer[trustedIssuer]
 	fetch atomic.Pointer[JWKSFetcher]
 	// lastFetch limits the reads a token of an unknown key causes.
@@ -149,9 +152,6 @@ func (t *Trusted) Learn(ctx context.Context, token string, audiences []string, j
 		return fmt.Errorf("reading the cluster's JWKS: %w", err)
 	}
 	ti := &trustedIssuer{Issuer: iss, JWKS: set}
-	if old := t.cur.Load(); old != nil && old.Issuer == iss {
-		ti.Audiences = old.Audiences
-	}
 	if err := ti.parse(); err != nil {
 		return err
 	}
@@ -168,14 +168,28 @@ func (t *Trusted) Learn(ctx context.Context, token string, audiences []string, j
 	if len(audiences) == 0 {
 		// The audiences of the cluster's API, which a TokenRequest that
 		// names none is given.
-		for _, a := range c.Audience {
+		ti.Audiences = c.Audience
+	}
+	return t.keep(ctx, ti)
+}
+
+// keep trusts ti, with the API audiences known before of the same issuer
+// (a relay of a third party's token learns none, and two relays may
+// learn at once), in the local etcd and then in memory.
+func (t *Trusted) keep(ctx context.Context, ti *trustedIssuer) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := t.cur.Load()
+	if old != nil && old.Issuer == ti.Issuer {
+		for _, a := range old.Audiences {
 			if !slices.Contains(ti.Audiences, a) {
 				ti.Audiences = append(ti.Audiences, a)
 			}
 		}
-	}
-	if old := t.cur.Load(); old != nil && old.Issuer == ti.Issuer && slices.Equal(old.Audiences, ti.Audiences) && string(old.JWKS) == string(ti.JWKS) {
-		return nil
+		slices.Sort(ti.Audiences)
+		if slices.Equal(old.Audiences, ti.Audiences) && string(old.JWKS) == string(ti.JWKS) {
+			return nil
+		}
 	}
 	data, err := json.Marshal(ti)
 	if err != nil {
@@ -226,8 +240,7 @@ func (t *Trusted) refetch(ctx context.Context, token, kid string) (any, bool) {
 		klog.V(2).InfoS("Reading the cluster's JWKS for a token of an unknown key", "kid", kid, "err", err)
 		return nil, false
 	}
-	cur := t.cur.Load()
-	ti := &trustedIssuer{Issuer: cur.Issuer, Audiences: cur.Audiences, JWKS: jwks}
+	ti := &trustedIssuer{Issuer: t.cur.Load().Issuer, JWKS: jwks}
 	if err := ti.parse(); err != nil {
 		klog.InfoS("The cluster's JWKS", "err", err)
 		return nil, false
@@ -236,14 +249,9 @@ func (t *Trusted) refetch(ctx context.Context, token, kid string) (any, bool) {
 	if !ok {
 		return nil, false
 	}
-	data, err := json.Marshal(ti)
-	if err == nil {
-		err = t.st.PutState(ctx, trustedRecord, data)
-	}
-	if err != nil {
+	if err := t.keep(ctx, ti); err != nil {
 		klog.ErrorS(err, "Keeping the cluster's JWKS")
 		return nil, false
 	}
-	t.cur.Store(ti)
 	return k, true
 }

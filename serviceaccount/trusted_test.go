@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -109,6 +110,32 @@ func TestTrustedIssuer(t *testing.T) {
 	}
 	if err := tr.Learn(ctx, first, nil, jwksOf(c)); err != nil {
 		t.Fatal(err)
+	}
+	// A third party's token learns no audience, and forgets none, even
+	// when it is learnt at the same time as an API token.
+	for range 10 {
+		third := &Trusted{st: &memState{m: map[string][]byte{}}}
+		// Both read the JWKS before either keeps what it learnt.
+		var arrived sync.WaitGroup
+		arrived.Add(2)
+		both := func(ctx context.Context) ([]byte, error) {
+			arrived.Done()
+			arrived.Wait()
+			return c.jwks(), nil
+		}
+		var wg sync.WaitGroup
+		for _, auds := range [][]string{{"vault"}, nil} {
+			wg.Go(func() {
+				if err := third.Learn(ctx, first, auds, both); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if reread, err := LoadTrusted(ctx, third.st); err != nil || !slices.Equal(reread.cur.Load().Audiences, []string{"https://kubernetes.default.svc.cluster.local"}) ||
+			!slices.Equal(third.cur.Load().Audiences, reread.cur.Load().Audiences) {
+			t.Fatalf("the issuer kept after relays of a third party's and the API's tokens at once: %v in memory, %v kept (%v)", third.cur.Load(), reread.cur.Load(), err)
+		}
 	}
 	// Known now: nothing to read again.
 	if err := tr.Learn(ctx, c.token("one"), nil, func(context.Context) ([]byte, error) { t.Error("read the JWKS again for a known key"); return nil, nil }); err != nil {
