@@ -37,8 +37,9 @@ const decisionFresh = 30 * time.Second
 const maxDecisions = 10000
 
 // decisionsState names the records of the decisions of the node's
-// gateway: mirror-decisions@<node>/<hash of the request's attributes>.
-const decisionsState = "mirror-decisions@"
+// gateway: mirror-decisions@<node>/<hash of the request's attributes>
+// (nodeState).
+const decisionsState = "mirror-decisions/"
 
 // decision is one kept decision of the cluster.
 type decision struct {
@@ -213,7 +214,7 @@ func (d *decisions) keep(ctx context.Context, got decision) {
 // record names the record of key.
 func (d *decisions) record(key string) string {
 	sum := sha256.Sum256([]byte(key))
-	return decisionsState + d.m.node + "/" + hex.EncodeToString(sum[:16])
+	return nodeState(decisionsState, d.m.node) + hex.EncodeToString(sum[:16])
 }
 
 // load reads the decisions kept before.
@@ -223,7 +224,7 @@ func (d *decisions) load() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.byKey = map[string]*decision{}
-	recs, err := d.m.state.ListState(ctx, decisionsState+d.m.node)
+	recs, err := d.m.state.ListState(ctx, nodeState(decisionsState, d.m.node))
 	if err != nil {
 		klog.ErrorS(err, "Mirror: reading the upstream's kept decisions")
 		return

@@ -290,6 +290,7 @@ func (m *Mirror) Run(ctx context.Context) {
 	// objects stay as the node left them until they are.
 	m.up.load(ctx)
 	m.loadDeleted(ctx)
+	m.up.forgetTokens(ctx)
 	// The references of the pods already mirrored first: a referenced
 	// object no pod needs any more is deleted before anything is synced.
 	if err := m.refs.seed(ctx); err != nil {
@@ -315,6 +316,7 @@ func (m *Mirror) Run(ctx context.Context) {
 				return
 			case <-time.After(deletedFor):
 				m.loadDeleted(ctx)
+				m.up.forgetTokens(ctx)
 			}
 		}
 	}()

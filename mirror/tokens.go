@@ -3,16 +3,20 @@ package mirror
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/storage"
@@ -130,14 +134,6 @@ func (u *uplink) relayToken(w http.ResponseWriter, r *http.Request, info *reques
 	if u.trust == nil || !u.isCopy(ctx, serviceAccountsResource, info.Namespace, info.Name) {
 		return false, r
 	}
-	standIn := func(err error) (bool, *http.Request) {
-		tokensRelayed.WithLabelValues("kubestore").Inc()
-		klog.InfoS("Mirror: the cluster did not issue the pod's token; kubestore issues it, short-lived", "namespace", info.Namespace, "serviceAccount", info.Name, "err", err)
-		return false, r.WithContext(mirrored.WithStandIn(ctx))
-	}
-	if !u.Connected() {
-		return standIn(fmt.Errorf("upstream %s not reachable", u.host))
-	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	if err != nil || int64(len(body)) > maxBody {
@@ -154,17 +150,127 @@ func (u *uplink) relayToken(w http.ResponseWriter, r *http.Request, info *reques
 	if ref := tr.Spec.BoundObjectRef; ref != nil && ref.Kind == "Pod" && !u.isCopy(ctx, podsResource, info.Namespace, ref.Name) {
 		return false, r
 	}
-	if err := u.relayTokenRequest(ctx, w, r, tr); err != nil {
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		return standIn(err)
+	dryRun := len(r.URL.Query()["dryRun"]) > 0
+	key := u.tokenRecord(info.Namespace, info.Name, tr)
+	err = fmt.Errorf("upstream %s not reachable", u.host)
+	if u.Connected() {
+		if err = u.relayTokenRequest(ctx, w, r, tr, key); err == nil {
+			tokensRelayed.WithLabelValues("cluster").Inc()
+			return true, r
+		}
 	}
-	tokensRelayed.WithLabelValues("cluster").Inc()
-	return true, r
+	// The cluster's token it gave for the same request before, while it
+	// is good: a kubelet that restarted offline asks again, and the pod
+	// keeps the cluster's identity.
+	if raw, ok := u.keptToken(ctx, key); ok && !dryRun {
+		tokensRelayed.WithLabelValues("kept").Inc()
+		w.Header().Set("Content-Type", runtime.ContentTypeJSON)
+		w.WriteHeader(http.StatusCreated)
+		w.Write(raw) //nolint:errcheck // the client went away
+		return true, r
+	}
+	tokensRelayed.WithLabelValues("kubestore").Inc()
+	klog.InfoS("Mirror: the cluster did not issue the pod's token; kubestore issues it, short-lived", "namespace", info.Namespace, "serviceAccount", info.Name, "err", err)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return false, r.WithContext(mirrored.WithStandIn(ctx))
+}
+
+// tokensState names the records of the cluster's tokens the gateway
+// relayed: mirror-tokens@<node>/<hash of the request> (nodeState).
+const tokensState = "mirror-tokens/"
+
+// keptTokenMargin is how long before its expiry a kept token is no
+// longer given: the pod must have time to use it.
+const keptTokenMargin = 5 * time.Minute
+
+// keptToken is one record: the cluster's answer and when its token
+// expires, and the pod it is bound to.
+type keptToken struct {
+	Answer  json.RawMessage `json:"answer"`
+	Expires time.Time       `json:"expires"`
+	PodUID  types.UID       `json:"podUID,omitempty"`
+}
+
+// tokenRecord names the record of a TokenRequest for namespace/sa: its
+// ServiceAccount, bound object, audiences and lifetime.
+func (u *uplink) tokenRecord(namespace, sa string, tr *authenticationv1.TokenRequest) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s/%s|%v|%v|", namespace, sa, tr.Spec.Audiences, ptrValue(tr.Spec.ExpirationSeconds))
+	if ref := tr.Spec.BoundObjectRef; ref != nil {
+		fmt.Fprintf(h, "%s/%s/%s/%s", ref.APIVersion, ref.Kind, ref.Name, ref.UID)
+	}
+	return nodeState(tokensState, u.node) + hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+func ptrValue(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// keepToken keeps the cluster's answer raw under key, for the kubelet's
+// next request while the link is down.
+func (u *uplink) keepToken(ctx context.Context, key string, tr *authenticationv1.TokenRequest, answer *authenticationv1.TokenRequest, raw []byte) {
+	k := keptToken{Answer: raw, Expires: answer.Status.ExpirationTimestamp.Time}
+	if ref := tr.Spec.BoundObjectRef; ref != nil && ref.Kind == "Pod" {
+		k.PodUID = ref.UID
+	}
+	data, err := json.Marshal(k)
+	if err == nil {
+		err = u.state.PutState(ctx, key, data)
+	}
+	if err != nil {
+		klog.ErrorS(err, "Mirror: keeping the cluster's token for offline")
+	}
+}
+
+// keptToken is the cluster's answer kept under key, while its token is
+// good for keptTokenMargin yet.
+func (u *uplink) keptToken(ctx context.Context, key string) ([]byte, bool) {
+	data, err := u.state.GetState(ctx, key)
+	if err != nil || data == nil {
+		return nil, false
+	}
+	var k keptToken
+	if json.Unmarshal(data, &k) != nil || time.Until(k.Expires) < keptTokenMargin {
+		return nil, false
+	}
+	return k.Answer, true
+}
+
+// forgetTokens deletes the kept tokens that expired or whose pod the
+// gateway no longer holds.
+func (u *uplink) forgetTokens(ctx context.Context) {
+	recs, err := u.state.ListState(ctx, nodeState(tokensState, u.node))
+	if err != nil {
+		klog.ErrorS(err, "Mirror: reading the kept tokens")
+		return
+	}
+	var pods map[types.UID]bool
+	for name, data := range recs {
+		var k keptToken
+		gone := json.Unmarshal(data, &k) != nil || time.Now().After(k.Expires)
+		if !gone && k.PodUID != "" {
+			if pods == nil {
+				if pods, err = u.podUIDs(ctx); err != nil {
+					klog.ErrorS(err, "Mirror: reading the pods of the kept tokens")
+					return
+				}
+			}
+			gone = !pods[k.PodUID]
+		}
+		if gone {
+			if err := u.state.DeleteState(ctx, name); err != nil {
+				klog.ErrorS(err, "Mirror: deleting a kept token")
+			}
+		}
+	}
 }
 
 // relayTokenRequest asks the cluster for tr's token and answers with it,
 // once the cluster's issuer is trusted with it.
-func (u *uplink) relayTokenRequest(ctx context.Context, w http.ResponseWriter, r *http.Request, tr *authenticationv1.TokenRequest) error {
+func (u *uplink) relayTokenRequest(ctx context.Context, w http.ResponseWriter, r *http.Request, tr *authenticationv1.TokenRequest, key string) error {
 	fctx, cancel := context.WithTimeout(ctx, forwardTimeout)
 	defer cancel()
 	body, err := json.Marshal(tr)
@@ -207,6 +313,7 @@ func (u *uplink) relayTokenRequest(ctx context.Context, w http.ResponseWriter, r
 		case err != nil:
 			klog.V(2).InfoS("Mirror: the cluster's token for another audience cannot be verified at the gateway", "audiences", tr.Spec.Audiences, "err", err)
 		}
+		u.keepToken(ctx, key, tr, answer, raw)
 	}
 	w.Header().Set("Content-Type", runtime.ContentTypeJSON)
 	w.WriteHeader(code)
@@ -225,4 +332,23 @@ func (u *uplink) isCopy(ctx context.Context, gr schema.GroupResource, namespace,
 		return false
 	}
 	return u.down.mirroredBy(store, obj) != nil
+}
+
+// podUIDs are the uids of the pods the gateway holds copies of.
+func (u *uplink) podUIDs(ctx context.Context) (map[types.UID]bool, error) {
+	out := map[types.UID]bool{}
+	store, err := u.stores.Store(ctx, podsResource)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range u.down.rulesFor(podsResource) {
+		refs, err := u.down.localObjects(ctx, r, store, "", "")
+		if err != nil {
+			return nil, err
+		}
+		for _, ref := range refs {
+			out[types.UID(ref.uid)] = true
+		}
+	}
+	return out, nil
 }

@@ -20,6 +20,7 @@
 //	mirror-events@<node>/…         mirror           the node's agents' Events, queued for the upstream
 //	mirror-deleted/<uid>           mirror           uids deleted through the edge, not to be mirrored back
 //	mirror-decisions@<node>/<hash> mirror           the cluster's RBAC decisions on its ServiceAccounts' requests, kept for offline
+//	mirror-tokens@<node>/<hash>    mirror           the cluster's tokens relayed for the node's pods, given again offline until they expire
 //	clusterip-range, clusterip/<ip> registry        the Service CIDR and each allocated ClusterIP
 //	serviceaccount-keys/<kid>      serviceaccount   each member's token-signing public key
 //	ca-bundle/<hash>               serviceaccount   each CA certificate the site trusts

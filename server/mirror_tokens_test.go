@@ -86,16 +86,16 @@ func TestPodTokensAreTheClusters(t *testing.T) {
 	kubeletCfg := rest.CopyConfig(p.edge.rest)
 	kubeletCfg.ContentType = "application/vnd.kubernetes.protobuf"
 	kubelet := kubernetes.NewForConfigOrDie(kubeletCfg)
-	var requestToken func() *authenticationv1.TokenRequest
+	var requestToken func(expirationSeconds *int64) *authenticationv1.TokenRequest
 	request := func() string {
 		t.Helper()
-		tr := requestToken()
+		tr := requestToken(nil)
 		return tr.Status.Token
 	}
-	requestToken = func() *authenticationv1.TokenRequest {
+	requestToken = func(expirationSeconds *int64) *authenticationv1.TokenRequest {
 		t.Helper()
 		tr, err := kubelet.CoreV1().ServiceAccounts("apps").CreateToken(ctx, "app", &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
-			BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "app", UID: pod.UID}}}, metav1.CreateOptions{})
+			ExpirationSeconds: expirationSeconds, BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "app", UID: pod.UID}}}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatalf("the kubelet's TokenRequest: %v", err)
 		}
@@ -197,13 +197,18 @@ func TestPodTokensAreTheClusters(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Offline: the cluster's token still authenticates; the gateway issues
-	// the next token itself; writes go nowhere.
+	// Offline: the cluster's token still authenticates, and is given
+	// again for the same request (a kubelet that restarted asks again);
+	// the gateway issues any other token itself; writes go nowhere.
 	p.outage(t, "refused")
 	if who, err := whoami(cluster); err != nil || who != sa {
 		t.Errorf("the cluster's token offline: %q, %v", who, err)
 	}
-	standIn := requestToken()
+	if again := request(); again != cluster {
+		t.Error("offline, the kubelet's same request did not get the cluster's token again")
+	}
+	half := int64(1800)
+	standIn := requestToken(&half)
 	local := standIn.Status.Token
 	// Short-lived: the kubelet asks again within 8 minutes (80 %), and
 	// gets the cluster's once the link is back.
