@@ -1,9 +1,7 @@
 package server_test
 
 import (
-	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,13 +27,10 @@ func TestKubernetesService(t *testing.T) {
 	ts := startServer(t, cfg)
 	ctx := t.Context()
 	services := ts.client.CoreV1().Services(metav1.NamespaceDefault)
-	u, err := url.Parse(ts.rest.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	port, _ := strconv.Atoi(u.Port())
+	port := portOf(t, ts)
 
 	var svc *corev1.Service
+	var err error
 	eventually(t, 10*time.Second, "the Service default/kubernetes", func() (bool, error) {
 		svc, err = services.Get(ctx, "kubernetes", metav1.GetOptions{})
 		return err == nil, err
