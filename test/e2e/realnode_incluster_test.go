@@ -211,8 +211,9 @@ const inClusterPolicy = `- users: ["` + inClusterUser + `"]
 
 // startInCluster creates, through cs, the in-cluster client's
 // ServiceAccount, the ConfigMap the test will change, and the client's
-// pod on node. It returns when the pod was created.
-func startInCluster(t *testing.T, cs kubernetes.Interface, node string) time.Time {
+// pod on node, with the program's args. It returns when the pod was
+// created.
+func startInCluster(t *testing.T, cs kubernetes.Interface, node string, args ...string) time.Time {
 	t.Helper()
 	ctx := t.Context()
 	_, err := cs.CoreV1().ServiceAccounts(appsNS).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: inClusterSA}}, metav1.CreateOptions{})
@@ -222,7 +223,7 @@ func startInCluster(t *testing.T, cs kubernetes.Interface, node string) time.Tim
 	created := time.Now()
 	_, err = cs.CoreV1().Pods(appsNS).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: inClusterPod}, Spec: corev1.PodSpec{
 		NodeName: node, ServiceAccountName: inClusterSA, TerminationGracePeriodSeconds: ptr(int64(1)),
-		Containers: []corev1.Container{{Name: inClusterPod, Image: inClusterImage, ImagePullPolicy: corev1.PullNever, Args: []string{"--report", inClusterReport}}},
+		Containers: []corev1.Container{{Name: inClusterPod, Image: inClusterImage, ImagePullPolicy: corev1.PullNever, Args: append([]string{"--report", inClusterReport}, args...)}},
 	}}, metav1.CreateOptions{})
 	must(t, err)
 	return created

@@ -221,7 +221,7 @@ func realNodePrerequisites(t *testing.T) {
 	}
 	for _, c := range kubeProxyIPTables {
 		if _, err := exec.LookPath(c); err != nil {
-			t.Skipf("a real node's kube-proxy needs the command %s (the Debian package iptables, which .ci/run installs): %v", c, err)
+			t.Fatalf("a real node's kube-proxy needs the command %s (the Debian package iptables, which .ci/run installs): %v", c, err)
 		}
 	}
 	// runc is built with seccomp (cgo, libseccomp): without it, every
@@ -1056,7 +1056,8 @@ func realNodeThroughMirror(t *testing.T, base string, images []string) {
 	// The cluster reaches the node's kubelet only through the gateway's
 	// tunnel (kube-apiserver's egress selector).
 	ct := newCloudTunnel(t)
-	c := startClusterWith(t, clusterControllers+",deployment,replicaset", ct.apiserverArgs()...)
+	auditDir := shortTempDir(t)
+	c := startClusterWith(t, clusterControllers+",deployment,replicaset", append(ct.apiserverArgs(), inClusterClusterArgs(t, auditDir)...)...)
 	f := watchFlips(t, c.cs)
 	// The gateway's identity on the cluster, as the README gives it.
 	kubectl := func(args ...string) string {
@@ -1066,13 +1067,19 @@ func realNodeThroughMirror(t *testing.T, base string, images []string) {
 	kubectl("apply", "-f", "../../docs/node/gateway-rbac.yaml")
 	kubectl("create", "serviceaccount", "--namespace", "kube-system", "gateway-"+node)
 	kubectl("create", "clusterrolebinding", "gateway-"+node, "--clusterrole", "kubestore-gateway", "--serviceaccount", "kube-system:gateway-"+node)
+	defineInClusterCustom(t, kubectl, "kube-system:gateway-"+node)
 	token := strings.TrimSpace(kubectl("create", "token", "--namespace", "kube-system", "gateway-"+node, "--duration", "24h"))
 	l := link.New(t, strings.TrimPrefix(c.url, "https://"))
 	kc := filepath.Join(shortTempDir(t), "upstream.kubeconfig")
 	writeEdgeKubeconfig(t, c.kubeconfig, l.Addr, token, kc)
 	ct.start(t, c, kubectl, "gateway-"+node, node)
 	tl := link.New(t, fmt.Sprintf("127.0.0.1:%d", ct.port))
-	g := startRealGateway(t, append(kubeProxyAccess(t), "--upstream-kubeconfig", kc, "--node-name", node, "--tunnel-endpoint", "https://"+tl.Addr, "--tunnel-ca-file", ct.endpointCA)...)
+	// The node's pods reach the gateway at the node's address, through the
+	// cluster's Service address (its range, which the gateway's serving
+	// certificate covers); the in-cluster client's ConfigMaps are
+	// mirrored whole.
+	g := startRealGateway(t, append(kubeProxyAccess(t), "--upstream-kubeconfig", kc, "--node-name", node, "--tunnel-endpoint", "https://"+tl.Addr, "--tunnel-ca-file", ct.endpointCA,
+		"--bind-address", "0.0.0.0", "--advertise-address", realNodeIP, "--service-cluster-ip-range", "10.96.0.0/24", "--config", inClusterMirrorConfig(t))...)
 	identity := kubeletIdentity(t, g, node)
 	// The kubelet trusts the cluster's CA for kube-apiserver's client
 	// certificate, beside kubestore's.
@@ -1089,12 +1096,14 @@ func realNodeThroughMirror(t *testing.T, base string, images []string) {
 	}) {
 		t.Fatal("no default ServiceAccount on the cluster in 60 s")
 	}
+	grantInCluster(t, kubectl)
 	cm, secret := appsObjects()
 	_, err = c.cs.CoreV1().ConfigMaps(appsNS).Create(ctx, cm, metav1.CreateOptions{})
 	must(t, err)
 	_, err = c.cs.CoreV1().Secrets(appsNS).Create(ctx, secret, metav1.CreateOptions{})
 	must(t, err)
 	created := time.Now()
+	inClusterCreated := startInCluster(t, c.cs, node, "--custom", inClusterCustom+"/v1")
 	for name, spec := range map[string]corev1.PodSpec{"app": appSpec(node), "crash": crashSpec(node)} {
 		labels := map[string]string{"app": name}
 		_, err := c.cs.AppsV1().Deployments(appsNS).Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -1112,6 +1121,15 @@ func realNodeThroughMirror(t *testing.T, base string, images []string) {
 	app := podOf(ctx, c.cs, appsNS, "app")
 	checkApp(t, n, app)
 	checkCrash(t, n, c.cs, "the cluster")
+	// The in-cluster client: through the node's view of the cluster's
+	// Service to the gateway, as the cluster's ServiceAccount.
+	checkInCluster(t, n, c.cs, serviceAddress(t, c.cs, "default", "kubernetes"), inClusterCreated)
+	checkKubeProxyLed(t, "default/kubernetes:https", net.JoinHostPort(realNodeIP, g.port()))
+	inClusterPodOnGateway, err := g.p.clientset().CoreV1().Pods(appsNS).Get(ctx, inClusterPod, metav1.GetOptions{})
+	must(t, err)
+	podToken := inClusterToken(t, n, inClusterPodOnGateway.UID)
+	checkInClusterIdentity(t, c, g, filepath.Join(auditDir, "audit.log"), podToken)
+	checkInClusterCustom(t, kubectl)
 	approveServing(t, g, n)
 	checkFromTheCloud(t, ct, c.kubeconfig, node, app.Name)
 	compareExec(t, g.p.kubeconfig, c.kubeconfig, app.Name)
@@ -1141,6 +1159,10 @@ func realNodeThroughMirror(t *testing.T, base string, images []string) {
 	// and kubectl exec tries twice (WebSockets, then SPDY).
 	checkCloudDown(t, c.kubeconfig, app.Name, "node "+node+"'s gateway", 15*time.Second)
 	must(t, c.cs.CoreV1().Pods(appsNS).Delete(ctx, "doomed", metav1.DeleteOptions{}))
+	if !eventually(30*time.Second, func() bool { return !gatewayConnected(t, g) }) {
+		t.Error("the gateway did not find its hung link down in 30 s")
+	}
+	checkInClusterOffline(t, g, podToken, "the link hung")
 	// A container killed offline: the kubelet restarts it, from local
 	// data.
 	must(t, syscall.Kill(first.Pid, syscall.SIGKILL))
@@ -1161,11 +1183,14 @@ func realNodeThroughMirror(t *testing.T, base string, images []string) {
 	// The operator on the gateway, offline.
 	checkOperator(t, g, n, operatorCase{kubelet: identity, app: app.Name, crash: podOf(ctx, g.p.clientset(), appsNS, "crash").Name})
 	want := map[string]string{app.Name: again.ID}
+	firstRestart := time.Now()
 	storeChanges(t, g, n, want)
 	rebootOffline(t, g, n, want)
 	if why := readyOn(ctx, g.p.clientset(), node, "app"); why != "" {
 		t.Errorf("offline, on the gateway: %s", why)
 	}
+	checkInClusterOffline(t, g, podToken, "the link refused, after a restart")
+	firstReadAfterRestart(t, g, podToken, "offline")
 	if d := time.Since(down); d > outage {
 		t.Logf("the changes offline took %s, longer than the outage's %s", d.Round(time.Second), outage)
 	}
@@ -1194,6 +1219,9 @@ func realNodeThroughMirror(t *testing.T, base string, images []string) {
 	}
 	t.Logf("through the mirror: doomed stopped and was gone from the cluster %s after the return", time.Since(back).Round(100*time.Millisecond))
 	checkCrash(t, n, c.cs, "the cluster after the outage")
+	// storeChanges restarts the gateway 4 times, rebootOffline once,
+	// firstReadAfterRestart once.
+	checkInClusterResumed(t, n, c, inClusterCreated, down, firstRestart, 6)
 	// No flap: the node stays Ready on the cluster from its return on.
 	time.Sleep(20 * time.Second)
 	f.mu.Lock()

@@ -7,8 +7,10 @@
 //
 // In its own namespace it lists the ConfigMaps (again and again until
 // the API answers), asks who it is (a SelfSubjectReview), lists the
-// Secrets once to report the answer, then watches the ConfigMaps from the
-// list's resourceVersion, and writes what it saw into the ConfigMap
+// Secrets once to report the answer, with --custom lists a custom
+// resource's objects and writes each one's status, then watches the ConfigMaps from the
+// list's resourceVersion (listing again, RELISTED, when the watch cannot
+// be resumed, as an informer does), and writes what it saw into the ConfigMap
 // --report: user, listed, secrets, and seen.NAME (the data of NAME at
 // its latest change, as JSON) for every ConfigMap that changes after the
 // list. Each step is a line on stdout, after the time:
@@ -34,6 +36,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -41,8 +44,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
@@ -55,10 +63,11 @@ const namespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 func main() {
 	reportName := flag.String("report", "incluster-report", "the ConfigMap, in the pod's namespace, that this program writes what it saw to")
+	custom := flag.String("custom", "", "a custom resource, resource.group/version: its objects in the pod's namespace are listed and each gets status.observedBy, the pod's user")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	if err := run(ctx, *reportName); err != nil && ctx.Err() == nil {
+	if err := run(ctx, *reportName, *custom); err != nil && ctx.Err() == nil {
 		say("FAILED %v", err)
 		os.Exit(1)
 	}
@@ -72,7 +81,7 @@ func say(format string, args ...any) {
 	fmt.Printf("%s %s\n", time.Now().UTC().Format(time.RFC3339Nano), fmt.Sprintf(format, args...))
 }
 
-func run(ctx context.Context, reportName string) error {
+func run(ctx context.Context, reportName, custom string) error {
 	cfg, err := rest.InClusterConfig()
 	if err != nil {
 		return err
@@ -139,10 +148,39 @@ func run(ctx context.Context, reportName string) error {
 	}
 	say("SECRETS %d", code)
 	report("secrets", strconv.Itoa(code))
+	if custom != "" {
+		report("custom", observe(ctx, cfg, namespace, custom, user))
+	}
 
 	// The watch, resumed from the last event's resourceVersion after
-	// every disconnection (client-go's RetryWatcher).
-	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
+	// every disconnection (client-go's RetryWatcher). When it cannot be
+	// resumed (410 Gone: the API server restarted, and its watch cache
+	// starts after that resourceVersion, as kube-apiserver's), the
+	// ConfigMaps are listed again, as an informer does.
+	rv := list.ResourceVersion
+	for {
+		if err := watchFrom(ctx, cms, rv, report, reportName); err != nil {
+			return err
+		}
+		for try := 1; ; try++ {
+			list, err = cms.List(ctx, metav1.ListOptions{})
+			if err == nil {
+				say("RELISTED count=%d resourceVersion=%s", len(list.Items), list.ResourceVersion)
+				rv = list.ResourceVersion
+				break
+			}
+			say("RELIST-FAILED try=%d %v", try, err)
+			if !sleep(ctx, time.Second) {
+				return ctx.Err()
+			}
+		}
+	}
+}
+
+// watchFrom watches the ConfigMaps from rv and reports what changes, until
+// the watch cannot be resumed (nil) or ctx is done.
+func watchFrom(ctx context.Context, cms corev1client.ConfigMapInterface, rv string, report func(key, value string), reportName string) error {
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, rv, &cache.ListWatch{
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return cms.Watch(ctx, o) },
 	})
 	if err != nil {
@@ -154,13 +192,19 @@ func run(ctx context.Context, reportName string) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-w.Done():
-			return errors.New("the watch ended")
+			say("WATCH-ENDED resourceVersion=%s", rv)
+			return nil
 		case ev := <-w.ResultChan():
+			if ev.Type == watch.Error {
+				say("WATCH-ERROR %v", apierrors.FromObject(ev.Object))
+				continue
+			}
 			cm, ok := ev.Object.(*corev1.ConfigMap)
 			if !ok {
 				say("EVENT %s %T", ev.Type, ev.Object)
 				continue
 			}
+			rv = cm.ResourceVersion
 			say("EVENT %s %s resourceVersion=%s", ev.Type, cm.Name, cm.ResourceVersion)
 			if cm.Name == reportName {
 				continue // its own writes
@@ -206,4 +250,42 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-time.After(d):
 		return true
 	}
+}
+
+// observe lists the objects of the custom resource gvr
+// (resource.group/version) in namespace, until the API answers, and
+// writes status.observedBy = user on each through its status subresource.
+// It says what it did.
+func observe(ctx context.Context, cfg *rest.Config, namespace, gvr, user string) string {
+	rg, version, _ := strings.Cut(gvr, "/")
+	resource, group, _ := strings.Cut(rg, ".")
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err.Error()
+	}
+	objs := dyn.Resource(schema.GroupVersionResource{Group: group, Version: version, Resource: resource}).Namespace(namespace)
+	var list *unstructured.UnstructuredList
+	for try := 1; ; try++ {
+		if list, err = objs.List(ctx, metav1.ListOptions{}); err == nil {
+			break
+		}
+		say("CUSTOM-LIST-FAILED try=%d %v", try, err)
+		if !sleep(ctx, time.Second) {
+			return ctx.Err().Error()
+		}
+	}
+	patch := fmt.Appendf(nil, `{"status":{"observedBy":%q}}`, user)
+	written := 0
+	for _, o := range list.Items {
+		for try := 1; ctx.Err() == nil; try++ {
+			if _, err = objs.Patch(ctx, o.GetName(), types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err == nil {
+				written++
+				break
+			}
+			say("CUSTOM-STATUS-FAILED %s try=%d %v", o.GetName(), try, err)
+			sleep(ctx, time.Second)
+		}
+	}
+	say("CUSTOM listed=%d status=%d", len(list.Items), written)
+	return fmt.Sprintf("listed %d, status written on %d", len(list.Items), written)
 }
