@@ -61,8 +61,7 @@ func (u *uplink) passThrough(w http.ResponseWriter, r *http.Request, info *reque
 			gr, info.Namespace, u.host, user.GetName())))
 		return true
 	}
-	cfg := rest.CopyConfig(u.pods)
-	cfg.BearerToken = token
+	cfg := u.podConfig(token)
 	rt, err := rest.TransportFor(cfg)
 	if err != nil {
 		fail(apierrors.NewInternalError(err))

@@ -35,8 +35,9 @@ import (
 // and after a restart). The pod's own writes that go up, and the reads
 // passed through, carry that token, never the gateway's credentials: the
 // cluster's RBAC and audit log see the pod. While the link is down a
-// TokenRequest is answered by kubestore's own issuer, as before: the pod
-// starts, and its token is good at the gateway.
+// TokenRequest gets the cluster's token given before for the same request,
+// while it is good, else one of kubestore's own issuer, short-lived: the
+// pod starts, and its token is good at the gateway.
 
 // TokenTrust keeps the cluster's token issuer the gateway trusts
 // (serviceaccount.Trusted).
@@ -85,9 +86,15 @@ const jwksAccept = "application/jwk-set+json, application/json"
 // asPod is a client of the upstream with token's credentials instead of
 // the gateway's (its TLS settings kept).
 func (l *link) asPod(token string) (rest.Interface, error) {
+	return rest.UnversionedRESTClientFor(dynamic.ConfigFor(l.podConfig(token)))
+}
+
+// podConfig is the upstream's client configuration with token's
+// credentials.
+func (l *link) podConfig(token string) *rest.Config {
 	cfg := rest.CopyConfig(l.pods)
 	cfg.BearerToken = token
-	return rest.UnversionedRESTClientFor(dynamic.ConfigFor(cfg))
+	return cfg
 }
 
 type podTokenKey struct{}
@@ -127,8 +134,10 @@ func (u *uplink) upstreamFor(r *http.Request) (rest.Interface, error) {
 // mirrored ServiceAccount (bound, if to a pod, to a mirrored pod) and the
 // link is up, and reports whether it answered. Anything else is left to
 // the local issuer, with the request as it came; a request for a mirrored
-// ServiceAccount that is not relayed, or whose relay fails, is marked for
-// it as standing in for the cluster (mirrored.WithStandIn).
+// ServiceAccount that is not relayed, or whose relay fails, gets the
+// cluster's token kept from an earlier relay of the same request
+// (keptToken), or else is marked for the local issuer as standing in for
+// the cluster (mirrored.WithStandIn).
 func (u *uplink) relayToken(w http.ResponseWriter, r *http.Request, info *request.RequestInfo, decoder runtime.Decoder, maxBody int64) (bool, *http.Request) {
 	ctx := r.Context()
 	if u.trust == nil || !u.isCopy(ctx, serviceAccountsResource, info.Namespace, info.Name) {
