@@ -49,7 +49,10 @@ const deleteSettle = 5 * time.Second
 // upstream's answer and served as the response. While the link is down such
 // a write gets 503 at once (no Retry-After: client-go would retry it ten
 // times before its caller hears of it), never a silent local fork, but for
-// the node's own writes, applied locally and reconciled later (ownWrite). It runs
+// the node's own writes, applied locally and reconciled later (ownWrite).
+// It also relays the kubelet's TokenRequests for the node's pods
+// (relayToken) and passes through the pods' reads of what the mirror does
+// not hold (passThrough). It runs
 // after authentication and authorization (it needs the RequestInfo);
 // serializer writes its errors, decoder reads protobuf bodies, and a body
 // over maxBody bytes is refused (--max-request-body-bytes, which the

@@ -202,10 +202,15 @@ var inClusterBinary = &goBinary{pkg: "test/e2e/incluster", name: "incluster", en
 const inClusterUser = "system:serviceaccount:" + appsNS + ":" + inClusterSA
 
 // inClusterPolicy grants the in-cluster client's ServiceAccount the
-// ConfigMaps of its namespace, and nothing else.
+// ConfigMaps of its namespace and its widgets with their status, and
+// nothing else.
 const inClusterPolicy = `- users: ["` + inClusterUser + `"]
   verbs: ["get", "list", "watch", "create", "update", "patch"]
   resources: ["configmaps"]
+  namespaces: ["` + appsNS + `"]
+- users: ["` + inClusterUser + `"]
+  verbs: ["get", "list", "watch", "patch"]
+  resources: ["widgets.example.com", "widgets.example.com/status"]
   namespaces: ["` + appsNS + `"]
 `
 

@@ -1008,8 +1008,11 @@ func realNodeStandalone(t *testing.T, base string, images []string) {
 	checkApp(t, n, app)
 	// The in-cluster client, led by kube-proxy from default/kubernetes to
 	// the gateway's advertised address.
-	created = startInCluster(t, cs, node)
+	applyInClusterCustom(t, g.p.mustKubectl)
+	createWidget(t, g.p.mustKubectl)
+	created = startInCluster(t, cs, node, "--custom", inClusterCustom+"/v1")
 	checkInCluster(t, n, cs, serviceAddress(t, cs, "default", "kubernetes"), created)
+	checkInClusterCustom(t, g.p.mustKubectl)
 	checkKubeProxyLed(t, "default/kubernetes:https", net.JoinHostPort(realNodeIP, g.port()))
 	checkCrash(t, n, cs, "kubestore")
 	approveServing(t, g, n)
