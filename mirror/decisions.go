@@ -83,7 +83,7 @@ func (d *decisions) authorize(ctx context.Context, a authorizer.Attributes) (aut
 		cur = *kept
 	}
 	d.mu.Unlock()
-	if kept == nil && !d.m.up.isCopy(ctx, serviceAccountsResource, ns, name) {
+	if kept == nil && !d.m.up.isCopy(ctx, "ServiceAccount", ns, name) {
 		// A local ServiceAccount: kubestore's policy decides.
 		return authorizer.DecisionNoOpinion, "", nil
 	}

@@ -38,11 +38,13 @@ func (u *uplink) passThrough(w http.ResponseWriter, r *http.Request, info *reque
 		return false
 	}
 	ns, name, err := serviceaccount.SplitUsername(user.GetName())
-	if err != nil || !u.isCopy(r.Context(), serviceAccountsResource, ns, name) {
+	if err != nil {
 		return false
 	}
+	// What the mirror holds first: no read of the ServiceAccount for the
+	// reads served locally.
 	gr := schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}
-	if u.holds(r, info, gr) {
+	if u.holds(r, info, gr) || !u.isCopy(r.Context(), "ServiceAccount", ns, name) {
 		return false
 	}
 	gv := schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}

@@ -13,16 +13,16 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/apiserver/pkg/endpoints/request"
-	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubestore/kubestore/mirrored"
 )
@@ -54,8 +54,6 @@ type TokenTrust interface {
 // SetTokenTrust relays the kubelet's TokenRequests for the node's pods to
 // the cluster, trusting its issuer through t; call it before serving.
 func (m *Mirror) SetTokenTrust(t TokenTrust) { m.up.trust = t }
-
-var serviceAccountsResource = schema.GroupResource{Resource: "serviceaccounts"}
 
 // jwksPath is where a cluster serves its ServiceAccount issuer's keys
 // (kube-apiserver's --service-account-jwks-uri default).
@@ -140,7 +138,7 @@ func (u *uplink) upstreamFor(r *http.Request) (rest.Interface, error) {
 // the cluster (mirrored.WithStandIn).
 func (u *uplink) relayToken(w http.ResponseWriter, r *http.Request, info *request.RequestInfo, decoder runtime.Decoder, maxBody int64) (bool, *http.Request) {
 	ctx := r.Context()
-	if u.trust == nil || !u.isCopy(ctx, serviceAccountsResource, info.Namespace, info.Name) {
+	if u.trust == nil || !u.isCopy(ctx, "ServiceAccount", info.Namespace, info.Name) {
 		return false, r
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
@@ -156,7 +154,7 @@ func (u *uplink) relayToken(w http.ResponseWriter, r *http.Request, info *reques
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u2.Object, tr); err != nil {
 		return false, r
 	}
-	if ref := tr.Spec.BoundObjectRef; ref != nil && ref.Kind == "Pod" && !u.isCopy(ctx, podsResource, info.Namespace, ref.Name) {
+	if ref := tr.Spec.BoundObjectRef; ref != nil && ref.Kind == "Pod" && !u.isCopy(ctx, "Pod", info.Namespace, ref.Name) {
 		return false, r
 	}
 	dryRun := len(r.URL.Query()["dryRun"]) > 0
@@ -204,18 +202,11 @@ type keptToken struct {
 // ServiceAccount, bound object, audiences and lifetime.
 func (u *uplink) tokenRecord(namespace, sa string, tr *authenticationv1.TokenRequest) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s/%s|%v|%v|", namespace, sa, tr.Spec.Audiences, ptrValue(tr.Spec.ExpirationSeconds))
+	fmt.Fprintf(h, "%s/%s|%v|%v|", namespace, sa, tr.Spec.Audiences, ptr.Deref(tr.Spec.ExpirationSeconds, 0))
 	if ref := tr.Spec.BoundObjectRef; ref != nil {
 		fmt.Fprintf(h, "%s/%s/%s/%s", ref.APIVersion, ref.Kind, ref.Name, ref.UID)
 	}
 	return nodeState(tokensState, u.node) + hex.EncodeToString(h.Sum(nil)[:16])
-}
-
-func ptrValue(p *int64) int64 {
-	if p == nil {
-		return 0
-	}
-	return *p
 }
 
 // keepToken keeps the cluster's answer raw under key, for the kubelet's
@@ -330,17 +321,10 @@ func (u *uplink) relayTokenRequest(ctx context.Context, w http.ResponseWriter, r
 	return nil
 }
 
-// isCopy reports whether namespace/name of gr is a mirrored copy.
-func (u *uplink) isCopy(ctx context.Context, gr schema.GroupResource, namespace, name string) bool {
-	store, err := u.stores.Store(ctx, gr)
-	if err != nil {
-		return false
-	}
-	obj := store.New()
-	if err := store.Get(ctx, store.Key(namespace, name), storage.GetOptions{}, obj); err != nil {
-		return false
-	}
-	return u.down.mirroredBy(store, obj) != nil
+// isCopy reports whether namespace/name, a v1 object of kind, is a
+// mirrored copy (downstream's mirrors, as for the node's Events).
+func (u *uplink) isCopy(ctx context.Context, kind, namespace, name string) bool {
+	return u.down.mirrors(ctx, corev1.ObjectReference{APIVersion: "v1", Kind: kind, Namespace: namespace, Name: name})
 }
 
 // podUIDs are the uids of the pods the gateway holds copies of.

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/munnerz/goautoneg"
 )
 
 // Paths of the OIDC discovery document and the JWKS, kube-apiserver's
@@ -69,20 +71,8 @@ func jsonHandler(body func() []byte, contentType string) http.Handler {
 	})
 }
 
-// accepts reports whether Accept headers values admit contentType: none
-// given, */*, type/* or the type itself.
+// accepts reports whether the Accept header values admit contentType
+// (none given admits anything), as the apiserver negotiates.
 func accepts(values []string, contentType string) bool {
-	if len(values) == 0 {
-		return true
-	}
-	main, _, _ := strings.Cut(contentType, "/")
-	for _, v := range values {
-		for _, part := range strings.Split(v, ",") {
-			mt, _, _ := strings.Cut(strings.TrimSpace(part), ";")
-			if mt == "" || mt == "*/*" || mt == main+"/*" || mt == contentType {
-				return true
-			}
-		}
-	}
-	return false
+	return len(values) == 0 || goautoneg.Negotiate(strings.Join(values, ","), []string{contentType}) != ""
 }
