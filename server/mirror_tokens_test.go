@@ -81,11 +81,9 @@ func TestPodTokensAreTheClusters(t *testing.T) {
 		_, err4 := p.edge.client.CoreV1().Secrets("apps").Get(ctx, "creds", metav1.GetOptions{})
 		return err1 == nil && err2 == nil && err3 == nil && err4 == nil, nil
 	})
-	// The kubelet's request for the pod's token, in protobuf as the
-	// kubelet sends it.
-	kubeletCfg := rest.CopyConfig(p.edge.rest)
-	kubeletCfg.ContentType = "application/vnd.kubernetes.protobuf"
-	kubelet := kubernetes.NewForConfigOrDie(kubeletCfg)
+	// The kubelet's request for the pod's token, on its own certificate
+	// and in protobuf, as the kubelet sends it.
+	kubelet := kubeletClient(t, p.edge, "edge-a")
 	var requestToken func(expirationSeconds *int64) *authenticationv1.TokenRequest
 	request := func() string {
 		t.Helper()
