@@ -27,11 +27,6 @@ import (
 	"github.com/kubestore/kubestore/mirrored"
 )
 
-// localError is a failure of the local store, not of the upstream.
-type localError struct{ error }
-
-func (e localError) Unwrap() error { return e.error }
-
 // errUnchanged aborts a write that would change nothing.
 var errUnchanged = errors.New("unchanged")
 
@@ -52,23 +47,6 @@ func newer(a, b string) bool {
 // happens. It reports what it did: opCreated, opUpdated or opUnchanged.
 func (m *Mirror) apply(ctx context.Context, r *rule, store *Store, u *unstructured.Unstructured) (string, error) {
 	return m.applyObject(ctx, r, store, u, applyHow{})
-}
-
-// applyHow says where an object to apply comes from.
-type applyHow struct {
-	// absent says a relist found no local copy, so the object is created
-	// without reading it first (a concurrent write of it makes that fail,
-	// and the read-compare-write then runs).
-	absent bool
-	// answer says it is the upstream's answer to a write: it updates the
-	// local copy of the same uid, and creates one only when mayCreate (the
-	// answer to a create). A late answer never brings back an object the
-	// upstream deleted meanwhile.
-	answer, mayCreate bool
-	// overPending writes over the node's pending writes: the answer to a
-	// forwarded or reconciled write of the node holds them, or the
-	// upstream refused or quarantined them.
-	overPending bool
 }
 
 // applyObject is apply, as how says.
@@ -270,17 +248,6 @@ func (e skippedError) Unwrap() error { return e.error }
 // local object of the same name.
 var errLocalObject = errors.New("not mirrored over a local object")
 
-const (
-	opCreated   = "created"
-	opUpdated   = "updated"
-	opDeleted   = "deleted"
-	opUnchanged = "unchanged"
-	opRecreated = "recreated"
-	// opDeferred: not created, its local namespace is terminating; it is
-	// once the namespace is gone (deferred.go).
-	opDeferred = "deferred"
-)
-
 // remove deletes the local copy of namespace/name if rule r mirrored it
 // (or any rule, when anyRule; never a local object) and, when upstreamRV is set, it is not newer
 // than that deletion. It reports whether it deleted.
@@ -314,9 +281,6 @@ func (m *Mirror) remove(ctx context.Context, r *rule, store *Store, namespace, n
 
 // deletedObject marks an object refs should forget.
 type deletedObject struct{ runtime.Object }
-
-// localRef is a local copy: its name, uid and upstream resourceVersion.
-type localRef struct{ namespace, name, uid, upstreamRV string }
 
 func refOf(a metav1.Object) localRef {
 	return localRef{a.GetNamespace(), a.GetName(), string(a.GetUID()), a.GetAnnotations()[mirrored.AnnotationUpstreamResourceVersion]}
@@ -384,8 +348,6 @@ func (m *Mirror) formerCopies(ctx context.Context, r *rule, store *Store, namesp
 	copies, err := m.localObjects(ctx, &old, store, namespace, "")
 	return copies, &old, err
 }
-
-var namespaces = schema.GroupResource{Resource: "namespaces"}
 
 // namespaceForCopy makes sure a copy can be created in namespace ns: it
 // creates the namespace, as a local object, unless it exists (local

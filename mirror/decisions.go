@@ -53,7 +53,7 @@ type decision struct {
 
 // decisions are the cluster's decisions the gateway keeps.
 type decisions struct {
-	m      *Mirror
+	u      *uplink
 	loaded sync.Once
 	mu     sync.Mutex
 	byKey  map[string]*decision
@@ -62,12 +62,12 @@ type decisions struct {
 // ClusterAuthorizer decides the requests of the cluster's ServiceAccounts
 // as the cluster does (above); it has no opinion on any other user's.
 func (m *Mirror) ClusterAuthorizer() authorizer.Authorizer {
-	return authorizer.AuthorizerFunc(m.decisions.authorize)
+	return authorizer.AuthorizerFunc(m.up.decisions.authorize)
 }
 
 func (d *decisions) authorize(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
 	u := a.GetUser()
-	if u == nil || !a.IsResourceRequest() || d.m.up.trust == nil {
+	if u == nil || !a.IsResourceRequest() || d.u.trust == nil {
 		return authorizer.DecisionNoOpinion, "", nil
 	}
 	ns, name, err := serviceaccount.SplitUsername(u.GetName())
@@ -83,15 +83,15 @@ func (d *decisions) authorize(ctx context.Context, a authorizer.Attributes) (aut
 		cur = *kept
 	}
 	d.mu.Unlock()
-	if kept == nil && !d.m.up.isCopy(ctx, "ServiceAccount", ns, name) {
+	if kept == nil && !d.u.isCopy(ctx, "ServiceAccount", ns, name) {
 		// A local ServiceAccount: kubestore's policy decides.
 		return authorizer.DecisionNoOpinion, "", nil
 	}
 	token, _ := ctx.Value(podTokenKey{}).(string)
-	if token != "" && !d.m.up.trust.Issued(token) {
+	if token != "" && !d.u.trust.Issued(token) {
 		token = "" // kubestore's own token: it cannot ask the cluster
 	}
-	online := token != "" && d.m.Connected()
+	online := token != "" && d.u.Connected()
 	switch {
 	case kept != nil && (!online || time.Since(cur.At) < decisionFresh):
 		return cur.verdict()
@@ -100,11 +100,11 @@ func (d *decisions) authorize(ctx context.Context, a authorizer.Attributes) (aut
 		return cur.verdict()
 	case !online:
 		return authorizer.DecisionDeny, fmt.Sprintf("the upstream %s decides what %s may do, and this gateway does not know its decision yet (%s)",
-			d.m.host, u.GetName(), map[bool]string{true: "the upstream is not reachable", false: "the request carries no token of the upstream's"}[token != ""]), nil
+			d.u.host, u.GetName(), map[bool]string{true: "the upstream is not reachable", false: "the request carries no token of the upstream's"}[token != ""]), nil
 	}
 	got, err := d.ask(ctx, key, a, token)
 	if err != nil {
-		return authorizer.DecisionDeny, fmt.Sprintf("asking the upstream %s what %s may do: %v", d.m.host, u.GetName(), err), nil
+		return authorizer.DecisionDeny, fmt.Sprintf("asking the upstream %s what %s may do: %v", d.u.host, u.GetName(), err), nil
 	}
 	return got.verdict()
 }
@@ -131,7 +131,7 @@ func decisionKey(user string, a authorizer.Attributes) string {
 func (d *decisions) ask(ctx context.Context, key string, a authorizer.Attributes, token string) (decision, error) {
 	ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
 	defer cancel()
-	pod, err := d.m.asPod(token)
+	pod, err := d.u.asPod(token)
 	if err != nil {
 		return decision{}, err
 	}
@@ -148,11 +148,11 @@ func (d *decisions) ask(ctx context.Context, key string, a authorizer.Attributes
 		SetHeader("Content-Type", "application/json").Body(body).Do(ctx).Raw()
 	if err != nil {
 		if unreachable(err) {
-			d.m.reached(err)
+			d.u.reached(err)
 		}
 		return decision{}, err
 	}
-	d.m.reached(nil)
+	d.u.reached(nil)
 	answer := &authorizationv1.SelfSubjectAccessReview{}
 	if err := json.Unmarshal(raw, answer); err != nil {
 		return decision{}, fmt.Errorf("reading the upstream's answer: %w", err)
@@ -204,7 +204,7 @@ func (d *decisions) keep(ctx context.Context, got decision) {
 	}
 	data, err := json.Marshal(got)
 	if err == nil {
-		err = d.m.state.PutState(ctx, d.record(got.Key), data)
+		err = d.u.state.PutState(ctx, d.record(got.Key), data)
 	}
 	if err != nil {
 		klog.ErrorS(err, "Mirror: keeping the upstream's decision", "key", got.Key)
@@ -214,7 +214,7 @@ func (d *decisions) keep(ctx context.Context, got decision) {
 // record names the record of key.
 func (d *decisions) record(key string) string {
 	sum := sha256.Sum256([]byte(key))
-	return nodeState(decisionsState, d.m.node) + hex.EncodeToString(sum[:16])
+	return nodeState(decisionsState, d.u.node) + hex.EncodeToString(sum[:16])
 }
 
 // load reads the decisions kept before.
@@ -224,7 +224,7 @@ func (d *decisions) load() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.byKey = map[string]*decision{}
-	recs, err := d.m.state.ListState(ctx, nodeState(decisionsState, d.m.node))
+	recs, err := d.u.state.ListState(ctx, nodeState(decisionsState, d.u.node))
 	if err != nil {
 		klog.ErrorS(err, "Mirror: reading the upstream's kept decisions")
 		return

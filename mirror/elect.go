@@ -8,12 +8,6 @@ import (
 	"sync"
 )
 
-// Elector runs fn while this process leads the election named key, once
-// per term (fn's context ends with the term), until ctx ends. Processes
-// that share one etcd (a site's gateways, or kubestores on an external
-// cluster) elect one streamer per rule through it.
-type Elector func(ctx context.Context, key string, fn func(term context.Context))
-
 // SetElector makes every rule's streams run only while this process leads
 // the rule's election: among the processes sharing the etcd, one streams a
 // rule from the upstream and every one serves the result. Without an

@@ -222,8 +222,11 @@ func (o *outbox) aboutThisNode(ctx context.Context, q queuedEvent, alone bool) b
 		return alone
 	}
 	ref := ev.InvolvedObject
-	gr := map[string]schema.GroupResource{"Node": nodesResource, "Pod": podsResource, "Lease": leasesResource, "CSINode": csiNodesResource}[ref.Kind]
-	return o.u.legacyMine(ctx, gr, ref.Namespace, ref.Name, alone)
+	k := ownedKindOf(ref.Kind)
+	if k == nil {
+		return alone
+	}
+	return o.u.legacyMine(ctx, k.gr, ref.Namespace, ref.Name, alone)
 }
 
 // durable is the key in the mirror's state of the queued Event of key:

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -191,3 +193,47 @@ func (l *link) reached(err error) {
 		}
 	}
 }
+
+// isNetworkError reports whether err means the upstream was not reached
+// (or the connection broke), rather than that it answered with an error.
+func isNetworkError(err error) bool {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		// client-go reports some transport failures as statuses too: a
+		// watch whose connection broke ("http2: client connection lost")
+		// ends with a 500 of its own making.
+		s := status.Status()
+		if s.Details != nil {
+			for _, c := range s.Details.Causes {
+				if c.Type == clientWatchDecoding {
+					return true
+				}
+			}
+		}
+		return s.Code == 0 || s.Code == http.StatusServiceUnavailable || s.Code == http.StatusGatewayTimeout ||
+			s.Reason == metav1.StatusReasonServerTimeout
+	}
+	return true
+}
+
+// noAnswer reports whether err means no answer of the upstream came: the
+// connection failed or broke (client-go's own status of a watch that
+// broke counts), rather than that the upstream answered with an error.
+func noAnswer(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return true
+	}
+	if d := status.Status().Details; d != nil {
+		for _, c := range d.Causes {
+			if c.Type == clientWatchDecoding {
+				return true
+			}
+		}
+	}
+	return status.Status().Code == 0
+}
+
+// clientWatchDecoding is the cause client-go gives a watch it could not
+// read on (k8s.io/client-go/rest: the stream broke, or was not a watch).
+const clientWatchDecoding metav1.CauseType = "ClientWatchDecoding"

@@ -33,7 +33,6 @@ package mirror
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -43,81 +42,16 @@ import (
 	"sync/atomic"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
-	"github.com/kubestore/kubestore/cacher"
 	"github.com/kubestore/kubestore/config"
 )
-
-// Store is the local storage of one resource, as the mirror writes it.
-type Store struct {
-	*cacher.RawStore
-	// GVR is the resource and the version it is stored in, the version
-	// the mirror reads from the upstream; GVK its kind.
-	GVR        schema.GroupVersionResource
-	GVK        schema.GroupVersionKind
-	Namespaced bool
-	// New makes the stored type; Convert turns an upstream object into it.
-	New     func() runtime.Object
-	NewList func() runtime.Object
-	Convert func(u map[string]any) (runtime.Object, error)
-	// Attrs are a stored object's labels and selectable fields, those the
-	// local server selects by: a rule's selectors match an object as a
-	// list of the local server would.
-	Attrs func(obj runtime.Object) (labels.Set, fields.Set, error)
-}
-
-// MetadataAttrs are the attributes of a kind with no selectable fields but
-// metadata.name and, when namespaced, metadata.namespace.
-func MetadataAttrs(namespaced bool) func(obj runtime.Object) (labels.Set, fields.Set, error) {
-	return func(obj runtime.Object) (labels.Set, fields.Set, error) {
-		a, err := meta.Accessor(obj)
-		if err != nil {
-			return nil, nil, err
-		}
-		fs := fields.Set{"metadata.name": a.GetName()}
-		if namespaced {
-			fs["metadata.namespace"] = a.GetNamespace()
-		}
-		return labels.Set(a.GetLabels()), fs, nil
-	}
-}
-
-// ErrStopping is Stores' error once the server stops.
-var ErrStopping = errors.New("the server is stopping")
-
-// Stores gives the mirror the local store of a resource. It fails while a
-// custom resource's definition is not yet stored, and with ErrStopping
-// once the server stops.
-type Stores interface {
-	Store(ctx context.Context, gr schema.GroupResource) (*Store, error)
-	// Builtin reports whether gr is served without a
-	// CustomResourceDefinition.
-	Builtin(gr schema.GroupResource) bool
-}
-
-// State keeps the mirror's records in the local etcd, under kubestore's
-// own prefix (package records): each stream's last upstream
-// resourceVersion, the rules' records, the node's pending offline writes,
-// the queued Events and the uids deleted through the edge.
-type State interface {
-	GetState(ctx context.Context, name string) ([]byte, error)
-	PutState(ctx context.Context, name string, value []byte) error
-	UpdateState(ctx context.Context, name string, update func(old []byte) ([]byte, bool)) error
-	// ListState lists a directory of records (name/…); ListStatePrefix
-	// the records whose names start with prefix (package records).
-	ListState(ctx context.Context, dir string) (map[string][]byte, error)
-	ListStatePrefix(ctx context.Context, prefix string) (map[string][]byte, error)
-	DeleteState(ctx context.Context, name string) error
-}
 
 // Mirror mirrors the rules' objects and forwards writes to them. It
 // holds the two flows: downstream, the streams that copy the upstream's
@@ -156,9 +90,6 @@ type Mirror struct {
 	site         siteResources
 	// view, when set, is the node's view of default/kubernetes (SetView).
 	view *view
-	// decisions are the cluster's decisions on its ServiceAccounts' requests
-	// (ClusterAuthorizer).
-	decisions *decisions
 }
 
 // rule is a config rule with its selectors resolved.
@@ -223,6 +154,10 @@ func ruleFor(cfg config.MirrorRule, node string) (*rule, error) {
 // stay local.
 var localOnly = map[schema.GroupResource]string{{Resource: "configmaps"}: "kube-root-ca.crt"}
 
+// namespaces are the local namespaces, whose delete the write-through
+// checks (namespaceDeletable) and whose terminating state defers a copy.
+var namespaces = schema.GroupResource{Resource: "namespaces"}
+
 // crdResource is where custom resources are defined.
 var crdResource = schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}
 
@@ -259,7 +194,6 @@ func New(cfg config.Mirror, stores Stores, state State) (*Mirror, error) {
 		}
 	}
 	m.refs = newReferences(m)
-	m.decisions = &decisions{m: m, byKey: map[string]*decision{}}
 	m.up = newUplink(m, l, stores, state, m.node)
 	registerMetrics()
 	return m, nil

@@ -14,32 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// ownWrite is a write the node makes to a mirrored object of its own, as
-// upstream's NodeRestriction admission scopes a node: its Node's status,
-// its Lease and CSINode, the status of its pods, the final delete of a pod
-// the upstream marked for deletion, and the registration of its Node. While
-// the link is down these are applied locally and kept pending; every other
-// write to a mirrored object is refused.
-type ownWrite string
-
-const (
-	ownStatus   ownWrite = "status" // nodes/<node>/status, pods/<pod>/status of the node's pods
-	ownSpec     ownWrite = "spec"   // the node's Lease and CSINode: the node writes them whole
-	ownCreate   ownWrite = "create" // the node's Node, Lease or CSINode, created while offline
-	ownDelete   ownWrite = "delete" // the final delete of a pod of the node marked for deletion
-	ownNotOwned ownWrite = ""       // any other write
-)
-
-// leaseNS holds the nodes' Leases.
-const leaseNS = "kube-node-lease"
-
-var (
-	nodesResource    = schema.GroupResource{Resource: "nodes"}
-	podsResource     = schema.GroupResource{Resource: "pods"}
-	leasesResource   = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
-	csiNodesResource = schema.GroupResource{Group: "storage.k8s.io", Resource: "csinodes"}
-)
-
 // pendingRecord is what the local etcd keeps of an object the node wrote
 // while the link was down, until the write is reconciled with the
 // upstream: which writes, the object's uid then, and since when; and what
@@ -72,6 +46,10 @@ type pendingRecord struct {
 }
 
 func (p *pendingRecord) gr() schema.GroupResource { return schema.ParseGroupResource(p.Resource) }
+
+// kind is what the node owns of the record's kind (nil for a kind it does
+// not write, which no record of this release holds).
+func (p *pendingRecord) kind() *ownedKind { return ownedKinds[p.gr()] }
 
 func (p *pendingRecord) has(w ownWrite) bool { return slices.Contains(p.Writes, w) }
 

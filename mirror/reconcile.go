@@ -284,7 +284,7 @@ func (u *uplink) reconcileOne(ctx context.Context, rec pendingRecord) (string, e
 		}
 		answer := cur
 		if patch != nil {
-			answer, err = up.Patch(ctx, rec.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, ownedSubresource(rec.gr())...)
+			answer, err = up.Patch(ctx, rec.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, rec.kind().subresources()...)
 			if apierrors.IsConflict(err) {
 				continue
 			}
@@ -332,7 +332,7 @@ func (u *uplink) reconcileFinalDelete(ctx context.Context, r *rule, store *Store
 			return "", err
 		}
 		if patch != nil {
-			_, err := up.Patch(ctx, rec.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, ownedSubresource(rec.gr())...)
+			_, err := up.Patch(ctx, rec.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, rec.kind().subresources()...)
 			if err != nil && !apierrors.IsNotFound(err) && retryable(err) {
 				return "", err
 			}
@@ -384,23 +384,6 @@ func (u *uplink) localCopy(ctx context.Context, store *Store, rec pendingRecord)
 	return la, lu, nil
 }
 
-// ownedPart is the part of an object of gr the node writes: the status of
-// its Node and pods, the spec of its Lease and CSINode.
-func ownedPart(gr schema.GroupResource) string {
-	if gr == nodesResource || gr == podsResource {
-		return "status"
-	}
-	return "spec"
-}
-
-// ownedSubresource is where the owned part is written.
-func ownedSubresource(gr schema.GroupResource) []string {
-	if ownedPart(gr) == "status" {
-		return []string{"status"}
-	}
-	return nil
-}
-
 // basePart is the owned part of obj, as a record's base.
 func basePart(gr schema.GroupResource, obj runtime.Object) (json.RawMessage, error) {
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
@@ -435,22 +418,17 @@ func wholeConditions(patch map[string]any, owned any) {
 	}
 }
 
-// kubeletConditions are the condition types the kubelet reports, of its
-// Node and of its pods (k8s.io/kubernetes pkg/kubelet/nodestatus and
-// pkg/kubelet/status): the node's own, whoever else wrote them meanwhile.
-var kubeletConditions = map[schema.GroupResource][]string{
-	nodesResource: {"Ready", "MemoryPressure", "DiskPressure", "PIDPressure"},
-	podsResource:  {"Ready", "ContainersReady", "Initialized", "PodReadyToStartContainers"},
-}
-
 // reassertConditions adds to the patch each condition the kubelet reports
 // that the cluster holds otherwise than the node does: the node-lifecycle
 // controller marks a node Unknown and its pods not Ready while it is away,
 // and the node's view when it is back is the truth (the kubelet would
 // write it again at its next status sync, seconds later). A condition of
 // another writer (DisruptionTarget) stays the cluster's.
-func reassertConditions(gr schema.GroupResource, patch map[string]any, owned any, cur *unstructured.Unstructured) {
-	types := kubeletConditions[gr]
+func reassertConditions(k *ownedKind, patch map[string]any, owned any, cur *unstructured.Unstructured) {
+	var types []string
+	if k != nil {
+		types = k.conditions
+	}
 	local, _ := owned.(map[string]any)
 	mine, _ := local["conditions"].([]any)
 	theirs, _, _ := unstructured.NestedSlice(cur.Object, "status", "conditions")
@@ -534,11 +512,13 @@ func nodePatch(store *Store, rec pendingRecord, base json.RawMessage, owned any,
 		return nil, err
 	}
 	wholeConditions(patch, owned)
-	reassertConditions(rec.gr(), patch, owned, cur)
-	if rec.gr() == leasesResource && !rec.has(ownCreate) {
-		unstructured.RemoveNestedField(patch, "spec", "renewTime")
-		if spec, ok := patch["spec"].(map[string]any); ok && len(spec) == 0 {
-			delete(patch, "spec")
+	reassertConditions(rec.kind(), patch, owned, cur)
+	if k := rec.kind(); k != nil && !rec.has(ownCreate) {
+		for _, field := range k.notReplayed {
+			unstructured.RemoveNestedField(patch, field...)
+			if p, ok := patch[field[0]].(map[string]any); ok && len(p) == 0 {
+				delete(patch, field[0])
+			}
 		}
 	}
 	if len(patch) == 0 {

@@ -27,30 +27,6 @@ import (
 	"github.com/kubestore/kubestore/mirrored"
 )
 
-// The node's pods' own identity. While the link is up, the kubelet's
-// TokenRequest for a pod the cluster bound to the node (of a mirrored
-// ServiceAccount) is relayed to the cluster, so the pod's token is one
-// the cluster accepts; kubestore trusts the cluster's issuer for it
-// (TokenTrust: its keys kept locally, so the token keeps working offline
-// and after a restart). The pod's own writes that go up, and the reads
-// passed through, carry that token, never the gateway's credentials: the
-// cluster's RBAC and audit log see the pod. While the link is down a
-// TokenRequest gets the cluster's token given before for the same request,
-// while it is good, else one of kubestore's own issuer, short-lived: the
-// pod starts, and its token is good at the gateway.
-
-// TokenTrust keeps the cluster's token issuer the gateway trusts
-// (serviceaccount.Trusted).
-type TokenTrust interface {
-	// Learn trusts the issuer of token, the cluster's answer to a
-	// TokenRequest for audiences, with the keys jwks reads when it needs
-	// them.
-	Learn(ctx context.Context, token string, audiences []string, jwks func(context.Context) ([]byte, error)) error
-	// Issued reports whether token, which authenticated, is the trusted
-	// issuer's.
-	Issued(token string) bool
-}
-
 // SetTokenTrust relays the kubelet's TokenRequests for the node's pods to
 // the cluster, trusting its issuer through t; call it before serving.
 func (m *Mirror) SetTokenTrust(t TokenTrust) { m.up.trust = t }

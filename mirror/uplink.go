@@ -6,11 +6,8 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/klog/v2"
 )
@@ -37,41 +34,15 @@ type uplink struct {
 	// trust, when set, is the cluster's token issuer the gateway trusts
 	// for the tokens it relays (tokens.go).
 	trust TokenTrust
-}
-
-// downstream is what the uplink needs of the streams' side of the
-// mirror: which rule mirrors an object, and writing the upstream's answer
-// into the local store as a stream would, so that the copy a forwarded
-// write or a reconciliation leaves is the one the stream would have
-// written.
-type downstream interface {
-	// rulesFor are the rules of gr; rule the rule named name.
-	rulesFor(gr schema.GroupResource) []*rule
-	rule(name string) *rule
-	// matching is the rule that would mirror obj, nil for a local object;
-	// mirroredBy the rule whose copy obj is, this gateway's or
-	// another gateway's of the site.
-	matching(store *Store, gr schema.GroupResource, namespace string, obj *unstructured.Unstructured) *rule
-	mirroredBy(store *Store, obj runtime.Object) *rule
-	// mirrors reports whether ref names a local copy of a mirrored object.
-	mirrors(ctx context.Context, ref corev1.ObjectReference) bool
-	// mirroredOnSite reports whether a rule of any gateway of the site
-	// mirrors gr.
-	mirroredOnSite(ctx context.Context, gr schema.GroupResource) bool
-	// namespaceDeletable refuses to delete a namespace holding copies.
-	namespaceDeletable(ctx context.Context, namespace string) error
-	// applyObject writes the upstream's u as r's copy; remove deletes the
-	// copy of namespace/name; localObjects are r's copies there.
-	applyObject(ctx context.Context, r *rule, store *Store, u *unstructured.Unstructured, how applyHow) (string, error)
-	remove(ctx context.Context, r *rule, store *Store, namespace, name, upstreamRV string, anyRule bool) (bool, error)
-	localObjects(ctx context.Context, r *rule, store *Store, namespace, name string) (map[string]localRef, error)
-	// deletedUpstream records that the upstream deleted uid.
-	deletedUpstream(ctx context.Context, uid types.UID)
+	// decisions are the cluster's decisions on its ServiceAccounts'
+	// requests (ClusterAuthorizer).
+	decisions *decisions
 }
 
 func newUplink(down downstream, l *link, stores Stores, state State, node string) *uplink {
 	u := &uplink{link: l, down: down, stores: stores, state: state, node: node, pending: newPending(state, node)}
 	u.events = newOutbox(u)
+	u.decisions = &decisions{u: u, byKey: map[string]*decision{}}
 	return u
 }
 
@@ -109,21 +80,22 @@ func (u *uplink) aloneOnStore(ctx context.Context) bool {
 // the node deleted) is this node's only when no other gateway shares the
 // store: no gateway takes another node's records.
 func (u *uplink) legacyMine(ctx context.Context, gr schema.GroupResource, namespace, name string, alone bool) bool {
-	switch gr {
-	case nodesResource, csiNodesResource:
-		return name == u.node
-	case leasesResource:
-		return namespace == leaseNS && name == u.node
-	case podsResource:
-		if store, err := u.stores.Store(ctx, gr); err == nil {
-			obj := store.New()
-			if err := store.Get(ctx, store.Key(namespace, name), storage.GetOptions{}, obj); err == nil {
-				pod, ok := obj.(*corev1.Pod)
-				return ok && pod.Spec.NodeName == u.node
-			}
+	k := ownedKinds[gr]
+	if k == nil {
+		return alone
+	}
+	var obj runtime.Object
+	if k.boundTo != nil {
+		store, err := u.stores.Store(ctx, gr)
+		if err != nil {
+			return alone
+		}
+		obj = store.New()
+		if err := store.Get(ctx, store.Key(namespace, name), storage.GetOptions{}, obj); err != nil {
+			return alone
 		}
 	}
-	return alone
+	return k.mine(u.node, namespace, name, obj)
 }
 
 // run sends the queued Events and reconciles the pending writes until ctx

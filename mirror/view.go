@@ -21,37 +21,6 @@ import (
 	"github.com/kubestore/kubestore/mirrored"
 )
 
-// The node's view of the Service default/kubernetes. In a cluster its
-// endpoints are the cluster's API servers; the node's pods, whose
-// in-cluster clients (client-go's InClusterConfig) call the Service, must
-// reach the gateway instead: it serves them from local data, online and
-// offline, and forwards what must go up (as YurtHub rewrites the
-// Service's endpoints it serves to its node, openyurtio/openyurt#2158).
-// So the mirror's copies of the Service's Endpoints and EndpointSlice
-// carry the gateway's endpoint (--advertise-address on its port), marked
-// mirrored.AnnotationView, while the cluster's objects stay untouched: a
-// view is never written up. The Service itself is the cluster's (its
-// ClusterIP is where the pods call); the gateway's serving certificate
-// must cover that address, and kubestore says so when it does not. The
-// CA the pods verify with, the ConfigMap kube-root-ca.crt, is the
-// gateway's already (localOnly).
-
-// View is where the node's pods reach the gateway's API.
-type View struct {
-	// Endpoint is the gateway's endpoint, address:port; empty (no
-	// advertised address) leaves the cluster's endpoints as they are.
-	Endpoint string
-	// Subsets, AddressType, Endpoints and Ports are the Endpoints' and the
-	// EndpointSlice's parts at that endpoint (serviceip.KubernetesEndpoint).
-	Subsets     []corev1.EndpointSubset
-	AddressType discoveryv1.AddressType
-	Endpoints   []discoveryv1.Endpoint
-	Ports       []discoveryv1.EndpointPort
-	// Covers reports whether the gateway's serving certificate covers an
-	// IP address.
-	Covers func(netip.Addr) bool
-}
-
 // view is the mirror's View and what it has said of the Service's
 // address.
 type view struct {
