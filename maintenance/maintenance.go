@@ -91,16 +91,12 @@ func connect(ctx context.Context, cfg config.Config, version string) (*conn, err
 }
 
 func dial(cfg config.Config, endpoints []string, lg *zap.Logger, closeFn func()) (*conn, error) {
-	ccfg, err := etcdembed.ClientConfig(endpoints, cfg.Etcd, cfg.Log)
+	kc, err := etcdembed.Dial(endpoints, cfg.Etcd, cfg.Log)
 	if err != nil {
 		closeFn()
 		return nil, err
 	}
-	c, err := clientv3.New(ccfg)
-	if err != nil {
-		closeFn()
-		return nil, fmt.Errorf("connecting to etcd %v: %w", endpoints, err)
-	}
+	c := kc.Client
 	return &conn{client: c, endpoints: endpoints, logger: lg, close: func() { c.Close(); closeFn() }}, nil
 }
 
