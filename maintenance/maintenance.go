@@ -1,8 +1,9 @@
 // Package maintenance holds the operator's commands on kubestore's etcd:
 // defragmentation, snapshot save and snapshot restore; a site's member
-// list, remove and cluster reset (members.go); the CA's rotation (ca.go);
-// and an update's start checks (start.go), commit and way back
-// (update.go), with the server's part in each.
+// list, remove and cluster reset (members.go); the CA's rotation (ca.go;
+// each server's part is package carotation); and an update's start checks
+// (start.go), commit and way back (update.go), with the server's part in
+// each (Update).
 //
 // Online commands talk to the running server's embedded etcd over the unix
 // socket in its data directory (or to --etcd-servers). When no server runs
