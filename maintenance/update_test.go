@@ -8,10 +8,12 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/etcdutl/v3/snapshot"
 
 	"github.com/kubestore/kubestore/cacher/cachertest"
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/datadir"
+	"github.com/kubestore/kubestore/etcdembed"
 	"github.com/kubestore/kubestore/records"
 )
 
@@ -204,5 +206,40 @@ func TestStopOnNewerFormatSeesAFormatRaisedBeforeItWatched(t *testing.T) {
 				t.Errorf("a format raised %s the watch did not stop the server", raise)
 			}
 		})
+	}
+}
+
+// The server's start after an update saves the pre-update snapshot
+// through the server's own client, whose one endpoint is the embedded
+// member: no client is dialled for it. The snapshot holds what the
+// previous release wrote.
+func TestRecordAfterAnUpdateSnapshotsOnTheServersClient(t *testing.T) {
+	c, u := embeddedEtcd(t, "0.2.0")
+	ctx := t.Context()
+	if _, err := c.Put(ctx, config.DefaultEtcdPrefix+"/configmaps/ns/before", "0.1.0's"); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.dir.RecordStart("0.1.0", nil); err != nil {
+		t.Fatal(err)
+	}
+	last, _, err := u.dir.RefuseNewerFormat(u.version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.before = dataBefore{record: last}
+	if err := u.Record(ctx, u.client, u.st); err != nil {
+		t.Fatal(err)
+	}
+	r, _, err := u.dir.Record()
+	if err != nil || r.WrittenBy != "0.2.0" || r.Update == nil || r.Update.From != "0.1.0" || r.Snapshot != u.dir.PreUpdateSnapshot() {
+		t.Fatalf("record after the update's start: %+v (%v), want the update from 0.1.0 with its snapshot", r, err)
+	}
+	lg, err := etcdembed.Logger(u.cc.Config().Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := snapshot.NewV3(lg).Status(r.Snapshot)
+	if err != nil || st.TotalKey == 0 {
+		t.Errorf("the pre-update snapshot %s: %+v (%v), want etcd's data", r.Snapshot, st, err)
 	}
 }
