@@ -22,6 +22,7 @@ import (
 	"github.com/kubestore/kubestore/datadir"
 	"github.com/kubestore/kubestore/maintenance"
 	"github.com/kubestore/kubestore/mirror"
+	"github.com/kubestore/kubestore/records"
 	"github.com/kubestore/kubestore/server"
 	"github.com/kubestore/kubestore/site"
 	"github.com/kubestore/kubestore/tunnel"
@@ -66,10 +67,10 @@ func serve(c *cli.Context) (err error) {
 	}()
 	// An external etcd's data is shared with the other kubestores on it:
 	// no data directory speaks for it.
-	dir, version, embedded := datadir.Dir(cfg.DataDir), server.BuildInfo().Version, !cfg.Etcd.External()
-	var data maintenance.DataBefore
+	embedded := !cfg.Etcd.External()
+	update := maintenance.NewUpdate(cc, server.BuildInfo().Version)
 	if embedded {
-		if data, err = maintenance.CheckDataFormat(c.Context, cc, dir, version); err != nil {
+		if err := update.Check(c.Context); err != nil {
 			return err
 		}
 	}
@@ -91,14 +92,7 @@ func serve(c *cli.Context) (err error) {
 	}
 	defer backend.Close()
 	if embedded {
-		err := maintenance.AgreeOnDataFormat(ctx, cfg.Etcd.Prefix, backend.Client(), dir, data, version)
-		if err == nil {
-			err = maintenance.RecordStart(ctx, cc, dir, data, version)
-		}
-		if err == nil && cfg.Site.Enabled() {
-			err = maintenance.RecordRelease(ctx, backend.Client(), cfg.Etcd.Prefix, cfg.Site.Name(), version)
-		}
-		if err != nil {
+		if err := update.Record(ctx, backend.Client(), records.New(backend.Client(), backend.Prefix())); err != nil {
 			listeners.Close()
 			return err
 		}
@@ -120,8 +114,8 @@ func serve(c *cli.Context) (err error) {
 	ctx, stopServing := context.WithCancelCause(ctx)
 	defer stopServing(nil)
 	if embedded {
-		wg.Go(func() { maintenance.CommitUpdates(trial, cfg, backend.Client(), backend.Check, dir, version) })
-		wg.Go(func() { maintenance.StopOnNewerFormat(trial, backend.Client(), cfg.Etcd.Prefix, version, stopServing) })
+		wg.Go(func() { update.ServeCommits(trial, backend.Check) })
+		wg.Go(func() { update.StopOnNewerFormat(trial, stopServing) })
 	}
 	wg.Go(func() {
 		select {

@@ -443,7 +443,7 @@ func (c *caProvider) observe(leaf *x509.Certificate, user string) {
 		c.clients = map[string]time.Time{}
 	}
 	// To the minute: a member records the clients when they change
-	// (maintenance.CARotation), so at most once a minute while they are seen.
+	// (carotation.Server), so at most once a minute while they are seen.
 	if at := time.Now().UTC().Truncate(time.Minute); !c.clients[user].Equal(at) {
 		c.clients[user] = at
 		select {

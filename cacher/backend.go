@@ -69,7 +69,7 @@ func Open(ctx context.Context, cc config.Completed) (_ *Backend, err error) {
 		// the quota.
 		dialOpts = append(dialOpts, b.embedded.WriteGuards())
 	}
-	if b.client, err = newClient(cfg, endpoints, dialOpts...); err != nil {
+	if b.client, err = etcdembed.Dial(endpoints, cfg.Etcd, cfg.Log, dialOpts...); err != nil {
 		return nil, err
 	}
 	if err := b.waitReady(ctx); err != nil {
@@ -79,19 +79,6 @@ func Open(ctx context.Context, cc config.Completed) (_ *Backend, err error) {
 	// follows the compacted revision, which list-from-cache-snapshot needs.
 	b.compactor = etcd3.StartCompactorPerEndpoint(b.client.Client, cfg.Etcd.CompactionInterval.Duration)
 	return b, nil
-}
-
-func newClient(cfg config.Config, endpoints []string, opts ...grpc.DialOption) (*kubernetes.Client, error) {
-	ccfg, err := etcdembed.ClientConfig(endpoints, cfg.Etcd, cfg.Log)
-	if err != nil {
-		return nil, err
-	}
-	ccfg.DialOptions = append(ccfg.DialOptions, opts...)
-	c, err := kubernetes.New(ccfg)
-	if err != nil {
-		return nil, fmt.Errorf("connecting to etcd %v: %w", endpoints, err)
-	}
-	return c, nil
 }
 
 // waitReady retries a read until etcd answers.

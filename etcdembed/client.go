@@ -6,6 +6,7 @@ import (
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/kubernetes"
 	"google.golang.org/grpc"
 
 	"github.com/kubestore/kubestore/config"
@@ -47,4 +48,21 @@ func ClientConfig(endpoints []string, cfg config.Etcd, log config.Log) (clientv3
 	// A write etcd stored and answered with "no space" is acknowledged.
 	ccfg.DialOptions = append(ccfg.DialOptions, grpc.WithChainUnaryInterceptor(newSettler().UnaryClientInterceptor()))
 	return ccfg, nil
+}
+
+// Dial connects a client to endpoints of the etcd cfg names, configured
+// as ClientConfig says, with opts added (a server's WriteGuards). It is
+// the one place kubestore dials etcd: the server's shared client and
+// each command's.
+func Dial(endpoints []string, cfg config.Etcd, log config.Log, opts ...grpc.DialOption) (*kubernetes.Client, error) {
+	ccfg, err := ClientConfig(endpoints, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	ccfg.DialOptions = append(ccfg.DialOptions, opts...)
+	c, err := kubernetes.New(ccfg)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to etcd %v: %w", endpoints, err)
+	}
+	return c, nil
 }

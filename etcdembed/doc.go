@@ -12,10 +12,8 @@
 //	srv, err := etcdembed.Start(ctx, cfg) // waits for ready, at most --etcd-start-timeout
 //	if err != nil { ... }
 //	defer srv.Close()
-//	ccfg, err := etcdembed.ClientConfig(srv.Endpoints(), cfg.Etcd, cfg.Log)
-//	if err != nil { ... }
-//	client, err := clientv3.New(ccfg)
+//	client, err := etcdembed.Dial(srv.Endpoints(), cfg.Etcd, cfg.Log, srv.WriteGuards())
 //
 // With --etcd-servers kubestore does not start it: Endpoints names the
-// external cluster and ClientConfig adds its TLS files.
+// external cluster and Dial (ClientConfig) adds its TLS files.
 package etcdembed

@@ -44,7 +44,7 @@ func CARotate(ctx context.Context, cc config.Completed, version string, w io.Wri
 	if err != nil {
 		return err
 	}
-	rec := records.New(c.client, cfg.Etcd.Prefix).Record(name)
+	rec := c.records.Record(name)
 	data, err := json.Marshal(prep)
 	if err != nil {
 		return err
@@ -103,14 +103,14 @@ func sealKeys(ctx context.Context, c *conn, cfg config.Config, me member, name s
 		if err != nil {
 			return nil, err
 		}
-		if err := records.New(c.client, cfg.Etcd.Prefix).PutState(ctx, access.ProgressName(name, self), p); err != nil {
+		if err := c.records.PutState(ctx, access.ProgressName(name, self), p); err != nil {
 			return nil, err
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, caStepWait)
 	defer cancel()
 	for {
-		_, progress, err := readRotation(ctx, c, cfg, name)
+		_, progress, err := readRotation(ctx, c.records, name)
 		if err != nil {
 			return nil, err
 		}
@@ -163,7 +163,7 @@ func CAFinish(ctx context.Context, cc config.Completed, force bool, version stri
 		return err
 	}
 	name := access.RotationName(previous.Raw)
-	rot, progress, err := readRotation(ctx, c, cfg, name)
+	rot, progress, err := readRotation(ctx, c.records, name)
 	if err != nil {
 		return err
 	}
@@ -198,7 +198,7 @@ func CAFinish(ctx context.Context, cc config.Completed, force bool, version stri
 		if err != nil {
 			return err
 		}
-		if err := records.New(c.client, cfg.Etcd.Prefix).PutState(ctx, name, data); err != nil {
+		if err := c.records.PutState(ctx, name, data); err != nil {
 			return err
 		}
 	}
@@ -231,7 +231,7 @@ func CAStatus(ctx context.Context, cc config.Completed, version string, w io.Wri
 	if err != nil {
 		return err
 	}
-	_, progress, err := readRotation(ctx, c, cfg, access.RotationName(previous.Raw))
+	_, progress, err := readRotation(ctx, c.records, access.RotationName(previous.Raw))
 	if err != nil {
 		return err
 	}
@@ -254,10 +254,10 @@ func CAStatus(ctx context.Context, cc config.Completed, version string, w io.Wri
 	return nil
 }
 
-// readRotation reads the record name and the members' progress records.
-func readRotation(ctx context.Context, c *conn, cfg config.Config, name string) (access.Rotation, map[string]access.RotationProgress, error) {
+// readRotation reads the record name and the members' progress records
+// in st.
+func readRotation(ctx context.Context, st *records.Store, name string) (access.Rotation, map[string]access.RotationProgress, error) {
 	var rot access.Rotation
-	st := records.New(c.client, cfg.Etcd.Prefix)
 	data, err := st.GetState(ctx, name)
 	if err != nil {
 		return rot, nil, err

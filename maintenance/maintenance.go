@@ -1,8 +1,9 @@
 // Package maintenance holds the operator's commands on kubestore's etcd:
 // defragmentation, snapshot save and snapshot restore; a site's member
-// list, remove and cluster reset (members.go); the CA's rotation (ca.go);
-// and an update's start checks (start.go), commit and way back
-// (update.go), with the server's part in each.
+// list, remove and cluster reset (members.go); the CA's rotation (ca.go;
+// each server's part is package carotation); and an update's start checks
+// (start.go), commit and way back (update.go), with the server's part in
+// each (Update).
 //
 // Online commands talk to the running server's embedded etcd over the unix
 // socket in its data directory (or to --etcd-servers). When no server runs
@@ -31,6 +32,7 @@ import (
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/datadir"
 	"github.com/kubestore/kubestore/etcdembed"
+	"github.com/kubestore/kubestore/records"
 )
 
 // DefaultRevisionBump is how much a restore raises etcd's revision, and so
@@ -38,9 +40,11 @@ import (
 // snapshot and its restore, so clients never see a resourceVersion go back.
 const DefaultRevisionBump = 1_000_000_000
 
-// conn is an etcd client on one or more members.
+// conn is a command's etcd client on one or more members, and the store
+// of kubestore's records on it.
 type conn struct {
 	client    *clientv3.Client
+	records   *records.Store
 	endpoints []string
 	logger    *zap.Logger
 	close     func()
@@ -91,17 +95,15 @@ func connect(ctx context.Context, cfg config.Config, version string) (*conn, err
 }
 
 func dial(cfg config.Config, endpoints []string, lg *zap.Logger, closeFn func()) (*conn, error) {
-	ccfg, err := etcdembed.ClientConfig(endpoints, cfg.Etcd, cfg.Log)
+	kc, err := etcdembed.Dial(endpoints, cfg.Etcd, cfg.Log)
 	if err != nil {
 		closeFn()
 		return nil, err
 	}
-	c, err := clientv3.New(ccfg)
-	if err != nil {
-		closeFn()
-		return nil, fmt.Errorf("connecting to etcd %v: %w", endpoints, err)
-	}
-	return &conn{client: c, endpoints: endpoints, logger: lg, close: func() { c.Close(); closeFn() }}, nil
+	c := kc.Client
+	// A command composes its own connection, after what it checks
+	// without etcd: its client and the store of the records on it.
+	return &conn{client: c, records: records.New(c, cfg.Etcd.Prefix), endpoints: endpoints, logger: lg, close: func() { c.Close(); closeFn() }}, nil
 }
 
 // Defrag defragments every etcd member of cfg, reports the database size
@@ -236,14 +238,19 @@ func SnapshotSave(ctx context.Context, cc config.Completed, file, version string
 		return err
 	}
 	defer one.close()
+	return saveSnapshot(ctx, one.client, ep, c.logger, file, w)
+}
 
+// saveSnapshot writes a snapshot of the etcd member client reaches, ep,
+// to file (SnapshotSave) and reports it on w.
+func saveSnapshot(ctx context.Context, client *clientv3.Client, ep string, lg *zap.Logger, file string, w io.Writer) error {
 	tmp, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".part*")
 	if err != nil {
 		return fmt.Errorf("creating the snapshot file: %w", err)
 	}
 	defer os.Remove(tmp.Name())
 	defer tmp.Close()
-	resp, err := one.client.SnapshotWithVersion(ctx)
+	resp, err := client.SnapshotWithVersion(ctx)
 	if err != nil {
 		return fmt.Errorf("etcd %s snapshot: %w", ep, err)
 	}
@@ -264,7 +271,7 @@ func SnapshotSave(ctx context.Context, cc config.Completed, file, version string
 	if err := datadir.SyncDir(filepath.Dir(file)); err != nil {
 		return fmt.Errorf("writing %s: %w", file, err)
 	}
-	st, err := snapshot.NewV3(c.logger).Status(file)
+	st, err := snapshot.NewV3(lg).Status(file)
 	if err != nil {
 		return fmt.Errorf("checking %s: %w", file, err)
 	}
@@ -331,7 +338,7 @@ func restore(ctx context.Context, cfg config.Config, dir datadir.Dir, file strin
 			return 0, err
 		}
 		defer c.close()
-		return DataFormat(ctx, c.client, cfg.Etcd.Prefix)
+		return DataFormat(ctx, c.records)
 	}()
 	if err == nil && format > datadir.Format {
 		err = fmt.Errorf("snapshot %s holds data format %d; kubestore %s reads formats up to %d: restore it with %s", file, format, version, datadir.Format, datadir.Reader(format))

@@ -16,24 +16,49 @@ import (
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/datadir"
 	"github.com/kubestore/kubestore/etcdembed"
+	"github.com/kubestore/kubestore/records"
 )
 
-// The start of a server on its data directory, as an update sees it:
-// before etcd opens (CheckDataFormat), then once it has (AgreeOnDataFormat,
-// RecordStart). The update's commit and way back are in update.go.
+// Update is the server's side of an update of its data directory, one
+// value from its start to its stop, its steps in their order: Check,
+// before etcd opens; Record, once it has, on the server's etcd client and
+// the store of its records; then, while the server runs, ServeCommits
+// and StopOnNewerFormat. A command that commits builds one on its own
+// client (UpdateCommit).
+type Update struct {
+	cc      config.Completed
+	dir     datadir.Dir
+	version string
+	// before is what the directory said before etcd opened (Check).
+	before dataBefore
+	// client and st are etcd's and kubestore's records on it: the
+	// server's from Record on.
+	client *clientv3.Client
+	st     *records.Store
+}
 
-// DataBefore is what serve learns of the data directory before etcd
-// opens (CheckDataFormat).
-type DataBefore struct {
+// NewUpdate is the update, if any, of cc's data directory to the
+// release version (the binary's).
+func NewUpdate(cc config.Completed, version string) *Update {
+	return newUpdate(cc, version, nil, nil)
+}
+
+func newUpdate(cc config.Completed, version string, client *clientv3.Client, st *records.Store) *Update {
+	return &Update{cc: cc, dir: datadir.Dir(cc.Config().DataDir), version: version, client: client, st: st}
+}
+
+// dataBefore is what the data directory says before etcd opens (Check).
+type dataBefore struct {
 	record datadir.Record
 	// fresh: no kubestore has served the directory yet.
 	fresh bool
 }
 
-// CheckDataFormat refuses, before etcd opens, data of a newer format than
-// this release reads, unless --restore-on-newer-data says to restore the
+// Check refuses, before etcd opens, data of a newer format than this
+// release reads, unless --restore-on-newer-data says to restore the
 // pre-update snapshot instead.
-func CheckDataFormat(ctx context.Context, cc config.Completed, dir datadir.Dir, version string) (DataBefore, error) {
+func (u *Update) Check(ctx context.Context) error {
+	dir, version := u.dir, u.version
 	r, ok, err := dir.RefuseNewerFormat(version)
 	var refused *datadir.FormatError
 	if err == nil && r.Restoring {
@@ -41,43 +66,63 @@ func CheckDataFormat(ctx context.Context, cc config.Completed, dir datadir.Dir, 
 		// etcd/ holds part of it. Whichever release starts finishes it,
 		// as it was asked for.
 		refused = &datadir.FormatError{Dir: dir, Record: r, Reader: version}
-		if err := RestorePreUpdate(ctx, cc, refused, version); err != nil {
-			return DataBefore{}, err
+		if err := RestorePreUpdate(ctx, u.cc, refused, version); err != nil {
+			return err
 		}
 		r, ok, err = dir.RefuseNewerFormat(version)
 	}
-	if errors.As(err, &refused) && cc.Config().Update.RestoreOnNewerData {
-		if err := RestorePreUpdate(ctx, cc, refused, version); err != nil {
-			return DataBefore{}, err
+	if errors.As(err, &refused) && u.cc.Config().Update.RestoreOnNewerData {
+		if err := RestorePreUpdate(ctx, u.cc, refused, version); err != nil {
+			return err
 		}
 		r, ok, err = dir.RefuseNewerFormat(version)
 	}
-	if err != nil {
-		return DataBefore{}, err
-	}
-	return DataBefore{record: r, fresh: !ok && !dir.HasEtcdData()}, nil
-}
-
-// AgreeOnDataFormat, with etcd just opened, makes the record agree with
-// the format the data itself says it is of (a new directory is of this
-// release's Format), or refuses data of a newer format than this release
-// reads.
-func AgreeOnDataFormat(ctx context.Context, prefix string, c *clientv3.Client, dir datadir.Dir, data DataBefore, version string) error {
-	format, err := DataFormat(ctx, c, prefix)
 	if err != nil {
 		return err
 	}
-	if data.fresh && format < datadir.Format {
-		if err := SetDataFormat(ctx, c, prefix, datadir.Format); err != nil {
+	u.before = dataBefore{record: r, fresh: !ok && !dir.HasEtcdData()}
+	return nil
+}
+
+// Record, with etcd just opened on client, the server's, and st, the
+// store of kubestore's records on it, records that this release serves
+// the data: the directory's record agrees with the format the data says
+// it is of (agree), then records this start (recordStart: after an
+// update, with the pre-update snapshot), and a site's member records its
+// release in etcd (recordRelease). The steps after it use client and st.
+func (u *Update) Record(ctx context.Context, client *clientv3.Client, st *records.Store) error {
+	u.client, u.st = client, st
+	if err := u.agree(ctx); err != nil {
+		return err
+	}
+	if err := u.recordStart(ctx); err != nil {
+		return err
+	}
+	if cfg := u.cc.Config(); cfg.Site.Enabled() {
+		return u.recordRelease(ctx, cfg.Site.Name())
+	}
+	return nil
+}
+
+// agree makes the record agree with the format the data itself says it
+// is of (a new directory is of this release's Format), or refuses data
+// of a newer format than this release reads.
+func (u *Update) agree(ctx context.Context) error {
+	format, err := DataFormat(ctx, u.st)
+	if err != nil {
+		return err
+	}
+	if u.before.fresh && format < datadir.Format {
+		if err := SetDataFormat(ctx, u.st, datadir.Format); err != nil {
 			return err
 		}
 		format = datadir.Format
 	}
-	return dir.RecordDataFormat(version, format)
+	return u.dir.RecordDataFormat(u.version, format)
 }
 
-// RecordStart records in the data directory that this version serves
-// it (data.record is what it said before: CheckDataFormat).
+// recordStart records in the data directory that this version serves
+// it (u.before.record is what it said before: Check).
 // After an update (a newer release than the one that last wrote it) it
 // first saves the data as the older release left it, etcd just opened and
 // nothing served yet, to dir.PreUpdateSnapshot: the way back for that
@@ -86,8 +131,10 @@ func AgreeOnDataFormat(ctx context.Context, prefix string, c *clientv3.Client, d
 // database's size above --etcd-reserved-disk-bytes) or a snapshot that
 // fails still starts, with an error logged and no snapshot: the previous
 // release reads the same format, so the A/B fallback works without one.
-func RecordStart(ctx context.Context, cc config.Completed, dir datadir.Dir, data DataBefore, version string) error {
-	last := data.record
+// The snapshot is taken through the server's client: its one endpoint is
+// the embedded member, the one whose data the snapshot is.
+func (u *Update) recordStart(ctx context.Context) error {
+	dir, version, last := u.dir, u.version, u.before.record
 	if !datadir.IsUpdate(last.WrittenBy, version) {
 		return dir.RecordStart(version, nil)
 	}
@@ -105,9 +152,9 @@ func RecordStart(ctx context.Context, cc config.Completed, dir datadir.Dir, data
 			return err
 		}
 	}
-	err = roomForSnapshot(dir, int64(cc.Config().Etcd.ReservedDiskBytes))
+	err = roomForSnapshot(dir, int64(u.cc.Config().Etcd.ReservedDiskBytes))
 	if err == nil {
-		err = SnapshotSave(ctx, cc, snapshot, version, io.Discard)
+		err = u.saveSnapshot(ctx, snapshot)
 	}
 	if err != nil {
 		klog.ErrorS(err, "Updated without a pre-update snapshot", "from", last.WrittenBy, "to", version)
@@ -116,6 +163,15 @@ func RecordStart(ctx context.Context, cc config.Completed, dir datadir.Dir, data
 	update.Snapshot = snapshot
 	klog.InfoS("Updated: saved the data as the previous release left it", "from", last.WrittenBy, "to", version, "snapshot", snapshot, "took", time.Since(start).Round(time.Millisecond))
 	return dir.RecordStart(version, update)
+}
+
+// saveSnapshot saves the data of the server's etcd to file (saveSnapshot).
+func (u *Update) saveSnapshot(ctx context.Context, file string) error {
+	lg, err := etcdembed.Logger(u.cc.Config().Log)
+	if err != nil {
+		return err
+	}
+	return saveSnapshot(ctx, u.client, u.client.Endpoints()[0], lg, file, io.Discard)
 }
 
 // roomForSnapshot says whether the data directory's file system holds a

@@ -54,7 +54,9 @@ func TestUpdateWithoutRoomForSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := RecordStart(t.Context(), cc, dir, DataBefore{record: last}, "0.2.0"); err != nil {
+	update := NewUpdate(cc, "0.2.0")
+	update.before = dataBefore{record: last}
+	if err := update.recordStart(t.Context()); err != nil {
 		t.Fatalf("an update without room: %v, want a start", err)
 	}
 	if _, err := os.Stat(dir.PreUpdateSnapshot()); !os.IsNotExist(err) {

@@ -48,22 +48,23 @@ type Release struct {
 	Reads int `json:"reads"`
 }
 
-// RecordRelease records that member runs version, which reads up to
+// recordRelease records that member runs u's version, which reads up to
 // datadir.Format.
-func RecordRelease(ctx context.Context, c *clientv3.Client, prefix, member, version string) error {
-	data, err := json.Marshal(Release{Version: version, Reads: datadir.Format})
+func (u *Update) recordRelease(ctx context.Context, member string) error {
+	data, err := json.Marshal(Release{Version: u.version, Reads: datadir.Format})
 	if err != nil {
 		return err
 	}
-	if err := records.New(c, prefix).PutState(ctx, releasesRecord+member, data); err != nil {
+	if err := u.st.PutState(ctx, releasesRecord+member, data); err != nil {
 		return fmt.Errorf("recording this member's release: %w", err)
 	}
 	return nil
 }
 
 // membersNotReading names the members of the site of c whose release
-// does not read format, with what they run; nil on a gateway of its own.
-func membersNotReading(ctx context.Context, c *clientv3.Client, prefix string, format int) ([]string, error) {
+// (in st, on c) does not read format, with what they run; nil on a
+// gateway of its own.
+func membersNotReading(ctx context.Context, c *clientv3.Client, st *records.Store, format int) ([]string, error) {
 	list, err := c.MemberList(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing the site's members: %w", err)
@@ -72,7 +73,6 @@ func membersNotReading(ctx context.Context, c *clientv3.Client, prefix string, f
 		return nil, nil
 	}
 	var behind []string
-	st := records.New(c, prefix)
 	for _, m := range list.Members {
 		name := m.Name
 		if name == "" {
@@ -100,12 +100,12 @@ func membersNotReading(ctx context.Context, c *clientv3.Client, prefix string, f
 // this release reads (another member of the site committed an update this
 // one does not run): it stops serving rather than misread the data. It
 // returns when ctx is done.
-func StopOnNewerFormat(ctx context.Context, c *clientv3.Client, prefix, version string, stop func(error)) {
-	watchDataFormat(ctx, c, prefix, func(f int) bool {
+func (u *Update) StopOnNewerFormat(ctx context.Context, stop func(error)) {
+	watchDataFormat(ctx, u.st, func(f int) bool {
 		if f <= datadir.Format {
 			return true
 		}
-		stop(fmt.Errorf("the data is now of format %d, which kubestore %s does not read (it reads up to %d): another member committed an update; start this gateway on that release", f, version, datadir.Format))
+		stop(fmt.Errorf("the data is now of format %d, which kubestore %s does not read (it reads up to %d): another member committed an update; start this gateway on that release", f, u.version, datadir.Format))
 		return false
 	})
 }
@@ -116,8 +116,8 @@ func StopOnNewerFormat(ctx context.Context, c *clientv3.Client, prefix, version 
 // after the last revision it saw: a format raised between the read and
 // the watch, or while the watch was down, is never missed. A watch whose
 // revision was compacted meanwhile reads the record again.
-func watchDataFormat(ctx context.Context, c *clientv3.Client, prefix string, fn func(format int) bool) {
-	rec := records.New(c, prefix).Record(dataFormatRecord)
+func watchDataFormat(ctx context.Context, st *records.Store, fn func(format int) bool) {
+	rec := st.Record(dataFormatRecord)
 	var seen int64 // the revision up to which fn has been told
 	for ctx.Err() == nil {
 		if seen == 0 {
@@ -198,9 +198,10 @@ func init() {
 	}
 }
 
-// DataFormat is the format the data in etcd says it is of.
-func DataFormat(ctx context.Context, c *clientv3.Client, prefix string) (int, error) {
-	rec, err := records.New(c, prefix).GetState(ctx, dataFormatRecord)
+// DataFormat is the format the data in etcd says it is of, in its records
+// st.
+func DataFormat(ctx context.Context, st *records.Store) (int, error) {
+	rec, err := st.GetState(ctx, dataFormatRecord)
 	if err != nil {
 		return 0, fmt.Errorf("reading the data's format: %w", err)
 	}
@@ -214,9 +215,10 @@ func DataFormat(ctx context.Context, c *clientv3.Client, prefix string) (int, er
 	return f, nil
 }
 
-// SetDataFormat records in etcd that the data is of format.
-func SetDataFormat(ctx context.Context, c *clientv3.Client, prefix string, format int) error {
-	if err := records.New(c, prefix).PutState(ctx, dataFormatRecord, []byte(strconv.Itoa(format))); err != nil {
+// SetDataFormat records in etcd, in its records st, that the data is of
+// format.
+func SetDataFormat(ctx context.Context, st *records.Store, format int) error {
+	if err := st.PutState(ctx, dataFormatRecord, []byte(strconv.Itoa(format))); err != nil {
 		return fmt.Errorf("recording the data's format: %w", err)
 	}
 	return nil
@@ -247,27 +249,28 @@ func (c Committed) String() string {
 	return s + fmt.Sprintf(" in %s", c.Took.Round(time.Millisecond))
 }
 
-// Commit commits version's update of the data directory dir, whose etcd
-// c serves: the commit point (datadir.BeginCommit), then the data's own
-// record of its new format, each migration's step, and the record that it
-// is done. From the commit point on, older releases refuse the data; a
-// power cut anywhere after it is finished by running Commit again, which
-// the server does at its start.
-func Commit(ctx context.Context, c *clientv3.Client, dir datadir.Dir, prefix, version string) (Committed, error) {
+// Commit commits the update of the data directory, on u's etcd: the
+// commit point (datadir.BeginCommit), then the data's own record of its
+// new format, each migration's step, and the record that it is done. From
+// the commit point on, older releases refuse the data; a power cut
+// anywhere after it is finished by running Commit again, which the server
+// does at its start (ServeCommits).
+func (u *Update) Commit(ctx context.Context) (Committed, error) {
+	c, st, dir, prefix, version := u.client, u.st, u.dir, u.cc.Config().Etcd.Prefix, u.version
 	start := time.Now()
 	r, _, err := dir.Record()
 	if err != nil || !r.OnTrial(version) {
 		return Committed{}, err
 	}
 	done := Committed{Update: r.Update}
-	current, err := DataFormat(ctx, c, prefix)
+	current, err := DataFormat(ctx, st)
 	if err != nil {
 		return done, err
 	}
 	if r.Migration == nil && current < datadir.Format {
 		// The commit point raises the site's format: every member must
 		// read it, or it would misread the data (it stops instead).
-		behind, err := membersNotReading(ctx, c, prefix, datadir.Format)
+		behind, err := membersNotReading(ctx, c, st, datadir.Format)
 		if err != nil {
 			return done, err
 		}
@@ -285,7 +288,7 @@ func Commit(ctx context.Context, c *clientv3.Client, dir datadir.Dir, prefix, ve
 		m = nil
 	}
 	if m != nil {
-		if err := SetDataFormat(ctx, c, prefix, m.To); err != nil {
+		if err := SetDataFormat(ctx, st, m.To); err != nil {
 			return done, err
 		}
 		for f := m.From + 1; f <= m.To; f++ {
@@ -380,18 +383,18 @@ func rewriteEveryKey(ctx context.Context, c *clientv3.Client, prefix string) (in
 // server's answer: a migration rewrites every stored object.
 const commitWait = 30 * time.Minute
 
-// RequestCommit asks the server that runs on the data, whose etcd c
-// serves, to commit its update, and waits until it has. On a site the
-// request names the member (its etcd's id): the other members on trial end
-// theirs once it has converted the data.
-func RequestCommit(ctx context.Context, c *clientv3.Client, prefix string) error {
+// requestCommit asks the server that runs on the data, whose etcd c
+// serves (its records st), to commit its update, and waits until it has.
+// On a site the request names the member (its etcd's id): the other
+// members on trial end theirs once it has converted the data.
+func requestCommit(ctx context.Context, c *clientv3.Client, st *records.Store) error {
 	ctx, cancel := context.WithTimeout(ctx, commitWait)
 	defer cancel()
 	member, err := localMember(ctx, c)
 	if err != nil {
 		return err
 	}
-	rec := records.New(c, prefix).Record(commitRequestRecord)
+	rec := st.Record(commitRequestRecord)
 	put, err := rec.Put(ctx, []byte(commitRequested+" by "+member))
 	if err != nil {
 		return fmt.Errorf("asking the server to commit: %w", err)
@@ -412,14 +415,14 @@ func RequestCommit(ctx context.Context, c *clientv3.Client, prefix string) error
 	return fmt.Errorf("waiting for the server to commit: %w (kubestore update status says where the data directory stands)", ctx.Err())
 }
 
-// CommitRequests are the server's side of RequestCommit: it calls commit
+// commitRequests are the server's side of requestCommit: it calls commit
 // for each request naming the member of its etcd (or of a release before
 // the site's commit, which names none) and answers it. A request from
 // before the server started is dropped: its command gave up when that
 // server stopped, and the update it meant may have been left since (a
 // fallback). It returns when ctx is done.
-func CommitRequests(ctx context.Context, c *clientv3.Client, prefix string, commit func() error) {
-	rec := records.New(c, prefix).Record(commitRequestRecord)
+func (u *Update) commitRequests(ctx context.Context, commit func() error) {
+	c, rec := u.client, u.st.Record(commitRequestRecord)
 	var from int64
 	var member string
 	for from == 0 {
@@ -461,17 +464,18 @@ func CommitRequests(ctx context.Context, c *clientv3.Client, prefix string, comm
 	}
 }
 
-// CommitUpdates is the server's part in its update of the data directory
-// dir, whose etcd c serves: it commits at once when a commit was under way
-// when the server last stopped (a power cut), on kubestore update commit,
-// and after --update-trial-period of healthy service (check, etcd's health
-// check, answering). It returns when ctx is done.
-func CommitUpdates(ctx context.Context, cfg config.Config, c *clientv3.Client, check func(context.Context) error, dir datadir.Dir, version string) {
+// ServeCommits is the server's part in its update's commit: it commits
+// at once when a commit was under way when the server last stopped (a
+// power cut), on kubestore update commit, and after
+// --update-trial-period of healthy service (check, etcd's health check,
+// answering). It returns when ctx is done.
+func (u *Update) ServeCommits(ctx context.Context, check func(context.Context) error) {
+	cfg, dir, version := u.cc.Config(), u.dir, u.version
 	var mu sync.Mutex
 	commit := func(why string) error {
 		mu.Lock()
 		defer mu.Unlock()
-		done, err := Commit(ctx, c, dir, cfg.Etcd.Prefix, version)
+		done, err := u.Commit(ctx)
 		if err != nil {
 			klog.ErrorS(err, "Committing the update", "why", why)
 			return err
@@ -504,12 +508,12 @@ func CommitUpdates(ctx context.Context, cfg config.Config, c *clientv3.Client, c
 	if r.OnTrial(version) {
 		// Another member of the site committed: this one's trial ends.
 		wg.Go(func() {
-			watchDataFormat(ctx, c, cfg.Etcd.Prefix, func(f int) bool {
+			watchDataFormat(ctx, u.st, func(f int) bool {
 				return f < datadir.Format || commit("another member of the site committed the update") != nil
 			})
 		})
 	}
-	CommitRequests(ctx, c, cfg.Etcd.Prefix, func() error { return commit("kubestore update commit") })
+	u.commitRequests(ctx, func() error { return commit("kubestore update commit") })
 }
 
 // commitAfterTrial commits once etcd has answered every health check for
@@ -552,19 +556,18 @@ func UpdateCommit(ctx context.Context, cc config.Completed, version string, w io
 		return err
 	}
 	defer c.close()
-	dir := datadir.Dir(cfg.DataDir)
 	if c.online {
-		if err := RequestCommit(ctx, c.client, cfg.Etcd.Prefix); err != nil {
+		if err := requestCommit(ctx, c.client, c.records); err != nil {
 			return err
 		}
-		r, _, err := dir.Record()
+		r, _, err := datadir.Dir(cfg.DataDir).Record()
 		if err != nil {
 			return err
 		}
 		fmt.Fprintln(w, Status(r))
 		return nil
 	}
-	done, err := Commit(ctx, c.client, dir, cfg.Etcd.Prefix, version)
+	done, err := newUpdate(cc, version, c.client, c.records).Commit(ctx)
 	if err != nil {
 		return err
 	}

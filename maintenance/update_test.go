@@ -8,20 +8,27 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/etcdutl/v3/snapshot"
 
 	"github.com/kubestore/kubestore/cacher/cachertest"
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/datadir"
+	"github.com/kubestore/kubestore/etcdembed"
 	"github.com/kubestore/kubestore/records"
 )
 
 // embeddedEtcd is the real embedded etcd behind cacher.Backend, on a temp
-// data directory, and that directory.
-func embeddedEtcd(t *testing.T) (*clientv3.Client, datadir.Dir) {
+// data directory, and the update of that directory to version on it, as
+// the server's after Record.
+func embeddedEtcd(t *testing.T, version string) (*clientv3.Client, *Update) {
 	t.Helper()
-	var dir string
-	b := cachertest.Open(t, func(c *config.Config) { c.Etcd.QuotaBackendBytes = 64 << 20; dir = c.DataDir })
-	return b.Client(), datadir.Dir(dir)
+	var cfg config.Config
+	b := cachertest.Open(t, func(c *config.Config) { c.Etcd.QuotaBackendBytes = 64 << 20; cfg = *c })
+	cc, err := cfg.Complete()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.Client(), newUpdate(cc, version, b.Client(), cachertest.Records(b))
 }
 
 // A commit to a newer format converts the data whole: the commit point
@@ -31,9 +38,10 @@ func embeddedEtcd(t *testing.T) (*clientv3.Client, datadir.Dir) {
 // commit last. A commit that a power cut stopped at its commit point is
 // finished the same way.
 func TestCommitRewritesEveryKey(t *testing.T) {
-	c, dir := embeddedEtcd(t)
+	c, u := embeddedEtcd(t, "0.2.0")
+	dir := u.dir
 	ctx := t.Context()
-	const prefix, objects = "/registry", 600
+	const prefix, objects = config.DefaultEtcdPrefix, 600
 	for i := range objects {
 		if _, err := c.Put(ctx, fmt.Sprintf("%s/configmaps/ns/cm-%04d", prefix, i), fmt.Sprint("value-", i)); err != nil {
 			t.Fatal(err)
@@ -79,7 +87,7 @@ func TestCommitRewritesEveryKey(t *testing.T) {
 			t.Fatal(err)
 		}
 		rev := start.Header.Revision
-		done, err := Commit(ctx, c, dir, prefix, "0.2.0")
+		done, err := u.Commit(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,7 +110,7 @@ func TestCommitRewritesEveryKey(t *testing.T) {
 				t.Errorf("run %d: %s lost its lease: %x, want %x", run, key, kv.Lease, lease.ID)
 			}
 		}
-		if f, err := DataFormat(ctx, c, prefix); err != nil || f != 2 {
+		if f, err := DataFormat(ctx, u.st); err != nil || f != 2 {
 			t.Errorf("run %d: the data says format %d (%v), want 2", run, f, err)
 		}
 		r, _, err := dir.Record()
@@ -110,7 +118,7 @@ func TestCommitRewritesEveryKey(t *testing.T) {
 			t.Fatalf("run %d: record after the commit %+v (%v)", run, r, err)
 		}
 	}
-	if done, err := Commit(ctx, c, dir, prefix, "0.2.0"); err != nil || done.Update != nil || done.Migration != nil {
+	if done, err := u.Commit(ctx); err != nil || done.Update != nil || done.Migration != nil {
 		t.Errorf("a commit of committed data = %+v, %v; want nothing to commit", done, err)
 	}
 	// Another member of a site converted the data already: this member's
@@ -121,7 +129,7 @@ func TestCommitRewritesEveryKey(t *testing.T) {
 	if err := dir.RecordStart("0.2.0", &datadir.Update{From: "0.1.0", To: "0.2.0"}); err != nil {
 		t.Fatal(err)
 	}
-	if done, err := Commit(ctx, c, dir, prefix, "0.2.0"); err != nil || done.Rewritten != 0 {
+	if done, err := u.Commit(ctx); err != nil || done.Rewritten != 0 {
 		t.Errorf("a member's commit of data another converted = %+v, %v; want no key rewritten", done, err)
 	}
 	if r, _, err := dir.Record(); err != nil || r.Format != 2 || r.Update == nil || r.Update.Committed == nil {
@@ -133,14 +141,13 @@ func TestCommitRewritesEveryKey(t *testing.T) {
 // member of its site committed an update it does not run) stops; the
 // format it reads does not stop it.
 func TestStopOnNewerFormat(t *testing.T) {
-	c, _ := embeddedEtcd(t)
+	_, u := embeddedEtcd(t, "0.1.0")
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	const prefix = "/registry"
 	stopped := make(chan error, 1)
-	go StopOnNewerFormat(ctx, c, prefix, "0.1.0", func(err error) { stopped <- err })
+	go u.StopOnNewerFormat(ctx, func(err error) { stopped <- err })
 	time.Sleep(200 * time.Millisecond) // the watch is set
-	if err := SetDataFormat(ctx, c, prefix, datadir.Format); err != nil {
+	if err := SetDataFormat(ctx, u.st, datadir.Format); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -148,7 +155,7 @@ func TestStopOnNewerFormat(t *testing.T) {
 		t.Fatalf("stopped on the format it reads: %v", err)
 	case <-time.After(time.Second):
 	}
-	if err := SetDataFormat(ctx, c, prefix, datadir.Format+1); err != nil {
+	if err := SetDataFormat(ctx, u.st, datadir.Format+1); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -167,11 +174,10 @@ func TestStopOnNewerFormat(t *testing.T) {
 // check and the watch was never seen; a format raised while it watches
 // stops it too.
 func TestStopOnNewerFormatSeesAFormatRaisedBeforeItWatched(t *testing.T) {
-	c, _ := embeddedEtcd(t)
-	const prefix = "/registry"
+	_, u := embeddedEtcd(t, "test")
 	for _, raise := range []string{"before", "while"} {
 		t.Run(raise, func(t *testing.T) {
-			st := records.New(c, prefix)
+			st := u.st
 			if err := st.PutState(t.Context(), dataFormatRecord, []byte(fmt.Sprint(datadir.Format))); err != nil {
 				t.Fatal(err)
 			}
@@ -184,7 +190,7 @@ func TestStopOnNewerFormatSeesAFormatRaisedBeforeItWatched(t *testing.T) {
 			stopped := make(chan error, 1)
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
-			go StopOnNewerFormat(ctx, c, prefix, "test", func(err error) { stopped <- err })
+			go u.StopOnNewerFormat(ctx, func(err error) { stopped <- err })
 			if raise == "while" {
 				time.Sleep(time.Second)
 				if err := st.PutState(t.Context(), dataFormatRecord, newer); err != nil {
@@ -200,5 +206,40 @@ func TestStopOnNewerFormatSeesAFormatRaisedBeforeItWatched(t *testing.T) {
 				t.Errorf("a format raised %s the watch did not stop the server", raise)
 			}
 		})
+	}
+}
+
+// The server's start after an update saves the pre-update snapshot
+// through the server's own client, whose one endpoint is the embedded
+// member: no client is dialled for it. The snapshot holds what the
+// previous release wrote.
+func TestRecordAfterAnUpdateSnapshotsOnTheServersClient(t *testing.T) {
+	c, u := embeddedEtcd(t, "0.2.0")
+	ctx := t.Context()
+	if _, err := c.Put(ctx, config.DefaultEtcdPrefix+"/configmaps/ns/before", "0.1.0's"); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.dir.RecordStart("0.1.0", nil); err != nil {
+		t.Fatal(err)
+	}
+	last, _, err := u.dir.RefuseNewerFormat(u.version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.before = dataBefore{record: last}
+	if err := u.Record(ctx, u.client, u.st); err != nil {
+		t.Fatal(err)
+	}
+	r, _, err := u.dir.Record()
+	if err != nil || r.WrittenBy != "0.2.0" || r.Update == nil || r.Update.From != "0.1.0" || r.Snapshot != u.dir.PreUpdateSnapshot() {
+		t.Fatalf("record after the update's start: %+v (%v), want the update from 0.1.0 with its snapshot", r, err)
+	}
+	lg, err := etcdembed.Logger(u.cc.Config().Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := snapshot.NewV3(lg).Status(r.Snapshot)
+	if err != nil || st.TotalKey == 0 {
+		t.Errorf("the pre-update snapshot %s: %+v (%v), want etcd's data", r.Snapshot, st, err)
 	}
 }

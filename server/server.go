@@ -41,10 +41,10 @@ import (
 
 	"github.com/kubestore/kubestore/access"
 	"github.com/kubestore/kubestore/cacher"
+	"github.com/kubestore/kubestore/carotation"
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/datadir"
 	"github.com/kubestore/kubestore/kubelets"
-	"github.com/kubestore/kubestore/maintenance"
 	"github.com/kubestore/kubestore/manifests"
 	"github.com/kubestore/kubestore/memory"
 	"github.com/kubestore/kubestore/mirror"
@@ -525,7 +525,7 @@ func (b *builder) workers() error {
 			}
 		}, certRenewalPeriod)
 	})
-	rotation := maintenance.NewCARotation(dir, pki, b.records, keys, cfg.Site.Name(),
+	rotation := carotation.New(dir, pki, b.records, keys, cfg.Site.Name(),
 		func() error { return pki.WriteKubeconfig(dir.Kubeconfig(), url) })
 	if cfg.Site.Enabled() {
 		// etcd read ca.crt at its start, and nothing changed it since: the
@@ -538,7 +538,7 @@ func (b *builder) workers() error {
 		if previous != nil {
 			trust = append(trust, previous)
 		}
-		rotation.RestartPeerPort(b.storage.Client(), cfg.Etcd.Prefix, trust, s.requestRestart)
+		rotation.RestartPeerPort(b.storage.Client(), trust, s.requestRestart)
 	}
 	s.addWorker("kubestore-ca-rotation", rotation.Run)
 	if sock := b.ln.unix; sock != nil {

@@ -1,4 +1,10 @@
-package maintenance
+// Package carotation is each server's part in a rotation of its CA
+// (access.Rotation; the operator's kubestore ca rotate, finish and status
+// are maintenance's): the steps the rotation's record in etcd asks for,
+// where this member stands, and, on a site, the restart of a member whose
+// etcd peer port still trusts a CA the member dropped (peerrestart.go).
+// The server builds one (New) and runs it as a worker (Server.Run).
+package carotation
 
 import (
 	"bytes"
@@ -22,12 +28,12 @@ import (
 // its CA (kubestore ca rotate): one read of one key.
 const caRotationPoll = 3 * time.Second
 
-// CARotation is a server's part in a rotation of its CA (CARotate,
+// Server is a server's part in a rotation of its CA (maintenance.CARotate,
 // access.Rotation): it takes the steps the rotation's record in etcd asks
 // for (the PKI's files, the leaves issued anew, the admin kubeconfig, the
 // bundle of kube-root-ca.crt), then records where this member stands, for
 // kubestore ca finish and status.
-type CARotation struct {
+type Server struct {
 	dir        datadir.Dir
 	pki        *access.PKI
 	st         caRecords
@@ -43,30 +49,33 @@ type CARotation struct {
 	recalled bool
 }
 
-// caRecords are the state records a rotation reads and writes.
+// caRecords are the records a rotation reads and writes: its state
+// records, and the record of the site's turn to restart (peerRestart).
 type caRecords interface {
 	serviceaccount.State
 	GetState(ctx context.Context, name string) ([]byte, error)
+	Record(name string) records.Record
 }
 
-// NewCARotation is the rotation's part of the server of member (a site's
+// New is the rotation's part of the server of member (a site's
 // member name, "" alone) on dir with pki, its records in st: keys publishes
 // the CA bundle, kubeconfig writes the admin kubeconfig anew.
-func NewCARotation(dir datadir.Dir, pki *access.PKI, st *records.Store, keys *serviceaccount.Keys, member string, kubeconfig func() error) *CARotation {
-	return &CARotation{dir: dir, pki: pki, st: st, keys: keys, member: member, kubeconfig: kubeconfig}
+func New(dir datadir.Dir, pki *access.PKI, st *records.Store, keys *serviceaccount.Keys, member string, kubeconfig func() error) *Server {
+	return &Server{dir: dir, pki: pki, st: st, keys: keys, member: member, kubeconfig: kubeconfig}
 }
 
 // RestartPeerPort makes r, on a site's member whose etcd trusts the CAs
 // trust since its start, have the server started again (restart) once the
 // peer port trusts a CA the member dropped, the members taking turns
-// through client's etcd (records under prefix).
-func (r *CARotation) RestartPeerPort(client *clientv3.Client, prefix string, trust []*x509.Certificate, restart func(reason string)) {
-	r.peer = &peerRestart{dir: r.dir, client: client, prefix: prefix, member: r.member, trust: trust, restart: restart}
+// through a record among r's; client, on the same etcd, lists the site's
+// members.
+func (r *Server) RestartPeerPort(client *clientv3.Client, trust []*x509.Certificate, restart func(reason string)) {
+	r.peer = &peerRestart{dir: r.dir, client: client, turn: r.st.Record(peerRestartKey), member: r.member, trust: trust, restart: restart}
 }
 
 // Run reconciles every caRotationPoll, and at once when a client of the
 // previous CA was seen, until ctx ends.
-func (r *CARotation) Run(ctx context.Context) {
+func (r *Server) Run(ctx context.Context) {
 	t := time.NewTicker(caRotationPoll)
 	defer t.Stop()
 	for {
@@ -82,7 +91,7 @@ func (r *CARotation) Run(ctx context.Context) {
 	}
 }
 
-func (r *CARotation) reconcile(ctx context.Context) error {
+func (r *Server) reconcile(ctx context.Context) error {
 	if r.peer != nil {
 		trusted := [][]byte{r.pki.Signing()}
 		if previous := r.pki.Previous(); previous != nil {
@@ -149,7 +158,7 @@ func (r *CARotation) reconcile(ctx context.Context) error {
 }
 
 // report records p under key, unless it is what was recorded last.
-func (r *CARotation) report(ctx context.Context, key string, p access.RotationProgress) error {
+func (r *Server) report(ctx context.Context, key string, p access.RotationProgress) error {
 	progress, err := json.Marshal(p)
 	if err != nil || bytes.Equal(progress, r.reported) {
 		return err
@@ -163,7 +172,7 @@ func (r *CARotation) report(ctx context.Context, key string, p access.RotationPr
 
 // recall reads back the clients of the previous CA this member recorded
 // before a restart: the finish names them until they renewed.
-func (r *CARotation) recall(ctx context.Context, key string) error {
+func (r *Server) recall(ctx context.Context, key string) error {
 	data, err := r.st.GetState(ctx, key)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package maintenance
+package carotation
 
 import (
 	"bytes"
@@ -31,7 +31,8 @@ const peerRestartKey = "site-peer-restart"
 type peerRestart struct {
 	dir    datadir.Dir
 	client *clientv3.Client
-	prefix string
+	// turn is the site's record of whose turn it is (peerRestartKey).
+	turn   records.Record
 	member string
 	// trust is what etcd trusts since its start.
 	trust []*x509.Certificate
@@ -44,7 +45,7 @@ type peerRestart struct {
 // reconcile takes this member's turn when it needs one and it is free;
 // trusted are the CAs (DER) the member trusts now.
 func (p *peerRestart) reconcile(ctx context.Context, trusted [][]byte) error {
-	turn := records.New(p.client, p.prefix).Record(peerRestartKey)
+	turn := p.turn
 	if !p.released {
 		// The turn this member took before it started again.
 		if _, err := turn.DeleteIf(ctx, []byte(p.member)); err != nil {
