@@ -135,26 +135,6 @@ func modulePackages(t *testing.T) map[string][]string {
 	return imports
 }
 
-// README's Layout names every directory of the module's packages: the
-// map a newcomer reads first drifted too (podgc was missing).
-func TestREADMELayoutNamesEveryPackageDirectory(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, layout, ok := strings.Cut(string(readme), "\n## Layout\n")
-	if !ok {
-		t.Fatal("README.md has no \"## Layout\" section")
-	}
-	layout, _, _ = strings.Cut(layout, "\n## ")
-	for p := range modulePackages(t) {
-		dir, _, _ := strings.Cut(p, "/")
-		if p != "main" && !strings.Contains(layout, "\n    "+dir+"/") {
-			t.Errorf("README.md's Layout does not name %s/ (package %s)", dir, p)
-		}
-	}
-}
-
 // neverImports are docs/ARCHITECTURE.md's Rules: what a package never
 // imports, not even through another package. The table above says what
 // each package imports today; these say what it must not come to import.
