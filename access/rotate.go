@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/datadir"
+	"github.com/kubestore/kubestore/records/family"
 )
 
 // The rotation of a CA (kubestore ca rotate, docs/RELIABILITY.md). It is
@@ -97,7 +98,7 @@ type RotationProgress struct {
 // DER caDER: kubestores on one etcd with other CAs ignore it.
 func RotationName(caDER []byte) string {
 	sum := sha256.Sum256(caDER)
-	return "ca-rotation/" + hex.EncodeToString(sum[:8])
+	return family.CARotations.For(hex.EncodeToString(sum[:8]))
 }
 
 // ProgressName names member's record of the rotation of record name.

@@ -12,7 +12,7 @@ import (
 	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	certificatesv1client "k8s.io/client-go/kubernetes/typed/certificates/v1"
 
-	"github.com/kubestore/kubestore/registry"
+	"github.com/kubestore/kubestore/registry/pkcs10"
 )
 
 // csrRecognizer is a kind of request the approver approves for the users
@@ -61,7 +61,7 @@ func (a *sarApprover) handle(ctx context.Context, csr *certificatesv1.Certificat
 	if approved, denied := approvalConditions(csr); approved || denied {
 		return nil
 	}
-	x509cr, err := registry.ParseCSR(csr.Spec.Request)
+	x509cr, err := pkcs10.Parse(csr.Spec.Request)
 	if err != nil {
 		return fmt.Errorf("unable to parse csr %q: %v", csr.Name, err)
 	}

@@ -17,7 +17,7 @@ import (
 	certificatesv1client "k8s.io/client-go/kubernetes/typed/certificates/v1"
 
 	"github.com/kubestore/kubestore/config"
-	"github.com/kubestore/kubestore/registry"
+	"github.com/kubestore/kubestore/registry/pkcs10"
 )
 
 // DefaultDuration is kube-controller-manager's --cluster-signing-duration
@@ -69,7 +69,7 @@ func (s *signer) handle(ctx context.Context, csr *certificatesv1.CertificateSign
 	if csr.Spec.SignerName != s.signerName {
 		return nil
 	}
-	x509cr, err := registry.ParseCSR(csr.Spec.Request)
+	x509cr, err := pkcs10.Parse(csr.Spec.Request)
 	if err != nil {
 		return fmt.Errorf("unable to parse csr %q: %v", csr.Name, err)
 	}

@@ -17,14 +17,16 @@
 // Several kubestores on one etcd elect one collector with an etcd election
 // (RunWithLeaderElection); every write it makes carries a uid or
 // resourceVersion precondition.
+//
+// Its files are upstream's: gc.go the collector and its judgement
+// (garbagecollector.go), graph_builder.go the monitors and what their
+// events queue, graph.go the owners' index, operations.go the API calls,
+// patch.go the patches of ownerReferences.
 package gc
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -33,57 +35,22 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 
 	"github.com/kubestore/kubestore/mirrored"
 )
 
-// resyncResources is how often the set of watched resources is compared
-// with discovery (a CRD added or removed), upstream's ResourceResyncTime,
-// while it may have changed: for 2×resyncResources after a
-// CustomResourceDefinition changed (the discovery controller publishes a
-// CRD's resource a moment after the CRD's own change), and until a resync
-// has succeeded. kubestore serves no aggregated APIs, so nothing else
-// changes what discovery lists; upstream's collector reads discovery every
-// 30 s whatever happens, and on an idle device each read was a loopback
-// request through the whole HTTP stack (docs/PERFORMANCE.md).
-const resyncResources = 30 * time.Second
-
-// crdResource is the resource whose changes change discovery.
-var crdResource = schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}
-
 // workers process the queue in parallel, upstream's default for
 // --concurrent-gc-syncs is 20; a gateway needs far fewer.
 const workers = 2
-
-// ignored resources are never collected, as upstream's defaults: Events
-// are many, short-lived and expire by TTL.
-var ignored = map[schema.GroupResource]bool{
-	{Group: "", Resource: "events"}:              true,
-	{Group: "events.k8s.io", Resource: "events"}: true,
-}
-
-// item names one object.
-type item struct {
-	gvr             schema.GroupVersionResource
-	namespace, name string
-}
-
-func (i item) String() string {
-	return fmt.Sprintf("%s %s/%s", i.gvr.GroupResource(), i.namespace, i.name)
-}
 
 // Collector is the garbage collector. Run it with Run or
 // RunWithLeaderElection.
@@ -107,17 +74,6 @@ type Collector struct {
 	// unix nanoseconds.
 	crdChanged atomic.Int64
 }
-
-type monitor struct {
-	informer cache.SharedIndexInformer
-	stop     context.CancelFunc
-}
-
-// Source lists and watches a resource in-process, as metadata when
-// metadata is set; ok is false for one it does not serve, which the
-// collector then watches through the loopback client
-// (registry.Storage.ListerWatcher).
-type Source func(gvr schema.GroupVersionResource, fieldSelector fields.Selector, metadata bool) (lw cache.ListerWatcher, ok bool)
 
 // New builds a collector on the server's loopback client config; local
 // serves the resources it can without the loopback client.
@@ -197,261 +153,6 @@ func (c *Collector) Run(ctx context.Context) {
 	}
 	c.queue.ShutDown()
 	wg.Wait()
-}
-
-// syncMonitors watches every deletable resource discovery lists and stops
-// watching those that are gone; it reports whether all watched ones have
-// synced.
-func (c *Collector) syncMonitors(ctx context.Context) bool {
-	discoveryReads.Inc()
-	c.disc.Invalidate()
-	c.mapper.Reset()
-	lists, err := discovery.ServerPreferredResources(c.disc)
-	if err != nil && len(lists) == 0 {
-		klog.ErrorS(err, "Garbage collector: discovering resources")
-		return false
-	}
-	lists = discovery.FilteredBy(discovery.SupportsAllVerbs{Verbs: []string{"delete", "list", "watch"}}, lists)
-	want, err := discovery.GroupVersionResources(lists)
-	if err != nil {
-		klog.ErrorS(err, "Garbage collector: parsing discovery")
-		return false
-	}
-	c.mu.Lock()
-	var gone []*monitor
-	for gvr, m := range c.monitors {
-		if _, ok := want[gvr]; !ok {
-			gone = append(gone, m)
-			delete(c.monitors, gvr)
-		}
-	}
-	var synced []cache.InformerSynced
-	added := false
-	for gvr := range want {
-		if ignored[gvr.GroupResource()] {
-			continue
-		}
-		m, ok := c.monitors[gvr]
-		if !ok {
-			m = c.monitor(ctx, gvr)
-			c.monitors[gvr] = m
-			added = true
-		}
-		synced = append(synced, m.informer.HasSynced)
-	}
-	resources.Set(float64(len(c.monitors)))
-	c.mu.Unlock()
-	// Stopped without the lock: their handlers take it.
-	for _, m := range gone {
-		m.stop()
-	}
-	waitCtx, cancel := context.WithTimeout(ctx, resyncResources)
-	defer cancel()
-	if !cache.WaitForCacheSync(waitCtx.Done(), synced...) {
-		return false
-	}
-	if added && c.queue != nil {
-		// Owners of a kind that was unknown (a custom resource whose CRD
-		// came later) can be judged now: judge every dependent again.
-		c.mu.Lock()
-		for it := range c.refs {
-			c.queue.Add(it)
-		}
-		c.mu.Unlock()
-	}
-	return true
-}
-
-// monitor starts a metadata informer on gvr that keeps only what
-// collecting needs of each object.
-func (c *Collector) monitor(ctx context.Context, gvr schema.GroupVersionResource) *monitor {
-	var inf cache.SharedIndexInformer
-	if lw, ok := c.local(gvr, nil, true); ok {
-		inf = cache.NewSharedIndexInformer(lw, &metav1.PartialObjectMetadata{}, 0, cache.Indexers{})
-	} else {
-		inf = metadatainformer.NewFilteredMetadataInformer(c.client, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
-	}
-	if err := inf.SetTransform(strip); err != nil {
-		klog.ErrorS(err, "Garbage collector: informer transform", "resource", gvr)
-	}
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.changed(gvr, nil, obj) },
-		UpdateFunc: func(old, obj any) { c.changed(gvr, old, obj) },
-		DeleteFunc: func(obj any) { c.deleted(gvr, obj) },
-	}); err != nil {
-		klog.ErrorS(err, "Garbage collector: informer handler", "resource", gvr)
-	}
-	if gvr.GroupResource() == crdResource {
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(any) { c.discoveryChanged() },
-			UpdateFunc: func(any, any) { c.discoveryChanged() },
-			DeleteFunc: func(any) { c.discoveryChanged() },
-		}); err != nil {
-			klog.ErrorS(err, "Garbage collector: informer handler", "resource", gvr)
-		}
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		inf.RunWithContext(ctx)
-	}()
-	// stop returns once the informer has stopped.
-	return &monitor{informer: inf, stop: func() { cancel(); <-done }}
-}
-
-// discoveryChanged notes that a CustomResourceDefinition changed: discovery
-// is read again in a second, and at every resyncResources for a while.
-func (c *Collector) discoveryChanged() {
-	c.crdChanged.Store(time.Now().UnixNano())
-	select {
-	case c.resyncNow <- struct{}{}:
-	default:
-	}
-}
-
-func (c *Collector) stopMonitors() {
-	c.mu.Lock()
-	monitors := c.monitors
-	c.monitors = map[schema.GroupVersionResource]*monitor{}
-	c.mu.Unlock()
-	for _, m := range monitors {
-		m.stop()
-	}
-}
-
-// strip keeps of an object's metadata only what collecting needs, and
-// whether the mirror owns it.
-func strip(obj any) (any, error) {
-	m, ok := obj.(*metav1.PartialObjectMetadata)
-	if !ok {
-		return obj, nil
-	}
-	out := &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{
-		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
-		OwnerReferences: m.OwnerReferences, Finalizers: m.Finalizers, DeletionTimestamp: m.DeletionTimestamp,
-	}}
-	if rule, ok := m.Annotations[mirrored.AnnotationRule]; ok {
-		out.Annotations = map[string]string{mirrored.AnnotationRule: rule}
-	}
-	return out, nil
-}
-
-func metaOf(obj any) *metav1.PartialObjectMetadata {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	m, _ := obj.(*metav1.PartialObjectMetadata)
-	return m
-}
-
-// changed indexes an object's owners and queues what it may affect: the
-// object when its owners changed, it and its dependents when its deletion
-// began.
-func (c *Collector) changed(gvr schema.GroupVersionResource, oldObj, obj any) {
-	m := metaOf(obj)
-	if m == nil {
-		return
-	}
-	it := item{gvr: gvr, namespace: m.Namespace, name: m.Name}
-	old := metaOf(oldObj)
-	c.index(it, m.OwnerReferences)
-	refsChanged := old == nil || !slices.EqualFunc(old.OwnerReferences, m.OwnerReferences, func(a, b metav1.OwnerReference) bool { return a.UID == b.UID })
-	if len(m.OwnerReferences) > 0 && refsChanged {
-		c.queue.Add(it)
-	}
-	if m.DeletionTimestamp != nil && (old == nil || old.DeletionTimestamp == nil || !slices.Equal(old.Finalizers, m.Finalizers)) {
-		c.queue.Add(it)
-		c.addDependents(m.UID)
-	}
-}
-
-// deleted queues the object's dependents (their owner is gone) and owners
-// (one waiting for its dependents may now finish).
-func (c *Collector) deleted(gvr schema.GroupVersionResource, obj any) {
-	m := metaOf(obj)
-	if m == nil {
-		return
-	}
-	c.index(item{gvr: gvr, namespace: m.Namespace, name: m.Name}, nil)
-	c.addDependents(m.UID)
-	for _, ref := range m.OwnerReferences {
-		if owner, namespaced, err := c.resolve(ref); err == nil {
-			it := item{gvr: owner, name: ref.Name}
-			if namespaced {
-				it.namespace = m.Namespace
-			}
-			c.queue.Add(it)
-		}
-	}
-}
-
-func (c *Collector) index(it item, refs []metav1.OwnerReference) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, uid := range c.refs[it] {
-		delete(c.dependents[uid], it)
-		if len(c.dependents[uid]) == 0 {
-			delete(c.dependents, uid)
-		}
-	}
-	delete(c.refs, it)
-	for _, r := range refs {
-		if c.dependents[r.UID] == nil {
-			c.dependents[r.UID] = map[item]struct{}{}
-		}
-		c.dependents[r.UID][it] = struct{}{}
-		c.refs[it] = append(c.refs[it], r.UID)
-	}
-	tracked.Set(float64(len(c.refs)))
-}
-
-func (c *Collector) dependentsOf(uid types.UID) []item {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]item, 0, len(c.dependents[uid]))
-	for it := range c.dependents[uid] {
-		out = append(out, it)
-	}
-	return out
-}
-
-func (c *Collector) addDependents(uid types.UID) {
-	for _, it := range c.dependentsOf(uid) {
-		c.queue.Add(it)
-	}
-}
-
-// cached is the object as the informer last saw it, or nil.
-func (c *Collector) cached(it item) *metav1.PartialObjectMetadata {
-	c.mu.Lock()
-	m := c.monitors[it.gvr]
-	c.mu.Unlock()
-	if m == nil {
-		return nil
-	}
-	key := it.name
-	if it.namespace != "" {
-		key = it.namespace + "/" + it.name
-	}
-	obj, ok, err := m.informer.GetStore().GetByKey(key)
-	if err != nil || !ok {
-		return nil
-	}
-	return metaOf(obj)
-}
-
-// resolve maps an owner reference to its resource.
-func (c *Collector) resolve(ref metav1.OwnerReference) (schema.GroupVersionResource, bool, error) {
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	if err != nil {
-		return schema.GroupVersionResource{}, false, err
-	}
-	mapping, err := c.mapper.RESTMapping(gv.WithKind(ref.Kind).GroupKind(), gv.Version)
-	if err != nil {
-		return schema.GroupVersionResource{}, false, err
-	}
-	return mapping.Resource, mapping.Scope.Name() == meta.RESTScopeNameNamespace, nil
 }
 
 func (c *Collector) processNext(ctx context.Context) bool {
@@ -549,27 +250,6 @@ func (c *Collector) deletingDependent(uid types.UID) bool {
 		}
 	}
 	return false
-}
-
-// unblockOwners sets blockOwnerDeletion false on every owner reference of
-// obj (upstream's unblockOwnerReferences).
-func (c *Collector) unblockOwners(ctx context.Context, it item, obj *metav1.PartialObjectMetadata) error {
-	refs := slices.Clone(obj.OwnerReferences)
-	changed := false
-	for i := range refs {
-		if refs[i].BlockOwnerDeletion != nil && *refs[i].BlockOwnerDeletion {
-			refs[i].BlockOwnerDeletion = ptr.To(false)
-			changed = true
-		}
-	}
-	if !changed {
-		return nil
-	}
-	if err := c.patchMeta(ctx, it, obj, map[string]any{"ownerReferences": refs}); err != nil {
-		return fmt.Errorf("unblocking the owner references of %s: %w", it, err)
-	}
-	klog.V(2).InfoS("Garbage collector: owner references no longer block, to break a cycle of foreground deletions", "object", it)
-	return nil
 }
 
 // classify sorts an object's owner references, as upstream: solid owners
@@ -678,95 +358,4 @@ func (c *Collector) orphanDependents(ctx context.Context, it item, owner *metav1
 		return err
 	}
 	return c.removeFinalizer(ctx, it, owner, metav1.FinalizerOrphanDependents)
-}
-
-func (c *Collector) resource(it item) metadata.ResourceInterface {
-	if it.namespace == "" {
-		return c.client.Resource(it.gvr)
-	}
-	return c.client.Resource(it.gvr).Namespace(it.namespace)
-}
-
-// delete deletes one object, only as it was judged: its uid and
-// resourceVersion. A conflict with a change that left its owner references
-// as they were deletes it anyway (a busy object is not starved); one that
-// changed them is judged again (upstream's deleteObject).
-func (c *Collector) delete(ctx context.Context, it item, obj *metav1.PartialObjectMetadata, policy metav1.DeletionPropagation) error {
-	uid, rv := obj.UID, obj.ResourceVersion
-	for {
-		pre := &metav1.Preconditions{UID: &uid}
-		if rv != "" {
-			pre.ResourceVersion = &rv
-		}
-		err := c.resource(it).Delete(ctx, it.name, metav1.DeleteOptions{Preconditions: pre, PropagationPolicy: &policy})
-		switch {
-		case err == nil:
-			deletes.WithLabelValues(string(policy)).Inc()
-			klog.V(2).InfoS("Garbage collector deleted an object whose owners are gone", "object", it, "propagation", policy)
-			return nil
-		case apierrors.IsNotFound(err):
-			return nil
-		case apierrors.IsConflict(err) && rv != "":
-			live, lerr := c.resource(it).Get(ctx, it.name, metav1.GetOptions{})
-			switch {
-			case apierrors.IsNotFound(lerr):
-				return nil
-			case lerr != nil:
-				return lerr
-			case live.UID == uid && reflect.DeepEqual(live.OwnerReferences, obj.OwnerReferences):
-				rv = ""
-				continue
-			}
-			return fmt.Errorf("%s changed while it was judged: %w", it, errJudgeAgain)
-		case apierrors.IsConflict(err):
-			return nil // another object by now
-		}
-		return fmt.Errorf("deleting %s: %w", it, err)
-	}
-}
-
-// errJudgeAgain makes the queue judge an object again.
-var errJudgeAgain = errors.New("to be judged again")
-
-// removeReferences removes the references to uids from an object, by a
-// merge patch that holds its resourceVersion: a concurrent change makes it
-// fail and the object is judged again.
-func (c *Collector) removeReferences(ctx context.Context, it item, obj *metav1.PartialObjectMetadata, uids []types.UID) (bool, error) {
-	keep := make([]metav1.OwnerReference, 0, len(obj.OwnerReferences))
-	for _, ref := range obj.OwnerReferences {
-		if !slices.Contains(uids, ref.UID) {
-			keep = append(keep, ref)
-		}
-	}
-	if len(keep) == len(obj.OwnerReferences) {
-		return false, nil
-	}
-	if err := c.patchMeta(ctx, it, obj, map[string]any{"ownerReferences": keep}); err != nil {
-		return false, fmt.Errorf("removing owner references from %s: %w", it, err)
-	}
-	referencesRemoved.Add(float64(len(obj.OwnerReferences) - len(keep)))
-	return true, nil
-}
-
-func (c *Collector) removeFinalizer(ctx context.Context, it item, obj *metav1.PartialObjectMetadata, finalizer string) error {
-	keep := slices.DeleteFunc(slices.Clone(obj.Finalizers), func(f string) bool { return f == finalizer })
-	if err := c.patchMeta(ctx, it, obj, map[string]any{"finalizers": keep}); err != nil {
-		return fmt.Errorf("removing finalizer %s from %s: %w", finalizer, it, err)
-	}
-	finalizersRemoved.WithLabelValues(finalizer).Inc()
-	return nil
-}
-
-func (c *Collector) patchMeta(ctx context.Context, it item, obj *metav1.PartialObjectMetadata, fields map[string]any) error {
-	fields["uid"] = obj.UID
-	fields["resourceVersion"] = obj.ResourceVersion
-	patch, err := json.Marshal(map[string]any{"metadata": fields})
-	if err != nil {
-		return err
-	}
-	_, err = c.resource(it).Patch(ctx, it.name, types.MergePatchType, patch, metav1.PatchOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
 }

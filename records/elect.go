@@ -8,6 +8,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"k8s.io/klog/v2"
+
+	"github.com/kubestore/kubestore/records/family"
 )
 
 // electionTTL is the lease of an election's holder: a holder killed
@@ -60,7 +62,7 @@ func (s *Store) leadOnce(ctx context.Context, key, identity string, fn func(cont
 		return won, err
 	}
 	defer sess.Close()
-	el := concurrency.NewElection(sess, s.key("elections/"+key))
+	el := concurrency.NewElection(sess, s.key(family.Elections.For(key)))
 	if resp, err := el.Leader(ctx); err == nil && len(resp.Kvs) > 0 {
 		if kv := resp.Kvs[0]; string(kv.Value) == identity && clientv3.LeaseID(kv.Lease) != sess.Lease() {
 			if _, err := s.client.Revoke(ctx, clientv3.LeaseID(kv.Lease)); err != nil {

@@ -5,32 +5,14 @@
 // returns one and a storage version migration skips them all.
 //
 //	st := records.New(client, cfg.Etcd.Prefix)
-//	err := st.PutState(ctx, "data-format", []byte("2"))
+//	err := st.PutState(ctx, family.DataFormat.Name(), []byte("2"))
 //	st.Lead(ctx, "garbage-collector", identity, run) // one holder among the processes on this etcd
 //
-// The families, by the name their records start with (the package that
-// owns each family writes it only through a Store, or, for the update's
-// and the CA rotation's protocols, through a Record):
-//
-//	record                         owner            what it holds
-//	mirror/<rule>/<ns>             mirror           a stream's last upstream resourceVersion (checkpoint)
-//	mirror-rules/<rule>            mirror           the resource of each rule run, to find a removed rule's copies
-//	mirror-configured@<node>       mirror           the shared rules a gateway of a site runs
-//	mirror-pending@<node>/…        mirror           the node's offline writes, until reconciled
-//	mirror-events@<node>/…         mirror           the node's agents' Events, queued for the upstream
-//	mirror-deleted/<uid>           mirror           uids deleted through the edge, not to be mirrored back
-//	mirror-decisions@<node>/<hash> mirror           the cluster's RBAC decisions on its ServiceAccounts' requests, kept for offline
-//	mirror-tokens@<node>/<hash>    mirror           the cluster's tokens relayed for the node's pods, given again offline until they expire
-//	clusterip-range, clusterip/<ip> registry        the Service CIDR and each allocated ClusterIP
-//	serviceaccount-keys/<kid>      serviceaccount   each member's token-signing public key
-//	ca-bundle/<hash>               serviceaccount   each CA certificate the site trusts
-//	trusted-issuer                 serviceaccount   the mirrored cluster's token issuer: its name, API audiences and JWKS
-//	ca-rotation/<hash>[/members/…] maintenance      a CA rotation and each member's progress (site holds joins while it stands)
-//	site-peer-restart              maintenance      whose turn it is to restart its peer port
-//	site-releases/<member>         maintenance      the release each member runs and the format it reads
-//	data-format                    maintenance      the format the data is in (an update's commit)
-//	update-commit                  maintenance      a commit request and its answer
-//	elections/<name>               records (Lead)   an election's candidates (concurrency.Election)
+// The families of records (the mirror's checkpoints, pending writes and
+// queued Events, ClusterIPs, ServiceAccount keys, CA bundles and
+// rotations, a site's releases, the data format, elections…) are declared
+// once, each as a value, in package records/family, with the package that
+// owns each and what it holds; a record's name is built from its family.
 //
 // Records are small and few, and written rarely: the mirror's checkpoints
 // at most every few seconds, the rest on change.

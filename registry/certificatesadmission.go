@@ -14,6 +14,8 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+
+	"github.com/kubestore/kubestore/registry/pkcs10"
 )
 
 // certificatesAdmission is what kube-apiserver checks on the certificates
@@ -110,7 +112,7 @@ func restrictCSRSubject(a admission.Attributes) error {
 	if csr.Spec.SignerName != certificatesv1.KubeAPIServerClientSignerName {
 		return nil
 	}
-	req, err := ParseCSR(csr.Spec.Request)
+	req, err := pkcs10.Parse(csr.Spec.Request)
 	if err != nil {
 		return admission.NewForbidden(a, fmt.Errorf("failed to parse CSR: %v", err))
 	}

@@ -23,6 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/kubestore/kubestore/registry/pkcs10"
 )
 
 // CertificateSigningRequests, transcribed from k8s.io/kubernetes
@@ -188,16 +190,6 @@ func populateConditionTimestamps(csr, old *certificatesv1.CertificateSigningRequ
 	}
 }
 
-// ParseCSR decodes the PEM-encoded PKCS#10 request of a
-// CertificateSigningRequest (upstream's certificates.ParseCSR).
-func ParseCSR(pemBytes []byte) (*x509.CertificateRequest, error) {
-	block, _ := pem.Decode(pemBytes)
-	if block == nil || block.Type != "CERTIFICATE REQUEST" {
-		return nil, errors.New("PEM block type must be CERTIFICATE REQUEST")
-	}
-	return x509.ParseCertificateRequest(block.Bytes)
-}
-
 // csrOptions are upstream's certificateValidationOptions: what an update
 // through a subresource may change, and the bad data tolerated because the
 // stored object already has it.
@@ -275,7 +267,7 @@ var (
 func validateCSR(csr *certificatesv1.CertificateSigningRequest, opts csrOptions) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
-	if req, err := ParseCSR(csr.Spec.Request); err != nil {
+	if req, err := pkcs10.Parse(csr.Spec.Request); err != nil {
 		errs = append(errs, field.Invalid(spec.Child("request"), csr.Spec.Request, err.Error()))
 	} else if err := req.CheckSignature(); err != nil {
 		errs = append(errs, field.Invalid(spec.Child("request"), csr.Spec.Request, err.Error()))

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/klog/v2"
+
+	"github.com/kubestore/kubestore/records/family"
 )
 
 // IPRecords keep one record per allocated ClusterIP in etcd (kubestore's
@@ -31,9 +33,6 @@ type IPRecords interface {
 	ListState(ctx context.Context, dir string) (map[string][]byte, error)
 	DeleteStateIf(ctx context.Context, name string, value []byte) (bool, error)
 }
-
-// ipRecordPrefix names the records: clusterip/<ip>.
-const ipRecordPrefix = "clusterip/"
 
 // ClusterIPs allocates Services' cluster IPs from --service-cluster-ip-range
 // as kube-apiserver's Service REST does (pkg/registry/core/service/storage
@@ -53,7 +52,7 @@ func NewClusterIPs(ctx context.Context, cidrs []netip.Prefix, records IPRecords)
 		names = append(names, c.String())
 	}
 	want := strings.Join(names, ",")
-	old, err := records.GetState(ctx, "clusterip-range")
+	old, err := records.GetState(ctx, family.ClusterIPRange.Name())
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +60,7 @@ func NewClusterIPs(ctx context.Context, cidrs []netip.Prefix, records IPRecords)
 		if old != nil {
 			klog.InfoS("The service cluster IP range changed; existing Services keep their IPs", "was", string(old), "now", want)
 		}
-		if err := records.PutState(ctx, "clusterip-range", []byte(want)); err != nil {
+		if err := records.PutState(ctx, family.ClusterIPRange.Name(), []byte(want)); err != nil {
 			return nil, err
 		}
 	}
@@ -203,7 +202,7 @@ func (c *ClusterIPs) allocate(ctx context.Context, s *corev1.Service) ([]netip.A
 				return nil, apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Service").GroupKind(), s.Name, field.ErrorList{field.Invalid(path, value,
 					fmt.Sprintf("failed to allocate IP %s: the provided IP (%s) is not in the valid range. The range of valid IPs is %s", ips[i], ips[i], cidr))})
 			}
-			ok, err := c.records.CreateState(ctx, ipRecordPrefix+a.String(), rec)
+			ok, err := c.records.CreateState(ctx, family.ClusterIPs.For(a.String()), rec)
 			if err != nil {
 				release()
 				return nil, apierrors.NewInternalError(err)
@@ -250,23 +249,23 @@ func (c *ClusterIPs) allocateNext(ctx context.Context, cidr netip.Prefix, rec []
 	}
 	for range randomTries {
 		a := nthAddr(cidr, offset+rand.Int64N(size-offset))
-		if ok, err := c.records.CreateState(ctx, ipRecordPrefix+a.String(), rec); err != nil {
+		if ok, err := c.records.CreateState(ctx, family.ClusterIPs.For(a.String()), rec); err != nil {
 			return netip.Addr{}, apierrors.NewInternalError(err)
 		} else if ok {
 			return a, nil
 		}
 	}
-	used, err := c.records.ListState(ctx, ipRecordPrefix)
+	used, err := c.records.ListState(ctx, family.ClusterIPs.Dir())
 	if err != nil {
 		return netip.Addr{}, apierrors.NewInternalError(err)
 	}
 	start := rand.Int64N(size-1) + 1
 	for i := range size - 1 {
 		a := nthAddr(cidr, 1+(start-1+i)%(size-1))
-		if _, taken := used[ipRecordPrefix+a.String()]; taken {
+		if _, taken := used[family.ClusterIPs.For(a.String())]; taken {
 			continue
 		}
-		if ok, err := c.records.CreateState(ctx, ipRecordPrefix+a.String(), rec); err != nil {
+		if ok, err := c.records.CreateState(ctx, family.ClusterIPs.For(a.String()), rec); err != nil {
 			return netip.Addr{}, apierrors.NewInternalError(err)
 		} else if ok {
 			return a, nil
@@ -300,7 +299,7 @@ func lastAddr(cidr netip.Prefix) netip.Addr {
 // release frees IPs whose records still name the Service of rec.
 func (c *ClusterIPs) release(ctx context.Context, ips []netip.Addr, rec []byte) {
 	for _, a := range ips {
-		if _, err := c.records.DeleteStateIf(ctx, ipRecordPrefix+a.String(), rec); err != nil {
+		if _, err := c.records.DeleteStateIf(ctx, family.ClusterIPs.For(a.String()), rec); err != nil {
 			klog.ErrorS(err, "Releasing a cluster IP; the repair loop will", "ip", a)
 		}
 	}
@@ -418,13 +417,13 @@ type Allocation struct {
 
 // Allocations lists the records of the allocated IPs.
 func (c *ClusterIPs) Allocations(ctx context.Context) ([]Allocation, error) {
-	records, err := c.records.ListState(ctx, ipRecordPrefix)
+	records, err := c.records.ListState(ctx, family.ClusterIPs.Dir())
 	if err != nil {
 		return nil, err
 	}
 	var out []Allocation
 	for name, value := range records {
-		ip := strings.TrimPrefix(name, ipRecordPrefix)
+		ip := strings.TrimPrefix(name, family.ClusterIPs.Start())
 		a := Allocation{key: name, value: string(value)}
 		if addr, err := netip.ParseAddr(ip); err == nil && addr.String() == ip {
 			a.IP = addr
@@ -444,7 +443,7 @@ func (c *ClusterIPs) Record(ctx context.Context, ip netip.Addr, s *corev1.Servic
 	if !slices.ContainsFunc(c.cidrs, func(p netip.Prefix) bool { return p.Contains(ip) }) {
 		return nil
 	}
-	_, err := c.records.CreateState(ctx, ipRecordPrefix+ip.String(), ipRecord{Namespace: s.Namespace, Name: s.Name, UID: string(s.UID)}.bytes())
+	_, err := c.records.CreateState(ctx, family.ClusterIPs.For(ip.String()), ipRecord{Namespace: s.Namespace, Name: s.Name, UID: string(s.UID)}.bytes())
 	return err
 }
 

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubestore/kubestore/cacher/cachertest"
+	"github.com/kubestore/kubestore/records/family"
 )
 
 // Families and policy as upstream defaults and checks them
@@ -81,7 +82,7 @@ func TestAllocations(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if ok, err := b.CreateState(ctx, ipRecordPrefix+"10.0.0.10", []byte("not json")); !ok || err != nil {
+	if ok, err := b.CreateState(ctx, family.ClusterIPs.For("10.0.0.10"), []byte("not json")); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
 	got, err := c.Allocations(ctx)
@@ -100,19 +101,19 @@ func TestAllocations(t *testing.T) {
 	}
 	// Another writer changed the record since it was read.
 	stale := byIP["10.0.0.9"]
-	if err := b.PutState(ctx, ipRecordPrefix+"10.0.0.9", ipRecord{Namespace: "ns", Name: "b"}.bytes()); err != nil {
+	if err := b.PutState(ctx, family.ClusterIPs.For("10.0.0.9"), ipRecord{Namespace: "ns", Name: "b"}.bytes()); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.ReleaseIfUnchanged(ctx, stale); err != nil {
 		t.Fatal(err)
 	}
-	if r, _ := b.GetState(ctx, ipRecordPrefix+"10.0.0.9"); r == nil {
+	if r, _ := b.GetState(ctx, family.ClusterIPs.For("10.0.0.9")); r == nil {
 		t.Error("a changed record was released")
 	}
 	if err := c.ReleaseIfUnchanged(ctx, byIP["10.0.0.10"]); err != nil {
 		t.Fatal(err)
 	}
-	if r, _ := b.GetState(ctx, ipRecordPrefix+"10.0.0.10"); r != nil {
+	if r, _ := b.GetState(ctx, family.ClusterIPs.For("10.0.0.10")); r != nil {
 		t.Error("an unchanged record was kept")
 	}
 }

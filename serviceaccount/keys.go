@@ -33,6 +33,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubestore/kubestore/datadir"
+	"github.com/kubestore/kubestore/records/family"
 )
 
 // KeyFile is the signing key under <data-dir>/pki/.
@@ -46,11 +47,6 @@ type State interface {
 	ListState(ctx context.Context, dir string) (map[string][]byte, error)
 	DeleteState(ctx context.Context, name string) error
 }
-
-const (
-	keyRecords = "serviceaccount-keys/"
-	caRecords  = "ca-bundle/"
-)
 
 // Keys signs tokens with this process's key and verifies those of every
 // published one.
@@ -165,7 +161,7 @@ func (k *Keys) Publish(ctx context.Context, st State) error {
 	if err != nil {
 		return err
 	}
-	if err := st.PutState(ctx, keyRecords+k.kid, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})); err != nil {
+	if err := st.PutState(ctx, family.ServiceAccountKeys.For(k.kid), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})); err != nil {
 		return err
 	}
 	caPEM := *k.caPEM.Load()
@@ -196,12 +192,12 @@ func (k *Keys) PublishCA(ctx context.Context, st State, caPEM []byte) error {
 // caRecord names the record of the CA bundle caPEM.
 func caRecord(caPEM []byte) string {
 	sum := sha256.Sum256(caPEM)
-	return caRecords + base64.RawURLEncoding.EncodeToString(sum[:])
+	return family.CABundle.For(base64.RawURLEncoding.EncodeToString(sum[:]))
 }
 
 // Refresh reads the published keys and CAs.
 func (k *Keys) Refresh(ctx context.Context, st State) error {
-	keys, err := st.ListState(ctx, keyRecords)
+	keys, err := st.ListState(ctx, family.ServiceAccountKeys.Dir())
 	if err != nil {
 		return err
 	}
@@ -213,13 +209,13 @@ func (k *Keys) Refresh(ctx context.Context, st State) error {
 		}
 		pub, err := x509.ParsePKIXPublicKey(block.Bytes)
 		if ec, ok := pub.(*ecdsa.PublicKey); err == nil && ok {
-			verifiers[strings.TrimPrefix(name, keyRecords)] = ec
+			verifiers[strings.TrimPrefix(name, family.ServiceAccountKeys.Start())] = ec
 		} else {
 			klog.InfoS("Ignoring a published service account key", "record", name, "err", err)
 		}
 	}
 	k.verifiers.Store(&verifiers)
-	cas, err := st.ListState(ctx, caRecords)
+	cas, err := st.ListState(ctx, family.CABundle.Dir())
 	if err != nil {
 		return err
 	}

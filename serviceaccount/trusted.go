@@ -14,6 +14,8 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/klog/v2"
+
+	"github.com/kubestore/kubestore/records/family"
 )
 
 // Trusted is the issuer of an upstream cluster's ServiceAccount tokens,
@@ -47,9 +49,6 @@ type TrustedState interface {
 // JWKSFetcher reads the cluster's JWKS, with the credentials of token
 // when the gateway's own are not allowed to.
 type JWKSFetcher func(ctx context.Context, token string) ([]byte, error)
-
-// trustedRecord is the record of the trusted issuer.
-const trustedRecord = "trusted-issuer"
 
 // trustedIssuer is the record's content, and its keys parsed.
 type trustedIssuer struct {
@@ -86,7 +85,7 @@ var trustedMethods = []string{"RS256", "RS384", "RS512", "ES256", "ES384", "ES51
 // LoadTrusted reads the issuer trusted before, if any.
 func LoadTrusted(ctx context.Context, st TrustedState) (*Trusted, error) {
 	t := &Trusted{st: st}
-	data, err := st.GetState(ctx, trustedRecord)
+	data, err := st.GetState(ctx, family.TrustedIssuer.Name())
 	if err != nil || data == nil {
 		return t, err
 	}
@@ -195,7 +194,7 @@ func (t *Trusted) keep(ctx context.Context, ti *trustedIssuer) error {
 	if err != nil {
 		return err
 	}
-	if err := t.st.PutState(ctx, trustedRecord, data); err != nil {
+	if err := t.st.PutState(ctx, family.TrustedIssuer.Name(), data); err != nil {
 		return err
 	}
 	t.cur.Store(ti)

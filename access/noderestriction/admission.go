@@ -61,7 +61,7 @@ import (
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 
 	"github.com/kubestore/kubestore/access/node"
-	"github.com/kubestore/kubestore/registry"
+	"github.com/kubestore/kubestore/registry/pkcs10"
 )
 
 // Feature gates upstream consults, fixed at their defaults in
@@ -1080,7 +1080,7 @@ func (p *Plugin) admitCSR(nodeName string, a admission.Attributes) error {
 		return nil
 	}
 
-	x509cr, err := registry.ParseCSR(csr.Spec.Request)
+	x509cr, err := pkcs10.Parse(csr.Spec.Request)
 	if err != nil {
 		return admission.NewForbidden(a, fmt.Errorf("unable to parse csr: %w", err))
 	}
