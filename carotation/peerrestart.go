@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
+	"github.com/kubestore/kubestore/records/family"
 	"slices"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -21,7 +22,7 @@ const peerRestartLease = 120
 
 // peerRestartKey is the state record of the member whose turn it is to
 // restart: one at a time, so the site keeps its quorum.
-const peerRestartKey = "site-peer-restart"
+var peerRestartKey = family.PeerRestart.Name()
 
 // peerRestart starts a site's member again once its etcd peer port trusts
 // a CA the member no longer trusts (a finished rotation): etcd reads its

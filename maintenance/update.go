@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kubestore/kubestore/records/family"
 	"io"
 	"slices"
 	"strconv"
@@ -23,25 +24,26 @@ import (
 
 // The records of an update's commit in etcd, among kubestore's own
 // (package records).
-const (
+var (
 	// dataFormatRecord is the data's own record of its format, written at
 	// the commit of an update that raises it; absent, the data is of
 	// format 1. A snapshot carries it, so a restore knows what it holds.
-	dataFormatRecord = "data-format"
+	dataFormatRecord = family.DataFormat.Name()
 	// commitRequestRecord asks the server that runs on the data to commit
 	// its update (kubestore update commit). The server deletes it once
 	// the update is committed, or writes the error there.
-	commitRequestRecord = "update-commit"
-	commitRequested     = "requested"
-	commitFailed        = "error: "
-	// releasesRecord + a member's name is the release the member runs
-	// and the newest data format it reads (Release), written at each
-	// start: a site's commit raises the format only once every member
-	// reads it.
-	releasesRecord = "site-releases/"
+	commitRequestRecord = family.CommitRequest.Name()
 )
 
-// Release is a member's record of what it runs.
+// What a commit request holds.
+const (
+	commitRequested = "requested"
+	commitFailed    = "error: "
+)
+
+// Release is a member's record of what it runs, family.Releases.For(member):
+// the release and the newest data format it reads, written at each start:
+// a site's commit raises the format only once every member reads it.
 type Release struct {
 	Version string `json:"version"`
 	// Reads is the newest data format the release reads.
@@ -55,7 +57,7 @@ func (u *Update) recordRelease(ctx context.Context, member string) error {
 	if err != nil {
 		return err
 	}
-	if err := u.st.PutState(ctx, releasesRecord+member, data); err != nil {
+	if err := u.st.PutState(ctx, family.Releases.For(member), data); err != nil {
 		return fmt.Errorf("recording this member's release: %w", err)
 	}
 	return nil
@@ -78,7 +80,7 @@ func membersNotReading(ctx context.Context, c *clientv3.Client, st *records.Stor
 		if name == "" {
 			name = fmt.Sprintf("%x (not started yet)", m.ID)
 		}
-		rec, err := st.GetState(ctx, releasesRecord+m.Name)
+		rec, err := st.GetState(ctx, family.Releases.For(m.Name))
 		if err != nil {
 			return nil, err
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kubestore/kubestore/records/family"
 	"maps"
 	"strings"
 	"sync"
@@ -450,7 +451,7 @@ func (d *deletedUIDs) has(uid types.UID) bool {
 }
 
 // deletedState names the uids of deleted objects in the mirror's state.
-const deletedState = "mirror-deleted/"
+var deletedState = family.MirrorDeleted.Start()
 
 // deletedUpstream remembers uid as deleted upstream, durably: its local
 // copy went without the stream's checkpoint passing the deletion (a

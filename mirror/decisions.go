@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/kubestore/kubestore/records/family"
 	"strings"
 	"sync"
 	"time"
@@ -35,11 +36,6 @@ const decisionFresh = 30 * time.Second
 // maxDecisions bounds the decisions kept: past it, a new one is asked
 // online and not kept.
 const maxDecisions = 10000
-
-// decisionsState names the records of the decisions of the node's
-// gateway: mirror-decisions@<node>/<hash of the request's attributes>
-// (nodeState).
-const decisionsState = "mirror-decisions/"
 
 // decision is one kept decision of the cluster.
 type decision struct {
@@ -214,7 +210,7 @@ func (d *decisions) keep(ctx context.Context, got decision) {
 // record names the record of key.
 func (d *decisions) record(key string) string {
 	sum := sha256.Sum256([]byte(key))
-	return nodeState(decisionsState, d.u.node) + hex.EncodeToString(sum[:16])
+	return nodeState(family.MirrorDecisions, d.u.node) + hex.EncodeToString(sum[:16])
 }
 
 // load reads the decisions kept before.
@@ -224,7 +220,7 @@ func (d *decisions) load() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.byKey = map[string]*decision{}
-	recs, err := d.u.state.ListState(ctx, nodeState(decisionsState, d.u.node))
+	recs, err := d.u.state.ListState(ctx, nodeState(family.MirrorDecisions, d.u.node))
 	if err != nil {
 		klog.ErrorS(err, "Mirror: reading the upstream's kept decisions")
 		return

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/kubestore/kubestore/records/family"
 	"io"
 	"net/http"
 	"sort"
@@ -36,7 +37,7 @@ var (
 )
 
 // outboxState names the queued Events in the mirror's state.
-const outboxState = "mirror-events/"
+var outboxState = family.MirrorEvents.Dir() + "/"
 
 // queuedEvent is an Event of the node's agents that the upstream has not
 // got yet: its name, and its size when it was queued. The Event itself is
@@ -233,14 +234,14 @@ func (o *outbox) aboutThisNode(ctx context.Context, q queuedEvent, alone bool) b
 // under the node's own prefix, so that gateways sharing one store each
 // send their own agents' Events.
 func (o *outbox) durable(key string) string {
-	return nodeState(outboxState, o.u.node) + strings.TrimPrefix(key, outboxState)
+	return nodeState(family.MirrorEvents, o.u.node) + strings.TrimPrefix(key, outboxState)
 }
 
 // load reads the queue this node left; the Events of a release before
 // queues were kept per node are moved under the node's when they are
 // about its objects.
 func (o *outbox) load(ctx context.Context) error {
-	own, err := o.u.state.ListState(ctx, nodeState(outboxState, o.u.node))
+	own, err := o.u.state.ListState(ctx, nodeState(family.MirrorEvents, o.u.node))
 	if err != nil {
 		return err
 	}

@@ -34,6 +34,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/kubestore/kubestore/records/family"
 	"maps"
 	"slices"
 	"sort"
@@ -348,7 +349,7 @@ type ruleRecord struct {
 	Resource string `json:"resource"`
 }
 
-const rulesState = "mirror-rules/"
+var rulesState = family.MirrorRules.Start()
 
 // configuredState + a node's name records the shared rules (those that do
 // not select by the node) that node's gateway is configured with: a
@@ -356,7 +357,7 @@ const rulesState = "mirror-rules/"
 // has never deletes its copies. A record stays when its gateway goes for
 // good (the rule's copies then stay until one gateway is configured with
 // the rule and removes it again, or are deleted by hand).
-const configuredState = "mirror-configured@"
+var configuredState = family.MirrorConfigured.Start()
 
 // forgetRemovedRules deletes the copies of rules that are no longer
 // configured (or now name another resource), with their records, and
@@ -448,7 +449,7 @@ func (m *Mirror) forgetRemovedRules(ctx context.Context) error {
 		}
 	}
 	data, _ := json.Marshal(shared)
-	return m.state.PutState(ctx, configuredState+m.node, data)
+	return m.state.PutState(ctx, family.MirrorConfigured.For(m.node), data)
 }
 
 // othersShared are the shared rules the other gateways recorded they are
@@ -460,7 +461,7 @@ func (m *Mirror) othersShared(ctx context.Context) (map[string]bool, error) {
 	}
 	out := map[string]bool{}
 	for name, data := range records {
-		if name == configuredState+m.node {
+		if name == family.MirrorConfigured.For(m.node) {
 			continue
 		}
 		var rules []string

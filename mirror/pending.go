@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/kubestore/kubestore/records/family"
 	"slices"
 	"sort"
 	"strings"
@@ -55,20 +56,18 @@ func (p *pendingRecord) has(w ownWrite) bool { return slices.Contains(p.Writes, 
 
 // pendingState starts the key of a record in memory, and in the state of
 // a release before records were kept per node (moved at load).
-const pendingState = "mirror-pending/"
+var pendingState = family.MirrorPending.Dir() + "/"
 
 // durable is the key in the mirror's state of the record of key: under
 // the node's own prefix, so that gateways sharing one store never load,
 // reconcile or clear each other's.
 func (p *pending) durable(key string) string {
-	return nodeState(pendingState, p.node) + strings.TrimPrefix(key, pendingState)
+	return nodeState(family.MirrorPending, p.node) + strings.TrimPrefix(key, pendingState)
 }
 
 // nodeState is the prefix of a family of the mirror's records (prefix
 // ends in "/") kept per node: mirror-pending@<node>/.
-func nodeState(prefix, node string) string {
-	return strings.TrimSuffix(prefix, "/") + "@" + node + "/"
-}
+func nodeState(f family.Family, node string) string { return f.NodeDir(node) + "/" }
 
 func pendingKey(gr schema.GroupResource, namespace, name string) string {
 	ns := namespace
@@ -136,7 +135,7 @@ func newPending(state State, node string) *pending {
 // when mine says they are of its objects (the others are left to their
 // own node's gateway).
 func (p *pending) load(ctx context.Context, mine func(pendingRecord) bool) error {
-	own, err := p.state.ListState(ctx, nodeState(pendingState, p.node))
+	own, err := p.state.ListState(ctx, nodeState(family.MirrorPending, p.node))
 	if err != nil {
 		return err
 	}

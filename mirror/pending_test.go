@@ -3,6 +3,7 @@ package mirror
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/kubestore/kubestore/records/family"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -212,11 +213,11 @@ func TestPendingRecordsPerNode(t *testing.T) {
 	if _, ok := recs[pendingState+"pods/ns/old"]; ok {
 		t.Error("the earlier release's record is still under its old name")
 	}
-	mine, err := b.ListState(ctx, nodeState(pendingState, "edge-a"))
+	mine, err := b.ListState(ctx, nodeState(family.MirrorPending, "edge-a"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := mine[nodeState(pendingState, "edge-a")+"pods/ns/old"]; !ok {
+	if _, ok := mine[nodeState(family.MirrorPending, "edge-a")+"pods/ns/old"]; !ok {
 		t.Errorf("the earlier release's record is not under edge-a's: %v", mine)
 	}
 	if _, ok := recs[pendingState+"pods/ns/theirs"]; !ok {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kubestore/kubestore/records/family"
 	"maps"
 	"math/rand/v2"
 	"sync"
@@ -348,7 +349,7 @@ func (s *stream) stateName() string {
 
 // checkpointState starts the names of the streams' checkpoints:
 // mirror/<rule>/<namespace or ->.
-const checkpointState = "mirror/"
+var checkpointState = family.Checkpoints.Start()
 
 // checkpoints is the directory of a rule's streams' checkpoints.
 func checkpoints(rule string) string { return checkpointState + rule }

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/kubestore/kubestore/records/family"
 	"io"
 	"net/http"
 	"strings"
@@ -158,10 +159,6 @@ func (u *uplink) relayToken(w http.ResponseWriter, r *http.Request, info *reques
 	return false, r.WithContext(mirrored.WithStandIn(ctx))
 }
 
-// tokensState names the records of the cluster's tokens the gateway
-// relayed: mirror-tokens@<node>/<hash of the request> (nodeState).
-const tokensState = "mirror-tokens/"
-
 // keptTokenMargin is how long before its expiry a kept token is no
 // longer given: the pod must have time to use it.
 const keptTokenMargin = 5 * time.Minute
@@ -182,7 +179,7 @@ func (u *uplink) tokenRecord(namespace, sa string, tr *authenticationv1.TokenReq
 	if ref := tr.Spec.BoundObjectRef; ref != nil {
 		fmt.Fprintf(h, "%s/%s/%s/%s", ref.APIVersion, ref.Kind, ref.Name, ref.UID)
 	}
-	return nodeState(tokensState, u.node) + hex.EncodeToString(h.Sum(nil)[:16])
+	return nodeState(family.MirrorTokens, u.node) + hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // keepToken keeps the cluster's answer raw under key, for the kubelet's
@@ -218,7 +215,7 @@ func (u *uplink) keptToken(ctx context.Context, key string) ([]byte, bool) {
 // forgetTokens deletes the kept tokens that expired or whose pod the
 // gateway no longer holds.
 func (u *uplink) forgetTokens(ctx context.Context) {
-	recs, err := u.state.ListState(ctx, nodeState(tokensState, u.node))
+	recs, err := u.state.ListState(ctx, nodeState(family.MirrorTokens, u.node))
 	if err != nil {
 		klog.ErrorS(err, "Mirror: reading the kept tokens")
 		return

@@ -3,6 +3,7 @@ package mirror
 import (
 	"context"
 	"fmt"
+	"github.com/kubestore/kubestore/records/family"
 	"sync"
 	"time"
 
@@ -66,7 +67,7 @@ func (u *uplink) aloneOnStore(ctx context.Context) bool {
 		return false
 	}
 	for name := range recs {
-		if name != configuredState+u.node {
+		if name != family.MirrorConfigured.For(u.node) {
 			return false
 		}
 	}

@@ -104,17 +104,7 @@ func TestAllIsEveryFamily(t *testing.T) {
 
 // spelled are the files that still spell a family's name, each until its
 // package's rewrite, under way on other branches (issue 52), converts it.
-var spelled = map[string]string{
-	"mirror/apply.go":            "mirror is being restructured",
-	"mirror/decisions.go":        "mirror is being restructured",
-	"mirror/events.go":           "mirror is being restructured",
-	"mirror/mirror.go":           "mirror is being restructured",
-	"mirror/pending.go":          "mirror is being restructured",
-	"mirror/stream.go":           "mirror is being restructured",
-	"mirror/tokens.go":           "mirror is being restructured",
-	"maintenance/peerrestart.go": "maintenance's use of records is being rewritten",
-	"maintenance/update.go":      "maintenance's use of records is being rewritten",
-}
+var spelled = map[string]string{}
 
 // No Go file of kubestore outside package records (tests aside) spells a
 // family's name: a record's name is built from its Family.
