@@ -77,7 +77,7 @@ func Open(ctx context.Context, cc config.Completed) (_ *Backend, err error) {
 	}
 	// With an interval of 0 the compactor does not compact but still
 	// follows the compacted revision, which list-from-cache-snapshot needs.
-	b.compactor = etcd3.StartCompactorPerEndpoint(b.client.Client, cfg.Etcd.CompactionInterval.Duration)
+	b.compactor = startCompactor(b.client.Client, cfg.Etcd.CompactionInterval.Duration)
 	return b, nil
 }
 
