@@ -4,10 +4,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -100,98 +96,4 @@ func TestAllIsEveryFamily(t *testing.T) {
 	if declared != len(All) {
 		t.Errorf("family.go declares %d families, All has %d", declared, len(All))
 	}
-}
-
-// spelled are the files that still spell a family's name, each until its
-// package's rewrite, under way on other branches (issue 52), converts it.
-var spelled = map[string]string{}
-
-// No Go file of kubestore outside package records (tests aside) spells a
-// family's name: a record's name is built from its Family.
-func TestNoFileSpellsAFamily(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	spells := func(s string) (Family, bool) {
-		for _, f := range All {
-			if s == f.name && f.shape == one || strings.HasPrefix(s, f.name+"/") || strings.HasPrefix(s, f.name+"@") {
-				return f, true
-			}
-		}
-		return Family{}, false
-	}
-	found := map[string]bool{}
-	checked := 0
-	fset := token.NewFileSet()
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			switch rel {
-			case "records", "test", "bin", "dist", ".git":
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") {
-			return nil
-		}
-		src, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		file, err := parser.ParseFile(fset, rel, src, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		checked++
-		ast.Inspect(file, func(n ast.Node) bool {
-			lit, ok := n.(*ast.BasicLit)
-			if !ok || lit.Kind != token.STRING {
-				return true
-			}
-			s, err := strconv.Unquote(lit.Value)
-			if err != nil {
-				return true
-			}
-			if f, ok := spells(s); ok {
-				if _, ok := spelled[rel]; ok {
-					found[rel] = true
-					return true
-				}
-				t.Errorf("%s spells %q, a record of family %s: name it with family.%s", fset.Position(lit.Pos()), s, f.name, goName(f))
-			}
-			return true
-		})
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if checked < 100 {
-		t.Fatalf("checked %d Go files under %s: the walk missed the tree", checked, root)
-	}
-	for rel, why := range spelled {
-		if !found[rel] {
-			t.Errorf("%s (%s) spells no family any more: remove it from spelled", rel, why)
-		}
-	}
-}
-
-// goName is the name family.go declares f by.
-func goName(f Family) string {
-	src, err := os.ReadFile("family.go")
-	if err != nil {
-		return f.name
-	}
-	for _, line := range strings.Split(string(src), "\n") {
-		if name, decl, ok := strings.Cut(strings.TrimSpace(line), " = Family{"); ok && strings.HasPrefix(decl, strconv.Quote(f.name)+",") {
-			return name
-		}
-	}
-	return f.name
 }
