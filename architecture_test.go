@@ -220,11 +220,6 @@ func importPath(imports map[string][]string, p, dep string) []string {
 // has (memory, cgroups) is asked by the packages that use it.
 var configReads = map[string]string{
 	"flags.go:overlayFile": "the --config file",
-	// Temporary: config's cgroup reading (DeviceMemory, LimitingCgroup,
-	// WorkingSet) is moving to package memory (issue 52). Once it is
-	// there, this test says to remove these two.
-	"cgroup.go": "the memory cgroup's limit and working set, until they move to memory",
-	"device.go": "/proc/meminfo's MemTotal, until DeviceMemory moves to memory",
 }
 
 // fileIO are the functions, by import path, that touch the file system.

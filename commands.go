@@ -5,10 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"math"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strconv"
 	"sync"
 	"syscall"
@@ -21,6 +19,7 @@ import (
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/datadir"
 	"github.com/kubestore/kubestore/maintenance"
+	"github.com/kubestore/kubestore/memory"
 	"github.com/kubestore/kubestore/mirror"
 	"github.com/kubestore/kubestore/records"
 	"github.com/kubestore/kubestore/server"
@@ -48,10 +47,10 @@ func serve(c *cli.Context) (err error) {
 			return err
 		}
 	}
-	device, deviceFrom := config.DeviceMemory("/")
-	cc = cc.OnDevice(device)
+	limits := memory.NewLimits(cfg.Memory, "/")
+	cc = cc.OnDevice(limits.SmallDevice())
 	logSmallDeviceCaches(cc)
-	limit, limitFrom := setMemoryLimit(cfg.Memory, device, deviceFrom)
+	limits.SetRuntime()
 	lock, err := datadir.Dir(cfg.DataDir).Lock()
 	if err != nil {
 		return err
@@ -97,8 +96,8 @@ func serve(c *cli.Context) (err error) {
 			return err
 		}
 	}
-	backend.GuardHeap(cacher.NewHeapGuard(limit, limitFrom))
-	srv, err := server.New(cc, backend, listeners)
+	backend.GuardHeap(cacher.NewHeapGuard(limits))
+	srv, err := server.New(cc, backend, listeners, limits)
 	if err != nil {
 		return err
 	}
@@ -166,67 +165,6 @@ func reloadOnHangup(srv *server.Server, done <-chan struct{}) {
 	}
 }
 
-// setMemoryLimit sets the Go runtime's soft memory limit and returns it
-// with where it comes from: --memory-limit; else GOMEMLIMIT, which the
-// runtime has already applied; else derived from device, the device's
-// memory as config.DeviceMemory reads it (derivedMemoryLimit), so that a
-// device is tuned without a flag.
-// The limit also sets the heap watermark above which creates are refused
-// (cacher.HeapGuard). Only --memory-limit gives resources their default
-// byte budgets. On a small device (config.SmallDevice), unless GOGC is
-// set, the collector runs at GOGC=50: the heap grows by half the live heap
-// between collections instead of all of it.
-func setMemoryLimit(m config.Memory, device int64, from string) (int64, string) {
-	if _, set := os.LookupEnv("GOGC"); !set && config.IsSmallDevice(device) {
-		debug.SetGCPercent(smallDeviceGOGC)
-		klog.V(2).InfoS("Garbage collector tuned for a small device", "GOGC", smallDeviceGOGC, "device", config.ByteSize(device), "from", from)
-	}
-	if m.Limit > 0 {
-		debug.SetMemoryLimit(int64(m.Limit))
-		klog.InfoS("Memory limit", "limit", m.Limit, "defaultByteBudget", m.Limit/config.DefaultBudgetFraction)
-		return int64(m.Limit), fmt.Sprintf("--%s=%s", config.FlagMemoryLimit, m.Limit)
-	}
-	if limit := debug.SetMemoryLimit(-1); limit != math.MaxInt64 {
-		return limit, "GOMEMLIMIT"
-	}
-	if device == 0 {
-		return 0, ""
-	}
-	limit, how := derivedMemoryLimit(device, from)
-	debug.SetMemoryLimit(limit)
-	klog.V(2).InfoS("Memory limit derived from the device", "limit", config.ByteSize(limit), "device", config.ByteSize(device), "from", from)
-	return limit, fmt.Sprintf("%s, from %s; set --%s to change it", how, from, config.FlagMemoryLimit)
-}
-
-// cgroupHeadroom is what a cgroup's limit keeps, at least, beyond the
-// heap: the binary's pages the server touches (its code and data, file
-// pages the cgroup counts, ~20-40 MiB) and the page cache of the data it
-// reads.
-const cgroupHeadroom = 32 << 20
-
-// derivedMemoryLimit is the soft memory limit for a device of device bytes
-// found at from, and how it was derived, at least config.MinMemoryLimit.
-// A machine's MemTotal is shared with the agents beside kubestore: half of
-// it. A cgroup's limit is what was given to kubestore alone: all of it but
-// the headroom of its pages and cache, a quarter and at least
-// cgroupHeadroom, never less than half. In a 96 MiB cgroup half (48 MiB)
-// refused the gateway set x1 at its live heap of 38 MiB; 64 MiB serves it
-// with the cgroup's peak at 80 MiB (docs/PERFORMANCE.md, issue 39).
-func derivedMemoryLimit(device int64, from string) (int64, string) {
-	size := config.ByteSize(device)
-	if from == config.MemTotalSource {
-		if limit := device / 2; limit >= config.MinMemoryLimit {
-			return limit, fmt.Sprintf("half of the device's %s", size)
-		}
-	} else {
-		headroom := max(device/4, cgroupHeadroom)
-		if limit := max(device-headroom, device/2); limit >= config.MinMemoryLimit {
-			return limit, fmt.Sprintf("the cgroup's %s less %s for the binary's pages and the page cache", size, config.ByteSize(device-limit))
-		}
-	}
-	return config.MinMemoryLimit, fmt.Sprintf("the smallest limit, for a device of %s", size)
-}
-
 // logSmallDeviceCaches says which resources a small device reads from
 // etcd by default (config.SmallDeviceUncached).
 func logSmallDeviceCaches(cc config.Completed) {
@@ -241,10 +179,6 @@ func logSmallDeviceCaches(cc config.Completed) {
 	}
 	klog.V(2).InfoS("Watch caches off for a small device; --"+config.FlagWatchCacheSizes+" naming a resource overrides it", "resources", uncached)
 }
-
-// smallDeviceGOGC is the collector's setting on a small device
-// (docs/PERFORMANCE.md measures both).
-const smallDeviceGOGC = 50
 
 // setupLogging sends klog to stderr at the configured verbosity, as text or
 // as JSON lines, without the noise of a normal start and stop (logging.go);

@@ -17,17 +17,10 @@ import (
 	"github.com/kubestore/kubestore/memory"
 )
 
-// HeapWatermarkPercent is the share of the memory limit the live heap may
-// reach before new objects are refused. Above it the garbage collector has
-// less than a fifth of the limit to work in and runs ever more often (at
-// 128Mi with 10,000 ConfigMaps and 1,000 Pods it took a whole core,
-// docs/PERFORMANCE.md); refusing creates keeps the server serving reads,
-// updates and the deletes that make room.
-const HeapWatermarkPercent = 80
-
 // HeapGuard refuses creates, of every resource, while the live heap (as of
-// the last garbage collection) is above HeapWatermarkPercent of the memory
-// limit. Updates and deletes pass: they are how a device makes room.
+// the last garbage collection) is above memory.HeapGuardPercent of the
+// memory limit. Updates and deletes pass: they are how a device makes
+// room.
 type HeapGuard struct {
 	limit     int64
 	watermark uint64
@@ -43,16 +36,15 @@ var heapRejections = k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
 
 var registerHeapMetrics sync.Once
 
-// NewHeapGuard guards limit bytes, described by from (the flag or the
-// device it was derived from); nil when limit is 0.
-func NewHeapGuard(limit int64, from string) *HeapGuard {
-	if limit <= 0 {
+// NewHeapGuard guards the memory limit of l, described by its LimitFrom
+// (the flag, GOMEMLIMIT or the device it was derived from); nil when l
+// has no limit.
+func NewHeapGuard(l memory.Limits) *HeapGuard {
+	if l.Limit <= 0 {
 		return nil
 	}
 	registerHeapMetrics.Do(func() { legacyregistry.MustRegister(heapRejections) })
-	return &HeapGuard{
-		limit: limit, watermark: uint64(limit) / 100 * HeapWatermarkPercent, from: from,
-	}
+	return &HeapGuard{limit: l.Limit, watermark: l.HeapGuardWatermark(), from: l.LimitFrom}
 }
 
 // admit refuses a create of key while the live heap is above the watermark.
@@ -64,7 +56,7 @@ func (g *HeapGuard) admit(gr schema.GroupResource, key string) error {
 	heapRejections.WithLabelValues(gr.String()).Inc()
 	return apierrors.NewForbidden(gr, path.Base(key), fmt.Errorf(
 		"kubestore's live heap is %d MiB, above %d%% of its memory limit of %d MiB (%s): new objects are refused until deletes make room or the limit is raised",
-		live>>20, HeapWatermarkPercent, g.limit>>20, g.from))
+		live>>20, memory.HeapGuardPercent, g.limit>>20, g.from))
 }
 
 // withHeapGuard wraps s so that its creates pass g first; s itself when

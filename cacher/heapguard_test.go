@@ -13,8 +13,8 @@ import (
 )
 
 func TestHeapGuard(t *testing.T) {
-	if NewHeapGuard(0, "") != nil {
-		t.Error("NewHeapGuard(0) guards something")
+	if NewHeapGuard(memory.Limits{}) != nil {
+		t.Error("NewHeapGuard without a limit guards something")
 	}
 	gr := schema.GroupResource{Resource: "configmaps"}
 	runtime.GC() // the live heap is the last collection's
@@ -23,13 +23,13 @@ func TestHeapGuard(t *testing.T) {
 		t.Fatalf("live heap %d", live)
 	}
 
-	roomy := NewHeapGuard(2*live+64<<20, "--memory-limit=roomy")
+	roomy := NewHeapGuard(memory.Limits{Limit: 2*live + 64<<20, LimitFrom: "--memory-limit=roomy"})
 	if err := roomy.admit(gr, "/registry/configmaps/ns/a"); err != nil {
 		t.Errorf("below the watermark: %v", err)
 	}
 
 	// A limit the heap is already above: the watermark is exceeded.
-	tight := NewHeapGuard(live/2, "--memory-limit=tight")
+	tight := NewHeapGuard(memory.Limits{Limit: live / 2, LimitFrom: "--memory-limit=tight"})
 	err := tight.admit(gr, "/registry/configmaps/ns/a")
 	if !apierrors.IsForbidden(err) {
 		t.Fatalf("above the watermark: %v, want Forbidden", err)

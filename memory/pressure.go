@@ -3,32 +3,21 @@ package memory
 import (
 	"context"
 	"fmt"
-	"math"
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
 	"time"
 
 	"k8s.io/klog/v2"
-
-	"github.com/kubestore/kubestore/config"
 )
 
 // The memory-pressure mode (issue 39): near the memory limit, drop what is
 // rebuilt when next needed, so that the heap guard (cacher.HeapGuard,
-// which refuses creates above 80 % of the Go memory limit) and the
-// cgroup's OOM killer meet only the data itself. What is dropped and what
-// it buys is measured in docs/PERFORMANCE.md.
+// which refuses creates above HeapGuardPercent of the Go memory limit)
+// and the cgroup's OOM killer meet only the data itself. What is dropped
+// and what it buys is measured in docs/PERFORMANCE.md. Its watermarks
+// are in limits.go.
 const (
-	// pressureHeapPercent is the share of the Go memory limit at which
-	// the live heap puts the process under pressure: below the heap
-	// guard's watermark, so that the guard refuses creates only once
-	// nothing rebuildable is left.
-	pressureHeapPercent = 70
-	// pressureCgroupPercent is the share of the cgroup's limit at which
-	// its working set (config.Cgroup.WorkingSet) puts the process under
-	// pressure: the kernel is about to reclaim from it, then kill.
-	pressureCgroupPercent = 90
 	// pressureInterval is how often the pressure is read: the live heap
 	// from the runtime, the working set from two small cgroup files.
 	pressureInterval = time.Second
@@ -41,8 +30,7 @@ const (
 // its owners registered as droppable, then returns the freed heap to the
 // system.
 type Pressure struct {
-	cgroup    config.Cgroup
-	hasCgroup bool
+	limits Limits
 
 	mu    sync.Mutex
 	drops []dropper
@@ -53,13 +41,9 @@ type dropper struct {
 	drop func() bool
 }
 
-// NewPressure watches the Go memory limit and the memory cgroup that
-// limits the process (config.LimitingCgroup of root, "/" except in tests).
-func NewPressure(root string) *Pressure {
-	p := &Pressure{}
-	p.cgroup, p.hasCgroup = config.LimitingCgroup(root)
-	return p
-}
+// NewPressure watches the live heap against the Go memory limit of l and
+// the working set of the memory cgroup that limits the process.
+func NewPressure(l Limits) *Pressure { return &Pressure{limits: l} }
 
 // Droppable registers drop, which frees name (a part rebuilt on its next
 // use) and reports whether it held anything.
@@ -98,15 +82,15 @@ func (p *Pressure) Run(ctx context.Context) {
 
 // under says why the process is under pressure; "" when it is not.
 func (p *Pressure) under() string {
-	if limit := debug.SetMemoryLimit(-1); limit != math.MaxInt64 {
-		if live := LiveHeap(); live > uint64(limit)/100*pressureHeapPercent {
-			return fmt.Sprintf("live heap %d MiB, above %d%% of the memory limit of %d MiB", live>>20, pressureHeapPercent, limit>>20)
+	if w := p.limits.pressureHeapWatermark(); w > 0 {
+		if live := LiveHeap(); live > w {
+			return fmt.Sprintf("live heap %d MiB, above %d%% of the memory limit of %d MiB", live>>20, pressureHeapPercent, p.limits.Limit>>20)
 		}
 	}
-	if p.hasCgroup {
-		ws, err := p.cgroup.WorkingSet()
-		if err == nil && ws > p.cgroup.Limit()/100*pressureCgroupPercent {
-			return fmt.Sprintf("working set %d MiB, above %d%% of the limit of %d MiB (%s)", ws>>20, pressureCgroupPercent, p.cgroup.Limit()>>20, p.cgroup.LimitFile())
+	if cg := p.limits.cgroup; cg != nil {
+		ws, err := cg.WorkingSet()
+		if err == nil && ws > cg.Limit()/100*pressureCgroupPercent {
+			return fmt.Sprintf("working set %d MiB, above %d%% of the limit of %d MiB (%s)", ws>>20, pressureCgroupPercent, cg.Limit()>>20, cg.LimitFile())
 		}
 	}
 	return ""

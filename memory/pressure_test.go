@@ -1,16 +1,12 @@
 package memory
 
 import (
-	"math"
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/kubestore/kubestore/config"
 )
 
 // writeFiles writes files (path under root: content) into a new root.
@@ -57,15 +53,15 @@ func TestCgroupPressure(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := writeFiles(t, tc.files)
-			cg, ok := config.LimitingCgroup(root)
-			if !ok {
+			cg := limitingCgroup(root)
+			if cg == nil {
 				t.Fatal("no limiting cgroup found")
 			}
 			ws, err := cg.WorkingSet()
 			if err != nil || ws != tc.workingSet {
 				t.Errorf("WorkingSet = %d, %v; want %d", ws, err, tc.workingSet)
 			}
-			why := NewPressure(root).under()
+			why := NewPressure(Limits{cgroup: cg}).under()
 			if (why != "") != tc.under || tc.under && !strings.Contains(why, cg.LimitFile()) {
 				t.Errorf("under = %q, want pressure %v naming %s", why, tc.under, cg.LimitFile())
 			}
@@ -75,26 +71,22 @@ func TestCgroupPressure(t *testing.T) {
 
 // A live heap above 70 % of the Go memory limit is pressure.
 func TestHeapPressure(t *testing.T) {
-	p := NewPressure(t.TempDir())
-	if why := p.under(); why != "" {
+	if why := NewPressure(Limits{}).under(); why != "" {
 		t.Fatalf("under = %q without a memory limit or cgroup", why)
 	}
 	runtime.GC()
 	live := LiveHeap()
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
-	debug.SetMemoryLimit(int64(live * 2))
-	if why := p.under(); why != "" {
+	if why := NewPressure(Limits{Limit: int64(live * 2)}).under(); why != "" {
 		t.Errorf("under = %q with the live heap at half the limit", why)
 	}
-	debug.SetMemoryLimit(int64(live * 5 / 4))
-	if why := p.under(); !strings.Contains(why, "live heap") {
+	if why := NewPressure(Limits{Limit: int64(live * 5 / 4)}).under(); !strings.Contains(why, "live heap") {
 		t.Errorf("under = %q with the live heap at 80 %% of the limit", why)
 	}
 }
 
 // Relieve drops every registered part and names those that held anything.
 func TestRelieve(t *testing.T) {
-	p := NewPressure(t.TempDir())
+	p := NewPressure(Limits{})
 	var calls []string
 	for _, d := range []struct {
 		name string

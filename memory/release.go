@@ -1,11 +1,13 @@
-// Package memory gives back what a long-running kubestore holds and no
-// longer uses, for devices where every MiB counts: the garbage and the
+// Package memory owns kubestore's memory, for devices where every MiB
+// counts. It reads what bounds it once at the start (Limits: the device's
+// memory, the memory cgroup that limits the process, the Go memory limit
+// given or derived from them, and the watermarks), which main hands to
+// the Go runtime (Limits.SetRuntime), the heap guard (cacher.HeapGuard
+// refuses creates near the limit) and the server. It gives back what a
+// long-running kubestore holds and no longer uses: the garbage and the
 // binary's pages of the start, then the heap a burst of writes or LISTs
 // left behind (Release); and near the memory limit, what is rebuilt on
-// demand (Pressure). What bounds the memory (the Go runtime's soft limit,
-// the heap guard) is set elsewhere: main derives the limit,
-// cacher.HeapGuard refuses creates near it. Measured in
-// docs/PERFORMANCE.md.
+// demand (Pressure). Measured in docs/PERFORMANCE.md.
 package memory
 
 import (

@@ -22,7 +22,7 @@ var setGates = map[string]bool{}
 // gates are process-wide and read when the stores are built, so this runs
 // before them. An unknown gate fails without changing any.
 //
-// On a small device (config.SmallDevice) ListFromCacheSnapshot defaults
+// On a small device (memory.SmallDevice) ListFromCacheSnapshot defaults
 // to off: the btree snapshots the cache keeps for every event of its
 // history window cost 11 % of the peak of a 10,000-update burst and 64 MiB
 // after the LISTs of 10,000 ConfigMaps, and serve only paginated LISTs at

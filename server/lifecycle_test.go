@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubestore/kubestore/cacher"
 	"github.com/kubestore/kubestore/config"
+	"github.com/kubestore/kubestore/memory"
 )
 
 // lifecycleConfig turns on everything New can start: custom resources,
@@ -61,7 +62,7 @@ func build(t *testing.T, cc config.Completed, storage Storage) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(cc, storage, ln)
+	srv, err := New(cc, storage, ln, memory.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +230,7 @@ func TestNewFailsCleanlyAtEachStep(t *testing.T) {
 				t.Fatal(err)
 			}
 			port := ln.tcp.Addr().(*net.TCPAddr).Port
-			if _, err := New(cc, backend, ln); !errors.Is(err, injected) {
+			if _, err := New(cc, backend, ln, memory.Limits{}); !errors.Is(err, injected) {
 				t.Fatalf("New = %v, want the injected failure", err)
 			}
 			settle(t, "after the failure", before)

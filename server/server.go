@@ -155,11 +155,12 @@ var failAt func(step string) error
 // New builds the server on storage and the listeners, which it owns from
 // now on: it writes admin.kubeconfig with the listener's address, loads or
 // creates the PKI, builds every resource's store and installs the API
-// groups. Nothing is served until Run. On error nothing is left running
-// and the listeners are closed.
-func New(cc config.Completed, storage Storage, ln *Listeners) (_ *Server, err error) {
+// groups. limits are the process's memory limits (memory.NewLimits), which
+// its memory-pressure mode watches. Nothing is served until Run. On error
+// nothing is left running and the listeners are closed.
+func New(cc config.Completed, storage Storage, ln *Listeners, limits memory.Limits) (_ *Server, err error) {
 	cfg := cc.Config()
-	b := &builder{cc: cc, cfg: cfg, storage: storage, records: records.New(storage.Client(), storage.Prefix()), ln: ln, dir: datadir.Dir(cfg.DataDir)}
+	b := &builder{cc: cc, cfg: cfg, storage: storage, records: records.New(storage.Client(), storage.Prefix()), ln: ln, dir: datadir.Dir(cfg.DataDir), limits: limits}
 	defer func() {
 		if err != nil {
 			for i := len(b.cleanup) - 1; i >= 0; i-- {
@@ -204,6 +205,7 @@ type builder struct {
 	records *records.Store
 	ln      *Listeners
 	dir     datadir.Dir
+	limits  memory.Limits
 	cleanup []func()
 
 	kinds        *registry.API
@@ -501,7 +503,7 @@ func (b *builder) workers() error {
 	}
 	// Under memory pressure the OpenAPI documents are dropped first:
 	// the next request builds them again.
-	s.pressure = memory.NewPressure("/")
+	s.pressure = memory.NewPressure(b.limits)
 	s.pressure.Droppable("OpenAPI v3 documents", openapi.ServeV3Lazily(gs, b.c.OpenAPIV3Config, openAPIBuilt))
 	v2 := genericapiserver.DefaultOpenAPIConfig(openapi.GetOpenAPIDefinitions, openapinamer.NewDefinitionNamer(b.kinds.Scheme()))
 	v2.GetOperationIDAndTagsFromRoute = openapi.OperationIDs(v2.GetOperationIDAndTags)

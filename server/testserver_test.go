@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubestore/kubestore/cacher"
 	"github.com/kubestore/kubestore/config"
+	"github.com/kubestore/kubestore/memory"
 	"github.com/kubestore/kubestore/server"
 	"github.com/kubestore/kubestore/test/ports"
 )
@@ -185,7 +186,7 @@ func newServer(cc config.Completed, backend *cacher.Backend) (*server.Server, er
 	if err != nil {
 		return nil, err
 	}
-	return server.New(cc, backend, ln)
+	return server.New(cc, backend, ln, memory.Limits{})
 }
 
 // freePort is a loopback TCP port nothing listens on now, for a listener a

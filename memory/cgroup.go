@@ -1,4 +1,4 @@
-package config
+package memory
 
 import (
 	"bufio"
@@ -9,22 +9,22 @@ import (
 	"strings"
 )
 
-// Cgroup is the memory cgroup that limits the process, v2 or v1.
-type Cgroup struct {
+// cgroup is the memory cgroup that limits the process, v2 or v1.
+type cgroup struct {
 	dir   string // its directory, under the root it was found from
 	shown string // its directory as the process sees it, for messages
 	v2    bool
 	limit int64
 }
 
-// LimitingCgroup finds the memory cgroup that limits the process, at its
+// limitingCgroup finds the memory cgroup that limits the process, at its
 // path in /proc/self/cgroup or, inside a container whose cgroup namespace
-// hides that path, at the mount's root; false when no cgroup sets a
-// limit. root is "/" except in tests.
-func LimitingCgroup(root string) (Cgroup, bool) {
+// hides that path, at the mount's root; nil when no cgroup sets a limit.
+// root is "/" except in tests.
+func limitingCgroup(root string) *cgroup {
 	b, err := os.ReadFile(filepath.Join(root, "proc/self/cgroup"))
 	if err != nil {
-		return Cgroup{}, false
+		return nil
 	}
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		// v2: "0::/path"; v1: "4:memory:/path".
@@ -43,7 +43,7 @@ func LimitingCgroup(root string) (Cgroup, bool) {
 			continue
 		}
 		for _, d := range dirs {
-			c := Cgroup{dir: filepath.Join(root, d), shown: "/" + filepath.ToSlash(filepath.Clean(d)), v2: v2}
+			c := &cgroup{dir: filepath.Join(root, d), shown: "/" + filepath.ToSlash(filepath.Clean(d)), v2: v2}
 			v, err := c.read(c.limitFile())
 			if err != nil {
 				continue
@@ -53,37 +53,37 @@ func LimitingCgroup(root string) (Cgroup, bool) {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err == nil && n > 0 && n < 1<<62 {
 				c.limit = n
-				return c, true
+				return c
 			}
 			break
 		}
 	}
-	return Cgroup{}, false
+	return nil
 }
 
-func (c Cgroup) limitFile() string {
+func (c *cgroup) limitFile() string {
 	if c.v2 {
 		return "memory.max"
 	}
 	return "memory.limit_in_bytes"
 }
 
-func (c Cgroup) read(file string) (string, error) {
+func (c *cgroup) read(file string) (string, error) {
 	b, err := os.ReadFile(filepath.Join(c.dir, file))
 	return strings.TrimSpace(string(b)), err
 }
 
 // Limit is the cgroup's memory limit in bytes.
-func (c Cgroup) Limit() int64 { return c.limit }
+func (c *cgroup) Limit() int64 { return c.limit }
 
 // LimitFile is the file the limit was read from, as the process sees it.
-func (c Cgroup) LimitFile() string { return c.shown + "/" + c.limitFile() }
+func (c *cgroup) LimitFile() string { return c.shown + "/" + c.limitFile() }
 
 // WorkingSet is what the cgroup holds that the kernel cannot simply
 // drop: its usage less the inactive file pages, as the kubelet counts a
 // container's working set for its eviction signals
 // (https://kubernetes.io/docs/concepts/scheduling-eviction/node-pressure-eviction/#active-file-memory-is-not-considered-as-available-memory).
-func (c Cgroup) WorkingSet() (int64, error) {
+func (c *cgroup) WorkingSet() (int64, error) {
 	usageFile, inactiveKey := "memory.usage_in_bytes", "total_inactive_file"
 	if c.v2 {
 		usageFile, inactiveKey = "memory.current", "inactive_file"
