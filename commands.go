@@ -21,7 +21,6 @@ import (
 	"github.com/kubestore/kubestore/maintenance"
 	"github.com/kubestore/kubestore/memory"
 	"github.com/kubestore/kubestore/mirror"
-	"github.com/kubestore/kubestore/records"
 	"github.com/kubestore/kubestore/server"
 	"github.com/kubestore/kubestore/site"
 	"github.com/kubestore/kubestore/tunnel"
@@ -91,7 +90,7 @@ func serve(c *cli.Context) (err error) {
 	}
 	defer backend.Close()
 	if embedded {
-		if err := update.Record(ctx, backend.Client(), records.New(backend.Client(), backend.Prefix())); err != nil {
+		if err := update.Record(ctx, backend.Client(), backend.Records()); err != nil {
 			listeners.Close()
 			return err
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubestore/kubestore/config"
 	"github.com/kubestore/kubestore/etcdembed"
+	"github.com/kubestore/kubestore/records"
 )
 
 // healthTimeout bounds one /healthz or /readyz probe of etcd.
@@ -40,6 +41,8 @@ type Backend struct {
 	heap *HeapGuard
 	// parts are what the watch caches' objects share (withSharedParts).
 	parts *sharedParts
+	// records are kubestore's own records on this etcd.
+	records *records.Store
 }
 
 // GuardHeap makes every store built after it refuse creates while the
@@ -78,6 +81,7 @@ func Open(ctx context.Context, cc config.Completed) (_ *Backend, err error) {
 	// With an interval of 0 the compactor does not compact but still
 	// follows the compacted revision, which list-from-cache-snapshot needs.
 	b.compactor = startCompactor(b.client.Client, cfg.Etcd.CompactionInterval.Duration)
+	b.records = records.New(b.client.Client, b.etcd.Prefix)
 	return b, nil
 }
 
@@ -145,6 +149,10 @@ func (b *Backend) Endpoints() []string { return b.client.Endpoints() }
 // Client is the shared etcd client: kubestore's own records (package
 // records), a site's joins and health, operator tooling and tests use it.
 func (b *Backend) Client() *etcdclient.Client { return b.client.Client }
+
+// Records is the store of kubestore's own records on this etcd, one for
+// the server, its update and its controllers.
+func (b *Backend) Records() *records.Store { return b.records }
 
 // Prefix is --etcd-prefix, under which every key of this store lives
 // (kubestore's own records too: package records).

@@ -75,6 +75,8 @@ type Storage interface {
 	Client() *clientv3.Client
 	// Prefix is --etcd-prefix.
 	Prefix() string
+	// Records are kubestore's own records on the client.
+	Records() *records.Store
 	// Leader is the site's leader as the embedded member knows it.
 	Leader() uint64
 	Failed() <-chan struct{}
@@ -160,7 +162,7 @@ var failAt func(step string) error
 // nothing is left running and the listeners are closed.
 func New(cc config.Completed, storage Storage, ln *Listeners, limits memory.Limits) (_ *Server, err error) {
 	cfg := cc.Config()
-	b := &builder{cc: cc, cfg: cfg, storage: storage, records: records.New(storage.Client(), storage.Prefix()), ln: ln, dir: datadir.Dir(cfg.DataDir), limits: limits}
+	b := &builder{cc: cc, cfg: cfg, storage: storage, records: storage.Records(), ln: ln, dir: datadir.Dir(cfg.DataDir), limits: limits}
 	defer func() {
 		if err != nil {
 			for i := len(b.cleanup) - 1; i >= 0; i-- {

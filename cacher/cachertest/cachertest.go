@@ -40,4 +40,4 @@ func Open(t testing.TB, configure ...func(*config.Config)) *cacher.Backend {
 }
 
 // Records is the store of kubestore's own records on b's etcd.
-func Records(b *cacher.Backend) *records.Store { return records.New(b.Client(), b.Prefix()) }
+func Records(b *cacher.Backend) *records.Store { return b.Records() }
