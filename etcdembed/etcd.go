@@ -116,7 +116,7 @@ func start(ctx context.Context, c config.Config, forceNew bool) (*Server, error)
 		return nil, err
 	}
 	closing, removed := make(chan struct{}), new(atomic.Bool)
-	filter := logFilter{closing: closing, removed: removed}
+	filter := logFilter{closing: closing, removed: removed, campaigning: new(atomic.Bool)}
 	if c.Site.Enabled() {
 		filter.onRemoved = func() {
 			// Recorded for the next start: it rejoins the site, a
@@ -142,6 +142,9 @@ func start(ctx context.Context, c config.Config, forceNew bool) (*Server, error)
 		return nil, fmt.Errorf("starting embedded etcd: %w", err)
 	}
 	s := &Server{etcd: e, endpoint: "unix://" + sock, closing: closing, failed: make(chan struct{}), removed: removed}
+	if !c.Site.Enabled() {
+		go campaignAlone(e.Server, filter.campaigning, closing)
+	}
 
 	timer := time.NewTimer(cfg.StartTimeout.Duration)
 	defer timer.Stop()

@@ -37,6 +37,8 @@ type logFilter struct {
 	// because the log holds less than this member acknowledged
 	// (raftLogLost), before the panic ends the process.
 	logLost func(msg string)
+	// campaigning is true while campaignAlone asks raft to campaign.
+	campaigning *atomic.Bool
 }
 
 // raftLogLost reports whether e is raft's panic on a log that lost
@@ -63,6 +65,9 @@ func (f logFilter) stopping() bool {
 
 // drop reports whether an entry is known noise.
 func (f logFilter) drop(e zapcore.Entry, fields []zapcore.Field) bool {
+	if f.campaigning != nil && f.campaigning.Load() && campaignRefused(e) {
+		return true
+	}
 	if e.LoggerName != loggerName {
 		return false
 	}
