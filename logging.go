@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"regexp"
 
 	"github.com/go-logr/logr"
 	"go.uber.org/zap/zapcore"
@@ -72,9 +73,21 @@ func (q quiet) noise(sev byte, msg string, err error) bool {
 		// RunWithContext); a reflector that was just watching again
 		// reports the cancelled request.
 		return sev == 'E' && errors.Is(err, context.Canceled) && q.stopped()
+	case "Unhandled Error":
+		// k8s.io/apiextensions-apiserver pkg/controller/establish: the
+		// establishing controller's status update of a CRD created just
+		// before the stop, through the loopback client the stop cancels.
+		// Its error is formatted with %v, so only its text says it was
+		// cancelled.
+		return sev == 'E' && q.stopped() && err != nil && establishCanceled.MatchString(err.Error())
 	}
 	return false
 }
+
+// establishCanceled is the establishing controller's error for a status
+// update the stop cancelled: "<crd> failed with: Put
+// \"https://…/apis/apiextensions.k8s.io/v1/customresourcedefinitions/<crd>/status\": context canceled".
+var establishCanceled = regexp.MustCompile(`^[^ ]+ failed with: Put "[^"]*/apis/apiextensions\.k8s\.io/v1/customresourcedefinitions/[^"/]+/status": context canceled$`)
 
 func (q quiet) stopped() bool {
 	select {

@@ -51,7 +51,11 @@ func TestKlogBackendDropsOnlyNoise(t *testing.T) {
 			klog.Warningf("Skipping API %v because it has no resources.", "apiextensions.k8s.io/v1beta1")
 			klog.Warningf("Skipping API %v because it has no resources.", "example.com/v1")
 			utilruntime.HandleErrorWithContext(ctx, canceled, "Failed to watch", "reflector", "before-stop")
+			establishing := fmt.Errorf("%v failed with: %v", "widgets.example.com", `Put "https://127.0.0.1:6443/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com/status": context canceled`)
+			utilruntime.HandleErrorWithContext(ctx, establishing, "Unhandled Error", "when", "establish-before-stop")
 			close(stopping)
+			utilruntime.HandleErrorWithContext(ctx, establishing, "Unhandled Error", "when", "establish-during-stop")
+			utilruntime.HandleErrorWithContext(ctx, errors.New("widgets.example.com failed with: conflict"), "Unhandled Error", "when", "establish-other-error")
 			utilruntime.HandleErrorWithContext(ctx, canceled, "Failed to watch", "reflector", "during-stop")
 			utilruntime.HandleErrorWithContext(ctx, errors.New("connection refused"), "Failed to watch", "reflector", "other-error")
 			klog.ErrorS(canceled, "Failed to list", "reflector", "other-message")
@@ -59,18 +63,18 @@ func TestKlogBackendDropsOnlyNoise(t *testing.T) {
 			klog.Flush()
 
 			logs := out.String()
-			for _, gone := range []string{"apiextensions.k8s.io/v1beta1", "during-stop"} {
+			for _, gone := range []string{"apiextensions.k8s.io/v1beta1", "during-stop", "establish-during-stop"} {
 				if strings.Contains(logs, gone) {
 					t.Errorf("%s was logged:\n%s", gone, logs)
 				}
 			}
-			for _, kept := range []string{"example.com/v1", "before-stop", "other-error", "other-message", "Serving"} {
+			for _, kept := range []string{"example.com/v1", "before-stop", "other-error", "other-message", "Serving", "establish-before-stop", "establish-other-error"} {
 				if !strings.Contains(logs, kept) {
 					t.Errorf("%s was not logged:\n%s", kept, logs)
 				}
 			}
-			if n := strings.Count(logs, "logging_test.go:"); n != 5 {
-				t.Errorf("%d of 5 lines name this file as their caller:\n%s", n, logs)
+			if n := strings.Count(logs, "logging_test.go:"); n != 7 {
+				t.Errorf("%d of 7 lines name this file as their caller:\n%s", n, logs)
 			}
 		})
 	}
