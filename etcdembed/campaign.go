@@ -39,6 +39,13 @@ const (
 // etcd has applied it: until the election starts the request is repeated,
 // and raft's warning that it refused is dropped (quiet, logFilter). stop
 // ends the wait.
+//
+// Only on a member's first start (start checks for a WAL): a restarted
+// member's raft log may begin after a snapshot that etcd applies before
+// raft learns it, and raft's check for unapplied configuration changes
+// then scanned compacted entries and panicked (a restore's restart,
+// found by CI); its membership may also be empty until its WAL is
+// replayed (a start after a power cut during the first).
 func campaignAlone(s *etcdserver.EtcdServer, quiet *atomic.Bool, stop <-chan struct{}) {
 	quiet.Store(true)
 	defer quiet.Store(false)
@@ -53,7 +60,16 @@ func campaignAlone(s *etcdserver.EtcdServer, quiet *atomic.Bool, stop <-chan str
 			return
 		case <-tick.C:
 		}
-		if s.Leader() != 0 || s.IsLearner() || len(s.Cluster().Members()) != 1 {
+		if s.Leader() != 0 {
+			return
+		}
+		// Not IsLearner: it panics while the member is not yet in the
+		// membership it applies.
+		members := s.Cluster().Members()
+		if len(members) == 0 {
+			continue
+		}
+		if len(members) != 1 || members[0].ID != s.MemberID() || members[0].IsLearner {
 			return
 		}
 		if c := s.CommittedIndex(); c == 0 || s.AppliedIndex() < c || time.Since(asked) < campaignRetry {
