@@ -190,17 +190,22 @@ func (p *pending) record(ctx context.Context, rec pendingRecord, w ownWrite) (ap
 	defer p.mu.Unlock()
 	p.dirty[key] = true
 	p.applying[key]++
-	applied = func() {
-		p.mu.Lock()
-		defer p.mu.Unlock()
+	release := func() {
 		if p.applying[key]--; p.applying[key] == 0 {
 			delete(p.applying, key)
 		}
 		p.dirty[key] = true
 	}
+	applied = func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		release()
+	}
 	defer func() {
 		if err != nil {
-			applied()
+			// Under p.mu still (its Unlock is deferred before this), and
+			// whatever the return statement set applied to.
+			release()
 			applied = nil
 		}
 	}()

@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"github.com/kubestore/kubestore/records/family"
@@ -393,5 +394,39 @@ func TestFinalDeleteOfflineIsRecordedBeforeTheLocalDelete(t *testing.T) {
 	wt.finalDeleteOffline(other)
 	if rec, ok := p.get(podsResource, "ns", "q"); ok {
 		t.Fatalf("a refused delete of a pod with no record left %+v", rec)
+	}
+}
+
+// A record its state write fails for (the request that made it timed
+// out) returns the error and holds nothing back: it neither panics nor
+// deadlocks, and leaves no write counted as applying.
+func TestPendingRecordWhoseWriteFails(t *testing.T) {
+	p := newPending(stateBackend(t), "n")
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	done := make(chan error, 1)
+	go func() {
+		applied, err := p.record(ctx, pendingRecord{Resource: "nodes", Name: "n", Rule: "node"}, ownStatus)
+		if applied != nil {
+			err = fmt.Errorf("applied = %p with error %v, want nil", applied, err)
+		} else if err == nil {
+			err = fmt.Errorf("no error with a cancelled context")
+		} else {
+			err = nil
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("record did not return within 30 s: deadlocked")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.applying) != 0 {
+		t.Errorf("applying = %v after the failed record, want none", p.applying)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,7 +21,10 @@ func TestOnly(t *testing.T) {
 		want    []string
 		wantErr bool
 	}{
-		{only: "", want: []string{sectionStore, sectionIdleFlash, sectionMirror, sectionControllers, sectionGateway, sectionPeer, sectionCachePolicy, sectionNodeAgents, sectionUpdate, sectionSite, sectionCgroup, sectionCompare}},
+		{only: "", want: []string{sectionStore, sectionIdleFlash, sectionMirror, sectionControllers, sectionGateway, sectionPeer, sectionCachePolicy, sectionNodeAgents, sectionUpdate, sectionSite, sectionCgroup, sectionCompare, sectionClusterCost}},
+		{only: "cluster-cost", want: []string{sectionClusterCost}},
+		{only: "node-agents,cluster-cost", want: []string{sectionNodeAgents, sectionClusterCost}},
+		{only: "cluster-costs", wantErr: true},
 		{only: "site", want: []string{sectionSite}},
 		{only: "update", want: []string{sectionUpdate}},
 		{only: "peer", want: []string{sectionPeer}},
@@ -82,6 +86,7 @@ func TestSmoke(t *testing.T) {
 		GatewayScales: []int{1}, BurstDuration: time.Second, SlowWriteRate: 50, Kubemark: kubemark, CachePolicyScale: 1, PeerBinDir: peerBins,
 		NewerBin: newer, IdleFlash: 2 * time.Second, CgroupKubestore: []int{256}, CgroupPeer: []int{512}, CgroupScales: []int{1},
 		KubectlSettle: time.Second, CompareBin: bin, CompareRounds: 1,
+		CostNodes: []int{1}, CostIdle: 3 * time.Second, CostChurn: 3 * time.Second, CostChurnRate: 20, GatewayRBAC: "../../docs/node/gateway-rbac.yaml",
 	}
 	res, err := run(t.Context(), o)
 	if res != nil {
@@ -293,6 +298,25 @@ func TestSmoke(t *testing.T) {
 		s.MirrorSite.ReceivedBytes <= s.MirrorSite.SyncReceivedBytes || s.MirrorSite.SentBytes <= 0:
 		t.Errorf("site mirror %+v, %+v: want 100 ConfigMaps and 1 change, fewer upstream watches for the site than for three edges, the link's bytes", s.MirrorEdges, s.MirrorSite)
 	}
+	switch c := got.ClusterCost; {
+	case c == nil:
+		t.Error("no cluster-cost result")
+	case statErr != nil:
+		if !strings.Contains(c.Skipped, "make upstream-bins") {
+			t.Errorf("cluster-cost without kubemark: skipped %q, want it to name make upstream-bins", c.Skipped)
+		}
+	case len(c.Arms) != 4:
+		t.Errorf("cluster-cost arms %+v, want kubelets and gateways ×1, kubelets and the site ×3", c.Arms)
+	default:
+		for _, a := range c.Arms {
+			if a.Error != "" || a.Idle.PerNode == nil || a.Churn.PerNode == nil || a.Idle.Watches <= a.Baseline.Watches || a.Churn.ReceivedBytes <= 0 || a.Created == 0 {
+				t.Errorf("cluster-cost %s ×%d: %+v, want more watches than the baseline, bytes and pods churned", a.Arm, a.Nodes, a)
+			}
+			if (a.Arm == armKubelets) != (a.Proxies != nil) {
+				t.Errorf("cluster-cost %s ×%d: kube-proxy window %+v, want one for kubelets only", a.Arm, a.Nodes, a.Proxies)
+			}
+		}
+	}
 	var table bytes.Buffer
 	printTable(&table, &got)
 	wantNodeAgents := "node agents: reconnect, 5 deleted + 5 created upstream"
@@ -307,6 +331,37 @@ func TestSmoke(t *testing.T) {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q", want)
 		}
+	}
+}
+
+func TestCostArms(t *testing.T) {
+	for _, tc := range []struct {
+		nodes []int
+		want  []string
+	}{
+		{[]int{1, 10, 30}, []string{"kubelets×1", "gateways×1", "kubelets×3", "site×3", "kubelets×10", "gateways×10", "kubelets×30", "gateways×30"}},
+		{[]int{3}, []string{"kubelets×3", "gateways×3", "site×3"}},
+		{[]int{10, 1}, []string{"kubelets×1", "gateways×1", "kubelets×3", "site×3", "kubelets×10", "gateways×10"}},
+	} {
+		var got []string
+		for _, a := range costArms(tc.nodes) {
+			got = append(got, fmt.Sprintf("%s×%d", a.Arm, a.Nodes))
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("costArms(%v) = %q, want %q", tc.nodes, got, tc.want)
+		}
+	}
+}
+
+func TestCostPerNode(t *testing.T) {
+	base := CostWindow{Sec: 30, APIServerCPUSec: 3, APIServer: Mem{VmRSS: 300 << 20}, Watches: 2, Requests: 60}
+	w := CostWindow{Sec: 60, APIServerCPUSec: 12, EtcdCPUSec: 6, APIServer: Mem{VmRSS: 320 << 20}, Watches: 42, Requests: 420,
+		ReceivedBytes: 600_000, SentBytes: 60_000}
+	got := *w.perNode(base, 10)
+	want := CostPerNode{RSSBytes: 2 << 20, CPUMillicores: 10, EtcdCPUMillicores: 10, Watches: 4, RequestsPerMin: 30,
+		ReceivedBytesPerMin: 60_000, SentBytesPerMin: 6_000}
+	if got != want {
+		t.Errorf("perNode = %+v, want %+v", got, want)
 	}
 }
 

@@ -126,6 +126,14 @@ type options struct {
 	// section is skipped), in rounds.
 	CompareBin    string
 	CompareRounds int
+	// The cluster-cost section: the node counts of its arms, its idle and
+	// churn windows, the churn's pods per node and minute, and the
+	// gateways' ClusterRole on the cluster.
+	CostNodes     []int
+	CostIdle      time.Duration
+	CostChurn     time.Duration
+	CostChurnRate float64
+	GatewayRBAC   string
 	// KubectlSettle is how long after kubectl's OpenAPI reads the
 	// cgroup section's create comes (0: kubectlSettle; no flag).
 	KubectlSettle time.Duration
@@ -145,9 +153,10 @@ const (
 	sectionSite        = "site"
 	sectionCgroup      = "cgroup"
 	sectionCompare     = "compare"
+	sectionClusterCost = "cluster-cost"
 )
 
-var allSections = []string{sectionStore, sectionIdleFlash, sectionMirror, sectionControllers, sectionGateway, sectionPeer, sectionCachePolicy, sectionNodeAgents, sectionUpdate, sectionSite, sectionCgroup, sectionCompare}
+var allSections = []string{sectionStore, sectionIdleFlash, sectionMirror, sectionControllers, sectionGateway, sectionPeer, sectionCachePolicy, sectionNodeAgents, sectionUpdate, sectionSite, sectionCgroup, sectionCompare, sectionClusterCost}
 
 // sections are the sections this run measures.
 func (o *options) sections() []string {
@@ -210,6 +219,24 @@ func (o *options) complete() error {
 	}
 	if o.CgroupScales == nil {
 		o.CgroupScales = []int{1, 5}
+	}
+	if o.CostNodes == nil {
+		o.CostNodes = []int{1, 10, 30}
+	}
+	if o.CostIdle == 0 {
+		o.CostIdle = defaultCostWindow
+	}
+	if o.CostChurn == 0 {
+		o.CostChurn = defaultCostWindow
+	}
+	if o.CostChurnRate == 0 {
+		o.CostChurnRate = defaultCostChurnRate
+	}
+	if o.CostIdle < 0 || o.CostChurn < 0 {
+		return fmt.Errorf("invalid -cluster-cost-idle %v or -cluster-cost-churn %v: must be > 0", o.CostIdle, o.CostChurn)
+	}
+	if o.CostChurnRate < 0 {
+		return fmt.Errorf("invalid -cluster-cost-churn-rate %v: must be > 0", o.CostChurnRate)
 	}
 	for _, s := range o.GatewayScales {
 		if s <= 0 {
@@ -285,7 +312,7 @@ func main() {
 	flag.BoolVar(&o.Keep, "keep", false, "keep the data dir and server logs")
 	flag.BoolVar(&o.XZ, "xz", true, "also measure the binary compressed with xz -9 (about a minute of one core, before anything else runs)")
 	flag.StringVar(&o.ProfileDir, "profile-dir", "", "if set, serve with --profiling and save heap profiles (idle, loaded, after the lists) and a CPU profile of the first cached LISTs there")
-	flag.StringVar(&o.Only, "only", "", "run only these sections, comma separated (peer's ratios need gateway and store in the same run): store (one process: start-up, memory, LISTs, writes, watches, flash, informer) or idle-flash (what an idle server on a fresh data dir writes over -idle-flash) or mirror (an edge mirroring a second kubestore) or controllers (the memory of each of --controllers) or gateway (memory of the gateway data set x1 and x5, a burst of updates, flash at 10 updates/s) or peer (kube-apiserver + etcd from -peer-bin-dir on the gateway data set, each figure beside kubestore's) or cache-policy (each gateway resource's watch cache: the memory it holds, what a GET by name costs without it) or node-agents (an edge serving kubemark's hollow kubelet with 110 pods: requests, CPU, memory, the reconnect after an outage) or update (the -configmaps updated to -newer-bin's data format: the pre-update snapshot, the trial start, the commit, the way back) or site (the -configmaps created through one kubestore and through a site of three: rate, latency, memory of each member; a fourth gateway's join with them present; then the upstream watches and link bytes of the -mirror-objects and -mirror-changes on three separate edges and on a site of three); or compare (the server CPU per create, update and LIST of -bin beside -compare-bin's, in -compare-rounds rounds); empty runs all")
+	flag.StringVar(&o.Only, "only", "", "run only these sections, comma separated (peer's ratios need gateway and store in the same run): store (one process: start-up, memory, LISTs, writes, watches, flash, informer) or idle-flash (what an idle server on a fresh data dir writes over -idle-flash) or mirror (an edge mirroring a second kubestore) or controllers (the memory of each of --controllers) or gateway (memory of the gateway data set x1 and x5, a burst of updates, flash at 10 updates/s) or peer (kube-apiserver + etcd from -peer-bin-dir on the gateway data set, each figure beside kubestore's) or cache-policy (each gateway resource's watch cache: the memory it holds, what a GET by name costs without it) or node-agents (an edge serving kubemark's hollow kubelet with 110 pods: requests, CPU, memory, the reconnect after an outage) or update (the -configmaps updated to -newer-bin's data format: the pre-update snapshot, the trial start, the commit, the way back) or site (the -configmaps created through one kubestore and through a site of three: rate, latency, memory of each member; a fourth gateway's join with them present; then the upstream watches and link bytes of the -mirror-objects and -mirror-changes on three separate edges and on a site of three); or compare (the server CPU per create, update and LIST of -bin beside -compare-bin's, in -compare-rounds rounds) or cluster-cost (what kube-apiserver from -peer-bin-dir pays per node, idle and under pod churn: -cluster-cost-nodes hollow kubelets on it, as many gateways each serving one, and a site of three; needs -kubemark); empty runs all")
 	flag.IntVar(&o.MirrorObjects, "mirror-objects", 0, "mirror and site: ConfigMaps of 1 KiB the edge mirrors (0: 10000 x scale)")
 	flag.IntVar(&o.MirrorChanges, "mirror-changes", 0, "mirror: ConfigMaps updated upstream during the outage; site: updated once every mirror serves them (0: 100 x scale, 1 % of the mirrored ones)")
 	flag.DurationVar(&o.MirrorOutage, "mirror-outage", 60*time.Second, "mirror: how long the link between edge and upstream is cut")
@@ -308,6 +335,11 @@ func main() {
 	flag.Var((*intList)(&o.CgroupKubestore), "cgroup-kubestore", "cgroup: memory cgroup limits in MiB kubestore runs in, comma separated (default 64,96,128; issue 39's targets: the gateway set ×1 in 64, ×5 in 96)")
 	flag.Var((*intList)(&o.CgroupPeer), "cgroup-peer", "cgroup: memory cgroup limits in MiB kube-apiserver + etcd run in (default 256,512; skipped without -peer-bin-dir's binaries)")
 	flag.Var((*intList)(&o.CgroupScales), "cgroup-scales", "cgroup: copies of the gateway set loaded in turn in each cgroup, each followed by a LIST of everything (default 1,5)")
+	flag.Var((*intList)(&o.CostNodes), "cluster-cost-nodes", "cluster-cost: the node counts, comma separated; for each, kubelets on kube-apiserver and as many gateways each serving one (default 1,10,30; the site of three runs beside three kubelets in any case)")
+	flag.DurationVar(&o.CostIdle, "cluster-cost-idle", 0, "cluster-cost: the idle window of each arm (0: "+defaultCostWindow.String()+")")
+	flag.DurationVar(&o.CostChurn, "cluster-cost-churn", 0, "cluster-cost: the pod churn window of each arm (0: "+defaultCostWindow.String()+")")
+	flag.Float64Var(&o.CostChurnRate, "cluster-cost-churn-rate", 0, fmt.Sprintf("cluster-cost: pods created, and as many deleted, per node and minute during the churn window (0: %g)", defaultCostChurnRate))
+	flag.StringVar(&o.GatewayRBAC, "gateway-rbac", "docs/node/gateway-rbac.yaml", "cluster-cost: the gateways' ClusterRole, applied to each kube-apiserver")
 	flag.DurationVar(&o.IdleFlash, "idle-flash", 5*time.Minute, "idle-flash: how long the writes of an idle server on a fresh data dir are measured, from 10 s after ready (issue 39's target: <= 1 KB/s over 5 minutes); 0 skips the section")
 	flag.Parse()
 	if flag.NArg() > 0 {

@@ -433,28 +433,40 @@ func rates(after, before map[string]float64, secs float64) (map[string]float64, 
 }
 
 // startKubelet execs kubemark's hollow kubelet for agentNode against the
-// edge's admin kubeconfig; it writes its pods' files under its own TMPDIR.
+// edge's admin kubeconfig.
 func (b *bench) startKubelet(edge *server) (*server, string, error) {
-	ports, err := freePorts(2)
-	if err != nil {
-		return nil, "", err
-	}
-	tmp := filepath.Join(b.root, "kubelet-tmp")
+	return b.startHollow("kubelet", agentNode, edge.kubeconfig, "--max-pods="+strconv.Itoa(agentMaxPods))
+}
+
+// startHollow execs kubemark's hollow morph ("kubelet" or "proxy") of node
+// name against kubeconfig, with its own TMPDIR (the kubelet writes its
+// pods' files under it). A kubelet listens on two free loopback ports;
+// the URL of its read-only port's /metrics is returned.
+func (b *bench) startHollow(morph, name, kubeconfig string, extra ...string) (*server, string, error) {
+	tmp := filepath.Join(b.root, "hollow-tmp", morph+"-"+name)
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		return nil, "", err
 	}
+	args := []string{"--morph=" + morph, "--name=" + name, "--kubeconfig=" + kubeconfig}
+	metrics := ""
+	if morph == "kubelet" {
+		ports, err := freePorts(2)
+		if err != nil {
+			return nil, "", err
+		}
+		args = append(args, "--kubelet-port="+strconv.Itoa(ports[0]), "--kubelet-read-only-port="+strconv.Itoa(ports[1]), "--use-host-image-service=false")
+		// The read-only port serves /metrics without authentication.
+		metrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[1])
+	}
+	args = append(args, extra...)
 	b.starts++
-	logPath := filepath.Join(b.root, fmt.Sprintf("kubelet-%d.log", b.starts))
-	args := []string{"--morph=kubelet", "--name=" + agentNode, "--kubeconfig=" + edge.kubeconfig,
-		"--kubelet-port=" + strconv.Itoa(ports[0]), "--kubelet-read-only-port=" + strconv.Itoa(ports[1]),
-		"--use-host-image-service=false", "--max-pods=" + strconv.Itoa(agentMaxPods)}
+	logPath := filepath.Join(b.root, fmt.Sprintf("%s-%s-%d.log", morph, name, b.starts))
 	k, err := startProcess(b.o.Kubemark, logPath, append(os.Environ(), "TMPDIR="+tmp), args...)
 	if err != nil {
 		return nil, "", err
 	}
-	b.logf("node-agents: kubemark %s (pid %d)", strings.Join(args, " "), k.pid())
-	// The read-only port serves /metrics without authentication.
-	return k, fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[1]), nil
+	b.logf("kubemark %s (pid %d)", strings.Join(args, " "), k.pid())
+	return k, metrics, nil
 }
 
 // freePorts are n loopback ports free now.
@@ -527,18 +539,24 @@ func seedAgentPods(ctx context.Context, cs []*kubernetes.Clientset) error {
 // container on the fake runtime, a ConfigMap and a Secret mounted, and a
 // grace period of 1 s so that a delete completes quickly.
 func agentPod(i int) *corev1.Pod {
+	return nodePod(agentNamespace, podName(i), agentNode, fmt.Sprintf("agent-config-%d", i%agentConfigMaps), fmt.Sprintf("agent-secret-%d", i%agentSecrets))
+}
+
+// nodePod is a pod of namespace bound to node, shaped as agentPod, with
+// ConfigMap configMap and Secret secret mounted.
+func nodePod(namespace, name, node, configMap, secret string) *corev1.Pod {
 	grace := int64(1)
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: podName(i), Namespace: agentNamespace, Labels: map[string]string{"app": "agent"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{"app": "agent"}},
 		Spec: corev1.PodSpec{
-			NodeName:                      agentNode,
+			NodeName:                      node,
 			TerminationGracePeriodSeconds: &grace,
 			Containers: []corev1.Container{{Name: "agent", Image: "registry.k8s.io/pause:3.10",
 				VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: "/etc/agent"}, {Name: "secret", MountPath: "/etc/agent/secret", ReadOnly: true}}}},
 			Volumes: []corev1.Volume{
 				{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-					LocalObjectReference: corev1.LocalObjectReference{Name: fmt.Sprintf("agent-config-%d", i%agentConfigMaps)}}}},
-				{Name: "secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: fmt.Sprintf("agent-secret-%d", i%agentSecrets)}}},
+					LocalObjectReference: corev1.LocalObjectReference{Name: configMap}}}},
+				{Name: "secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret}}},
 			},
 		},
 	}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -250,6 +251,27 @@ func (b *bench) startPeer(ctx context.Context, dir, etcdBin, apiserverBin string
 // startPeerWrapped is startPeer with both processes run by the command line
 // wrap (a memory cgroup's, memCgroup.wrap).
 func (b *bench) startPeerWrapped(ctx context.Context, wrap []string, dir, etcdBin, apiserverBin string) (*peerPair, error) {
+	return b.startPeerWith(ctx, peerSpec{wrap: wrap, dir: dir, etcdBin: etcdBin, apiserverBin: apiserverBin})
+}
+
+// peerSpec says how startPeerWith runs the pair.
+type peerSpec struct {
+	wrap                       []string
+	dir, etcdBin, apiserverBin string
+	// tokens are lines of the token file besides the admin's
+	// (token,user,uid,"group1,group2").
+	tokens []string
+	// asCluster authorizes and admits as a cluster that runs kubelets
+	// does (kubeadm's flags): the Node authorizer before RBAC, the
+	// NodeRestriction admission, and the ServiceAccount admission left on
+	// (the pods get their token volumes; the bench makes the default
+	// ServiceAccounts kube-controller-manager would).
+	asCluster bool
+}
+
+// startPeerWith starts the pair of spec.
+func (b *bench) startPeerWith(ctx context.Context, spec peerSpec) (*peerPair, error) {
+	wrap, dir, etcdBin, apiserverBin := spec.wrap, spec.dir, spec.etcdBin, spec.apiserverBin
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -270,19 +292,23 @@ func (b *bench) startPeerWrapped(ctx context.Context, wrap []string, dir, etcdBi
 		p.stop()
 		return nil, err
 	}
-	if err := os.WriteFile(tokens, []byte(peerToken+",admin,admin-uid,system:masters\n"), 0o600); err != nil {
+	lines := append([]string{peerToken + ",admin,admin-uid,system:masters"}, spec.tokens...)
+	if err := os.WriteFile(tokens, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 		p.stop()
 		return nil, err
 	}
+	access := []string{"--authorization-mode", "RBAC", "--disable-admission-plugins", "ServiceAccount"}
+	if spec.asCluster {
+		access = []string{"--authorization-mode", "Node,RBAC", "--enable-admission-plugins", "NodeRestriction"}
+	}
 	url := fmt.Sprintf("https://127.0.0.1:%d", ports[2])
 	logPath := filepath.Join(b.root, "peer-kube-apiserver.log")
-	p.apiserver, err = startProcess(wrapped(wrap, apiserverBin), logPath, nil, wrappedArgs(wrap, apiserverBin,
+	p.apiserver, err = startProcess(wrapped(wrap, apiserverBin), logPath, nil, wrappedArgs(wrap, apiserverBin, append(access,
 		"--etcd-servers", client, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(ports[2]),
 		"--advertise-address", "127.0.0.1", "--endpoint-reconciler-type", "none",
-		"--cert-dir", filepath.Join(dir, "certs"), "--token-auth-file", tokens, "--authorization-mode", "RBAC",
+		"--cert-dir", filepath.Join(dir, "certs"), "--token-auth-file", tokens,
 		"--service-account-issuer", "https://kubernetes.default.svc", "--service-account-key-file", saPub,
-		"--service-account-signing-key-file", saKey, "--service-cluster-ip-range", "10.96.0.0/16",
-		"--disable-admission-plugins", "ServiceAccount")...)
+		"--service-account-signing-key-file", saKey, "--service-cluster-ip-range", "10.96.0.0/16")...)...)
 	if err != nil {
 		p.stop()
 		return nil, err

@@ -75,6 +75,7 @@ type Result struct {
 	Update      *UpdateResult      `json:"update,omitempty"`
 	Site        *SiteResult        `json:"site,omitempty"`
 	Compare     *CompareResult     `json:"compare,omitempty"`
+	ClusterCost *ClusterCostResult `json:"clusterCost,omitempty"`
 }
 
 // ran reports whether the run measured section.
@@ -324,6 +325,7 @@ func (b *bench) run(ctx context.Context) error {
 	measure := map[string]func(context.Context) error{
 		sectionStore: b.store, sectionIdleFlash: b.idleFlash, sectionMirror: b.mirror, sectionControllers: b.controllers, sectionGateway: b.gateway,
 		sectionPeer: b.peer, sectionCachePolicy: b.cachePolicy, sectionNodeAgents: b.nodeAgents, sectionUpdate: b.update, sectionSite: b.site, sectionCgroup: b.cgroup, sectionCompare: b.compare,
+		sectionClusterCost: b.clusterCost,
 	}
 	for _, section := range allSections {
 		if b.res.ran(section) {

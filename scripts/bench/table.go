@@ -93,6 +93,12 @@ func printTable(w io.Writer, r *Result) {
 		fmt.Fprintf(w, "compare: %d rounds, alternating which goes first, each binary on a fresh data dir: %d ConfigMaps of 1 KiB created, updated %d times, then LISTed from the cache and (after a restart with --watch-cache-sizes=configmaps#0) from etcd; -bin against %s; serve args: %q\n",
 			c.Rounds, c.ConfigMaps, c.UpdatePasses, c.BaseBin, r.ServeArgs)
 	}
+	if c := r.ClusterCost; c != nil && c.Skipped != "" {
+		fmt.Fprintf(w, "cluster cost: skipped: %s\n", c.Skipped)
+	} else if c != nil {
+		fmt.Fprintf(w, "cluster cost: a fresh kube-apiserver + etcd per arm (Node,RBAC authorization, NodeRestriction and ServiceAccount admission, a token per agent), %d pods per node with a ConfigMap and a Secret mounted; kubelets (kubemark's hollow kubelet on kube-apiserver, then a hollow kube-proxy beside each, idle), gateways (a kubestore per node mirroring kube-apiserver with the default rules, its hollow kubelet on it) and a site of three gateways; each agent through one TCP proxy that counts the bytes; per node: the arm's %.0f s idle and %.0f s churn windows (%g pods created and deleted per node and minute) less a %.0f s baseline with nothing attached, each %.0f s after what came before; serve args: %q\n",
+			c.PodsPerNode, c.IdleSec, c.ChurnSec, c.ChurnPerNodePerMin, c.SettleSec, c.SettleSec, r.ServeArgs)
+	}
 	fmt.Fprintln(w)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -147,6 +153,9 @@ func printTable(w io.Writer, r *Result) {
 	}
 	if c := r.Compare; c != nil && c.Skipped == "" {
 		compareRows(row, r)
+	}
+	if c := r.ClusterCost; c != nil && c.Skipped == "" {
+		clusterCostRows(row, r)
 	}
 	tw.Flush()
 }
