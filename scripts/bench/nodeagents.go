@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kubestore/kubestore/test/ports"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -469,20 +470,9 @@ func (b *bench) startHollow(morph, name, kubeconfig string, extra ...string) (*s
 	return k, metrics, nil
 }
 
-// freePorts are n loopback ports free now.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		// Closed after the loop, so that the n ports differ.
-		defer ln.Close()
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
+// freePorts are n loopback ports free now, none handed out before in this
+// run, below the kernel's ephemeral range (ports.Pick).
+func freePorts(n int) ([]int, error) { return ports.Pick(n) }
 
 // seedAgentPods creates the node's namespace, its ConfigMaps and Secrets,
 // and agentPods pods on agentNode.
