@@ -12,22 +12,14 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
-
-	"github.com/kubestore/kubestore/config"
 )
 
 // A single member with a 50 s election timeout has its leader within
 // seconds when campaignAlone asks: on its own it would wait 0.1 to 50 s
 // after etcd's fast-forward (the 100 ms default has it wait 0.1 to 1 s).
 func TestCampaignAlone(t *testing.T) {
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Default()
-	cfg.DataDir = dir
-	cfg.Etcd.QuotaBackendBytes = 64 << 20
-	if err := os.MkdirAll(filepath.Join(dir, "etcd"), 0o700); err != nil {
+	cfg := internalConfig(t, 64<<20)
+	if err := os.MkdirAll(filepath.Join(cfg.DataDir, "etcd"), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	ec, err := embedConfig(cfg)

@@ -2,24 +2,15 @@ package etcdembed
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/kubestore/kubestore/config"
 )
 
 // A write the guard makes wait for the writes in flight ends with its
 // request's context (issue 50: the wait ignored it, and a request past
 // its deadline held its handler until every other write was answered).
 func TestQuotaGuardWaitEndsWithTheRequest(t *testing.T) {
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Default()
-	cfg.DataDir = dir
-	cfg.Etcd.QuotaBackendBytes = 16 << 20
+	cfg := internalConfig(t, 16<<20)
 	srv, err := Start(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)

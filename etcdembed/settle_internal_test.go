@@ -2,13 +2,10 @@ package etcdembed
 
 import (
 	"fmt"
-	"path/filepath"
 	"testing"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/kubestore/kubestore/config"
 )
 
 // The settler evaluates a write's compares against the key's history as
@@ -16,13 +13,7 @@ import (
 // present one, every target and every result, compareHolds agrees with
 // what a real transaction decides.
 func TestCompareHoldsAsEtcd(t *testing.T) {
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Default()
-	cfg.DataDir = dir
-	cfg.Etcd.QuotaBackendBytes = 64 << 20
+	cfg := internalConfig(t, 64<<20)
 	srv, err := Start(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
