@@ -40,12 +40,12 @@ const (
 // and raft's warning that it refused is dropped (quiet, logFilter). stop
 // ends the wait.
 //
-// Only on a member's first start (start checks for a WAL): a restarted
+// start calls it only on a member's first start (no WAL yet): a restarted
 // member's raft log may begin after a snapshot that etcd applies before
 // raft learns it, and raft's check for unapplied configuration changes
-// then scanned compacted entries and panicked (a restore's restart,
-// found by CI); its membership may also be empty until its WAL is
-// replayed (a start after a power cut during the first).
+// then scanned compacted entries and panicked (a restore's restart, found
+// by CI). The membership may be empty until the bootstrap's entries are
+// applied: the loop waits for it (IsLearner would panic there).
 func campaignAlone(s *etcdserver.EtcdServer, quiet *atomic.Bool, stop <-chan struct{}) {
 	quiet.Store(true)
 	defer quiet.Store(false)
@@ -63,8 +63,6 @@ func campaignAlone(s *etcdserver.EtcdServer, quiet *atomic.Bool, stop <-chan str
 		if s.Leader() != 0 {
 			return
 		}
-		// Not IsLearner: it panics while the member is not yet in the
-		// membership it applies.
 		members := s.Cluster().Members()
 		if len(members) == 0 {
 			continue

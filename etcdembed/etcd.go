@@ -137,10 +137,8 @@ func start(ctx context.Context, c config.Config, forceNew bool) (*Server, error)
 	if err := finishSnapshotRename(dir, lg); err != nil {
 		return nil, err
 	}
-	// Only a member's first start, on a data directory without a WAL, is
-	// elected at once (campaignAlone): its raft log starts at the
-	// bootstrap's entries, with no snapshot behind them and every member
-	// known. A restart keeps raft's own timing.
+	// Only a first start is elected at once (campaignAlone says why); a
+	// restart keeps raft's own timing.
 	fresh := !dir.HasEtcdData()
 	e, err := embed.StartEtcd(ec)
 	if err != nil {
