@@ -59,10 +59,15 @@ func (wt *writeThrough) forward() {
 	if len(body) > 0 {
 		req.Body(body)
 	}
+	if wt.u.wire.protobuf(wt.store.GVR) {
+		// The answer as the kubelet gets it, half of its JSON; read as
+		// JSON from here on.
+		req.SetHeader("Accept", protoAccept)
+	}
 	var code int
 	res := req.Do(ctx).StatusCode(&code)
 	raw, err := res.Raw()
-	if err != nil {
+	if raw, err = wt.u.wire.asJSON(raw, err); err != nil {
 		err = upstreamStatus(err, raw)
 	}
 	if wt.r.Context().Err() != nil {

@@ -26,6 +26,7 @@ import (
 type link struct {
 	// host names the upstream in messages: its host and port.
 	host string
+	wire *wire
 	dyn  dynamic.Interface
 	raw  rest.Interface
 	// pods is the upstream's client configuration without credentials:
@@ -56,11 +57,11 @@ func newLink(upstream *rest.Config) (*link, error) {
 	// Starting the streams of a node's references opens a watch each, as
 	// the kubelet's configmap and secret managers do.
 	upstream.QPS, upstream.Burst = 50, 100
-	dyn, err := dynamic.NewForConfig(upstream)
+	w, err := newWire()
 	if err != nil {
 		return nil, fmt.Errorf("upstream client: %w", err)
 	}
-	raw, err := rest.UnversionedRESTClientFor(dynamic.ConfigFor(upstream))
+	dyn, raw, err := w.clients(upstream)
 	if err != nil {
 		return nil, fmt.Errorf("upstream client: %w", err)
 	}
@@ -68,7 +69,7 @@ func newLink(upstream *rest.Config) (*link, error) {
 	if u, err := url.Parse(host); err == nil && u.Host != "" {
 		host = u.Host
 	}
-	return &link{host: host, dyn: dyn, raw: raw, pods: pods, upNow: make(chan struct{})}, nil
+	return &link{host: host, wire: w, dyn: dyn, raw: raw, pods: pods, upNow: make(chan struct{})}, nil
 }
 
 // linkComesUp is closed when the link next comes up.

@@ -25,7 +25,7 @@ var (
 	uplinkFiles = []string{"uplink.go", "writethrough.go", "forward.go", "offline.go", "answer.go",
 		"pending.go", "reconcile.go", "events.go", "tokens.go", "decisions.go", "passthrough.go"}
 	downstreamFiles = []string{"stream.go", "apply.go", "references.go", "view.go", "deferred.go"}
-	sharedFiles     = []string{"mirror.go", "ports.go", "owned.go", "rules.go", "link.go", "elect.go",
+	sharedFiles     = []string{"mirror.go", "ports.go", "owned.go", "rules.go", "link.go", "wire.go", "elect.go",
 		"metrics.go", "admission.go"}
 )
 

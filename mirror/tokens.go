@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/apiserver/pkg/endpoints/request"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -61,7 +60,7 @@ const jwksAccept = "application/jwk-set+json, application/json"
 // asPod is a client of the upstream with token's credentials instead of
 // the gateway's (its TLS settings kept).
 func (l *link) asPod(token string) (rest.Interface, error) {
-	return rest.UnversionedRESTClientFor(dynamic.ConfigFor(l.podConfig(token)))
+	return l.wire.client(l.wire.config(l.podConfig(token)), nil)
 }
 
 // podConfig is the upstream's client configuration with token's
