@@ -215,6 +215,7 @@ func (wt *writeThrough) upstreamBody() ([]byte, string, error) {
 				return nil, "", err
 			}
 			stripAnnotations(u.Object)
+			return wt.u.wire.body(wt.store.GVR, u)
 		}
 		data, err := json.Marshal(u.Object)
 		return data, runtime.ContentTypeJSON, err

@@ -34,6 +34,9 @@ type link struct {
 	pods *rest.Config
 
 	linkUp atomic.Bool
+	// heardAt is when the upstream last answered a request or sent a
+	// watch event (UnixNano).
+	heardAt atomic.Int64
 	// probed is when the probe last asked (its goroutine's only).
 	probed time.Time
 	mu     sync.Mutex
@@ -81,10 +84,12 @@ func (l *link) linkComesUp() <-chan struct{} {
 
 // probeEvery is how often the link is tried while it is down: one cheap
 // request, where every stream retrying on its own back-off would reconnect
-// seconds late, or make many. While it is up it is tried every
-// upProbeEvery, with upProbeTimeout to answer: a link that hangs
-// (connections open, nothing moves) fails that, on top of the HTTP/2 pings
-// of the upstream's connections (pingEvery).
+// seconds late, or make many. While it is up it is tried when nothing of
+// the upstream's was heard for upProbeEvery (a watch's event, a write's
+// answer: a node's Lease renewal every 10 s is one), with upProbeTimeout
+// to answer: a link that hangs (connections open, nothing moves) fails
+// that, on top of the HTTP/2 pings of the upstream's connections
+// (pingEvery). A link in use costs the cluster no probe.
 const (
 	probeEvery     = 2 * time.Second
 	upProbeEvery   = 10 * time.Second
@@ -97,7 +102,7 @@ const (
 func (l *link) probe(ctx context.Context) {
 	timeout := probeEvery
 	if l.linkUp.Load() {
-		if time.Since(l.probed) < upProbeEvery {
+		if time.Since(l.probed) < upProbeEvery || time.Since(time.Unix(0, l.heardAt.Load())) < upProbeEvery {
 			return
 		}
 		timeout = upProbeTimeout
@@ -167,6 +172,9 @@ func healthChecked(cfg *rest.Config) error {
 	return nil
 }
 
+// heard records that the upstream was just heard from.
+func (l *link) heard() { l.heardAt.Store(time.Now().UnixNano()) }
+
 // Connected reports whether the link is up: the upstream answered the
 // last request a stream or a forwarded write made.
 func (l *link) Connected() bool { return l.linkUp.Load() }
@@ -182,6 +190,9 @@ func (l *link) reached(err error) {
 	// as down, so the probe finds its recovery within seconds instead of
 	// each stream at the end of its back-off.
 	up := err == nil || errors.Is(err, errExpired) || !isNetworkError(err) && statusCode(err) < http.StatusInternalServerError
+	if up {
+		l.heard()
+	}
 	if l.linkUp.Swap(up) != up {
 		if up {
 			klog.InfoS("Upstream link up", "upstream", l.host)

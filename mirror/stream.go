@@ -69,6 +69,7 @@ func (s *stream) unreachableWait(backoff time.Duration) time.Duration {
 // hear records that the stream read data from the upstream: the link is
 // up.
 func (s *stream) hear() {
+	s.m.heard()
 	if !s.heard {
 		s.heard = true
 		s.m.reached(nil)

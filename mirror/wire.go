@@ -15,6 +15,7 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -45,7 +46,8 @@ var wireGroups = []func(*runtime.Scheme) error{
 
 // wire is how the mirror's clients speak to the upstream.
 type wire struct {
-	proto runtime.SerializerInfo
+	scheme *runtime.Scheme
+	proto  runtime.SerializerInfo
 	// protoGVRs are the resources whose kind the wire scheme decodes.
 	protoGVRs map[schema.GroupVersionResource]bool
 }
@@ -66,7 +68,7 @@ func newWire() (*wire, error) {
 		gvr, _ := meta.UnsafeGuessKindToResource(gvk)
 		protoGVRs[gvr] = true
 	}
-	return &wire{proto: wireProtobuf(scheme), protoGVRs: protoGVRs}, nil
+	return &wire{scheme: scheme, proto: wireProtobuf(scheme), protoGVRs: protoGVRs}, nil
 }
 
 // protoAccept is the Accept of a read the wire decodes as protobuf: JSON
@@ -131,6 +133,26 @@ func (w *wire) asJSON(body []byte, err error) ([]byte, error) {
 		}
 	}
 	return nil, errUnreadable{fmt.Errorf("reading the upstream's answer: %w", derr)}
+}
+
+// body is the request body of u, a write of gvr's, with its content type:
+// protobuf, as the kubelet sends its own, when gvr is read as protobuf and
+// u's Go type holds every field of u; JSON otherwise (a field this build
+// does not know, which the upstream may, goes up as it came).
+func (w *wire) body(gvr schema.GroupVersionResource, u *unstructured.Unstructured) ([]byte, string, error) {
+	if w.protobuf(gvr) {
+		if obj, err := w.scheme.New(u.GroupVersionKind()); err == nil &&
+			runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj) == nil {
+			if back, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj); err == nil && equality.Semantic.DeepEqual(back, u.Object) {
+				var buf bytes.Buffer
+				if err := w.proto.Serializer.Encode(obj, &buf); err == nil {
+					return buf.Bytes(), runtime.ContentTypeProtobuf, nil
+				}
+			}
+		}
+	}
+	data, err := json.Marshal(u.Object)
+	return data, runtime.ContentTypeJSON, err
 }
 
 // protobufMagic begins every protobuf body of kube-apiserver's.

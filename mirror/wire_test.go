@@ -145,6 +145,20 @@ func TestWireProtobufDecodesAsJSON(t *testing.T) {
 			t.Errorf("%s's answer as JSON:\n%s\nthe upstream's JSON:\n%s", gvk.Kind, asJSON, js)
 		}
 
+		// A forwarded write's body: protobuf, the same object.
+		body, contentType, err := w.body(gvr, want.DeepCopy())
+		if err != nil || contentType != runtime.ContentTypeProtobuf {
+			t.Errorf("%s goes up as %s (%v)", gvk.Kind, contentType, err)
+		} else if sent, _, err := encoder.Decode(body, nil, nil); err != nil || !equality.Semantic.DeepEqual(sent, obj) {
+			t.Errorf("%s goes up as %#v (%v), not %#v", gvk.Kind, sent, err, obj)
+		}
+		// A field this build does not know goes up as it came, in JSON.
+		unknown := want.DeepCopy()
+		unknown.Object["spec2"] = map[string]any{"new": "field"}
+		if body, contentType, err := w.body(gvr, unknown); err != nil || contentType != runtime.ContentTypeJSON || !bytes.Contains(body, []byte(`"spec2":{"new":"field"}`)) {
+			t.Errorf("%s with an unknown field goes up as %s %s (%v)", gvk.Kind, contentType, body, err)
+		}
+
 		// The same object as the only item of its list.
 		listGVK := gvk.GroupVersion().WithKind(gvk.Kind + "List")
 		typedList, err := scheme.New(listGVK)
