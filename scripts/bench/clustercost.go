@@ -97,7 +97,10 @@ type CostWindow struct {
 	WatchesByResource map[string]float64 `json:"watchesByResource"`
 	Requests          float64            `json:"requests"`
 	RequestsByVerb    map[string]float64 `json:"requestsByVerb"`
-	BenchRequests     float64            `json:"benchRequests"`
+	// RequestsByResource are the requests by verb, resource and
+	// subresource ("GET" alone: a path that is no resource's, /version).
+	RequestsByResource map[string]float64 `json:"requestsByResource"`
+	BenchRequests      float64            `json:"benchRequests"`
 	// SentBytes went to kube-apiserver, ReceivedBytes came from it.
 	SentBytes     int64 `json:"sentBytes"`
 	ReceivedBytes int64 `json:"receivedBytes"`
@@ -625,14 +628,15 @@ func (b *bench) costWindow(ctx context.Context, c *costCluster, what string, d t
 	w.Watches, w.WatchesByResource = after.watches, after.watchesByResource
 	w.RequestsByVerb = labelDeltas(after.metrics, before.metrics, "apiserver_request_total", "verb")
 	w.Requests = sum(w.RequestsByVerb)
+	w.RequestsByResource = labelDeltas(after.metrics, before.metrics, "apiserver_request_total", "verb", "resource", "subresource")
 	for method, n := range after.bench {
 		w.BenchRequests += n - before.bench[method]
 	}
 	w.Requests -= w.BenchRequests
 	w.SentBytes, w.ReceivedBytes = after.sent-before.sent, after.received-before.received
-	b.logf("cluster-cost: %s, %.0f s: kube-apiserver CPU %.2f s (etcd %.2f s), RSS %s (etcd %s), %.0f watches (%s), %.0f requests besides the bench's %.0f (%s), %d bytes from it, %d to it",
+	b.logf("cluster-cost: %s, %.0f s: kube-apiserver CPU %.2f s (etcd %.2f s), RSS %s (etcd %s), %.0f watches (%s), %.0f requests besides the bench's %.0f (%s; %s), %d bytes from it, %d to it",
 		what, w.Sec, w.APIServerCPUSec, w.EtcdCPUSec, mib(w.APIServer.VmRSS), mib(w.Etcd.VmRSS), w.Watches, byKey(w.WatchesByResource, "%.0f"),
-		w.Requests, w.BenchRequests, byKey(w.RequestsByVerb, "%.0f"), w.ReceivedBytes, w.SentBytes)
+		w.Requests, w.BenchRequests, byKey(w.RequestsByVerb, "%.0f"), byKey(w.RequestsByResource, "%.0f"), w.ReceivedBytes, w.SentBytes)
 	return w, nil
 }
 

@@ -632,11 +632,17 @@ func waitAgents(ctx context.Context, kubelet *server, timeout time.Duration, don
 }
 
 // sumBy sums the series of name by the value of their label key.
-func sumBy(m map[string]float64, name, key string) map[string]float64 {
+func sumBy(m map[string]float64, name string, keys ...string) map[string]float64 {
 	out := map[string]float64{}
 	for series, v := range m {
 		if strings.HasPrefix(series, name+"{") {
-			out[label(series, key)] += v
+			var values []string
+			for _, k := range keys {
+				if l := label(series, k); l != "" {
+					values = append(values, l)
+				}
+			}
+			out[strings.Join(values, " ")] += v
 		}
 	}
 	return out
@@ -653,9 +659,9 @@ func sum(m map[string]float64) float64 {
 // labelDeltas is how much the series of name moved from before to after,
 // summed by the value of their label key; keys that did not move are left
 // out.
-func labelDeltas(after, before map[string]float64, name, key string) map[string]float64 {
-	out := sumBy(after, name, key)
-	for k, v := range sumBy(before, name, key) {
+func labelDeltas(after, before map[string]float64, name string, keys ...string) map[string]float64 {
+	out := sumBy(after, name, keys...)
+	for k, v := range sumBy(before, name, keys...) {
 		out[k] -= v
 	}
 	maps.DeleteFunc(out, func(_ string, v float64) bool { return v == 0 })
