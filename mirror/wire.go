@@ -15,7 +15,6 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -141,13 +140,12 @@ func (w *wire) asJSON(body []byte, err error) ([]byte, error) {
 // does not know, which the upstream may, goes up as it came).
 func (w *wire) body(gvr schema.GroupVersionResource, u *unstructured.Unstructured) ([]byte, string, error) {
 	if w.protobuf(gvr) {
+		// The strict conversion fails on a field the Go type lacks.
 		if obj, err := w.scheme.New(u.GroupVersionKind()); err == nil &&
-			runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj) == nil {
-			if back, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj); err == nil && equality.Semantic.DeepEqual(back, u.Object) {
-				var buf bytes.Buffer
-				if err := w.proto.Serializer.Encode(obj, &buf); err == nil {
-					return buf.Bytes(), runtime.ContentTypeProtobuf, nil
-				}
+			runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, obj, true) == nil {
+			var buf bytes.Buffer
+			if err := w.proto.Serializer.Encode(obj, &buf); err == nil {
+				return buf.Bytes(), runtime.ContentTypeProtobuf, nil
 			}
 		}
 	}
