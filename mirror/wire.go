@@ -31,10 +31,10 @@ import (
 // their JSON (docs/PERFORMANCE.md, "The cluster's cost per gateway").
 // The mirror works on unstructured objects, so each answer is decoded into
 // its Go type and converted, as client-go's dynamic client would have
-// decoded its JSON. Request bodies stay JSON: the mirror writes
-// unstructured objects and patches, which kube-apiserver reads either way.
-// Custom resources, which kube-apiserver serves only as JSON, and kinds
-// the wire scheme lacks keep the JSON client.
+// decoded its JSON. A forwarded create or update goes up as protobuf too
+// (body); the reconciler's writes and every patch stay JSON. Custom
+// resources, which kube-apiserver serves only as JSON, and kinds the wire
+// scheme lacks keep the JSON client.
 
 // wireGroups are the API groups whose kinds the mirror reads as protobuf:
 // those kubestore serves built in.

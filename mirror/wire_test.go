@@ -91,12 +91,7 @@ func TestWireProtobufDecodesAsJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := dyn.(wireClient)
-	scheme := runtime.NewScheme()
-	for _, add := range wireGroups {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
+	scheme := w.scheme
 	encoder := protobuf.NewSerializer(scheme, scheme)
 	decoder := w.proto.Serializer
 	for _, obj := range wireObjects() {
