@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -253,8 +254,9 @@ func TestUpstreamBody(t *testing.T) {
 			r := httptest.NewRequest(http.MethodPut, "/api/v1/namespaces/ns/pods/p", nil)
 			r.Header.Set("Content-Type", tc.contentType)
 			wt := &writeThrough{u: m.up, r: r, info: &request.RequestInfo{Verb: tc.verb, Name: "p", Namespace: "ns"},
-				gr: schema.GroupResource{Resource: "pods"}, body: []byte(tc.body), local: local}
-			got, _, err := wt.upstreamBody()
+				gr: schema.GroupResource{Resource: "pods"}, store: &Store{GVR: corev1.SchemeGroupVersion.WithResource("pods")},
+				body: []byte(tc.body), local: local}
+			got, contentType, err := wt.upstreamBody()
 			if tc.want == "" {
 				if !apierrors.IsConflict(err) {
 					t.Fatalf("err = %v, want a conflict", err)
@@ -263,6 +265,21 @@ func TestUpstreamBody(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			if contentType == runtime.ContentTypeProtobuf {
+				// An update goes up as protobuf: compared as the Pod it is.
+				if got, err = m.up.wire.asJSON(got, nil); err != nil {
+					t.Fatal(err)
+				}
+				var g, w corev1.Pod
+				if err := json.Unmarshal(got, &g); err != nil {
+					t.Fatalf("%s: %v", got, err)
+				}
+				json.Unmarshal([]byte(tc.want), &w) //nolint:errcheck // a test constant
+				if !equality.Semantic.DeepEqual(g, w) {
+					t.Errorf("body = %s\nwant   %s", got, tc.want)
+				}
+				return
 			}
 			var g, w any
 			if err := json.Unmarshal(got, &g); err != nil {
