@@ -111,7 +111,7 @@ func (w *wire) clients(upstream *rest.Config) (dynamic.Interface, rest.Interface
 	if err != nil {
 		return nil, nil, err
 	}
-	return wireClient{json: dynamic.New(jsonREST), proto: dynamic.New(protoREST), protoGVRs: w.protoGVRs}, jsonREST, nil
+	return wireClient{json: dynamic.New(jsonREST), proto: dynamic.New(protoREST), wire: w}, jsonREST, nil
 }
 
 // protobuf reports whether reads of gvr ask for protobuf.
@@ -160,13 +160,13 @@ var protobufMagic = []byte{0x6b, 0x38, 0x73, 0x00}
 // of wireGroups and for JSON for every other.
 type wireClient struct {
 	json, proto dynamic.Interface
-	protoGVRs   map[schema.GroupVersionResource]bool
+	wire        *wire
 }
 
 var _ dynamic.Interface = wireClient{}
 
 func (c wireClient) Resource(gvr schema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
-	if c.protoGVRs[gvr] {
+	if c.wire.protobuf(gvr) {
 		return c.proto.Resource(gvr)
 	}
 	return c.json.Resource(gvr)

@@ -86,11 +86,10 @@ func TestWireProtobufDecodesAsJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dyn, _, err := w.clients(&rest.Config{Host: "https://127.0.0.1:1"})
-	if err != nil {
+	// The clients build on the wire, on one connection pool.
+	if _, _, err := w.clients(&rest.Config{Host: "https://127.0.0.1:1"}); err != nil {
 		t.Fatal(err)
 	}
-	client := dyn.(wireClient)
 	scheme := w.scheme
 	encoder := protobuf.NewSerializer(scheme, scheme)
 	decoder := w.proto.Serializer
@@ -102,7 +101,7 @@ func TestWireProtobufDecodesAsJSON(t *testing.T) {
 		gvk := gvks[0]
 		obj.GetObjectKind().SetGroupVersionKind(gvk)
 		gvr, _ := meta.UnsafeGuessKindToResource(gvk)
-		if !client.protoGVRs[gvr] {
+		if !w.protobuf(gvr) {
 			t.Errorf("%s is read as JSON", gvr)
 		}
 
