@@ -435,16 +435,22 @@ func runOutage(t *testing.T, c *cluster, e *nodeEdge, o outage) {
 	createPod(t, c.cs, nodePod(e.ns, "while-down", e.node))
 	must(t, c.cs.CoreV1().Pods(e.ns).Delete(ctx, e.pods[1], metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}))
 	time.Sleep(min(o.length/3, 40*time.Second))
-	if o.restartKubelet {
-		e.hollow.startKubelet()
-	}
+	// kubestore first, as a node boots: launch removes the kubeconfig of
+	// kubestore's last run until it writes its own, and the kubelet reads
+	// that file as it starts (it exited, not found, in a CI run).
 	if o.restartKubestor {
 		e.restart()
+	}
+	if o.restartKubelet {
+		e.hollow.startKubelet()
 	}
 	if o.restartKubelet && !eventually(60*time.Second, func() bool {
 		return nodeReady(ctx, e.cs, e.node) && podsRunning(ctx, e.cs, e.ns, []string{e.pods[0], e.pods[2]})
 	}) {
 		t.Errorf("%s: after the kubelet's restart offline, the node or its pods are not Ready on the edge", e.node)
+	}
+	if o.restartKubelet && e.hollow.kubelet.hasExited() {
+		t.Errorf("%s: the kubelet restarted offline exited; its log ends:\n%s", e.node, tail(e.hollow.kubelet.logs(), 2<<10))
 	}
 	time.Sleep(time.Until(down.Add(o.length)))
 	e.link.Restore()
