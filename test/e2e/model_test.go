@@ -101,8 +101,9 @@ func runModel(t *testing.T, n int, up func(t *testing.T, nodes []string) *modelU
 		if len(res.violations) == 0 {
 			continue
 		}
-		t.Errorf("schedule of seed %d broke %d invariants (rerun: KUBESTORE_MODEL_SEED=%d KUBESTORE_MODEL_SCHEDULES=1):\n%s\nthe writes of the objects named:\n%s\nwhat the gateways' mirrors logged of them:\n%s\n%s",
-			s.Seed, len(res.violations), s.Seed, strings.Join(res.lines(), "\n"), strings.Join(res.writesOf(), "\n"), strings.Join(res.logs, "\n"), s)
+		t.Errorf("schedule of seed %d broke %d invariants (rerun: KUBESTORE_MODEL_SEED=%d KUBESTORE_MODEL_SCHEDULES=1):\n%s\nthe writes of the objects named (began, took):\n%s\nthe gateways out (the links returned at %.2fs):\n%s\nwhile the judge waited (from the links' return):\n%s\nwhat the gateways' mirrors logged of them:\n%s\n%s",
+			s.Seed, len(res.violations), s.Seed, strings.Join(res.lines(), "\n"), strings.Join(res.writesOf(), "\n"), res.back.Sub(res.began).Seconds(),
+			strings.Join(res.outages, "\n"), strings.Join(res.waits, "\n"), strings.Join(res.logs, "\n"), s)
 		if shrink > 0 {
 			short := judge.Shrink(s, shrink, func(p judge.Schedule) bool { return len(runSchedule(t, p, up).violations) > 0 })
 			t.Errorf("the shortest failing prefix found: %d of %d steps (KUBESTORE_MODEL_SEED=%d KUBESTORE_MODEL_STEPS=%d)", len(short.Steps), len(s.Steps), s.Seed, len(short.Steps))
@@ -163,6 +164,9 @@ type modelGateway struct {
 	mu       sync.Mutex
 	down     bool
 	restarts []time.Time
+	// outages is what took the gateway out and when it served again,
+	// for a failed schedule's report.
+	outages []string
 	// lastFault is the link's fault that is on (a restore clears it).
 	lastFault judge.Op
 	// admin is the site admin's client configuration of the gateway: its
@@ -198,6 +202,8 @@ type modelRun struct {
 	began time.Time
 	token string
 	gws   []*modelGateway
+	// stopRenewing stops the kubelets' Lease renewals (run starts them).
+	stopRenewing func()
 	// cluster is the upstream's writers' client (the cluster's admin: its
 	// controllers and users).
 	cluster kubernetes.Interface
@@ -254,6 +260,14 @@ type modelResult struct {
 	// resumed is, per kill in a site of three, how soon writes through
 	// every other member were acknowledged again.
 	resumed []time.Duration
+	// began is when the schedule began, back when the links returned:
+	// the report's times count from began.
+	began, back time.Time
+	// outages is, per gateway, when it was out and served again.
+	outages []string
+	// waits is what the judge found as it waited for agreement, when it
+	// changed.
+	waits []string
 }
 
 func (r modelResult) lines() []string {
@@ -279,11 +293,14 @@ func (r modelResult) notAcked() []string {
 }
 
 // writesOf are the writes of the objects a violation names.
+// Each says when it began and how long it took, from the schedule's
+// start. A Node's Lease comes with the Node: the cluster's node-lifecycle
+// controller marks the Node Unknown when its Lease is not renewed.
 func (r modelResult) writesOf() []string {
 	var out []string
 	for _, w := range r.writes {
-		if r.violated(w.Ref) {
-			out = append(out, "  "+w.String())
+		if r.violated(w.Ref) || w.Ref.Kind == judge.LeaseKind && r.violated(judge.Ref{Kind: judge.NodeKind, Name: w.Ref.Name}) {
+			out = append(out, fmt.Sprintf("  %6.2fs +%.2fs %s", w.Began.Sub(r.began).Seconds(), w.Ended.Sub(w.Began).Seconds(), w))
 		}
 	}
 	return out
@@ -362,8 +379,8 @@ func (r modelResult) summary() string {
 	for _, d := range r.resumed {
 		resumed = append(resumed, d.Round(10*time.Millisecond).String())
 	}
-	return fmt.Sprintf("%d gateways, %d steps, writes: %s; faults and operations %v, kills %d (writes through the others resumed after %v); every side agreed %s after the links' return; violations %d",
-		r.gateways, r.steps, strings.Join(counts, ", "), r.faults, r.kills, resumed, r.agreed.Round(100*time.Millisecond), len(r.violations))
+	return fmt.Sprintf("%d gateways, %d steps, writes: %s; faults and operations %v, kills %d (writes through the others resumed after %v); the links returned %s after the schedule's start; every side agreed %s after that; violations %d",
+		r.gateways, r.steps, strings.Join(counts, ", "), r.faults, r.kills, resumed, r.back.Sub(r.began).Round(100*time.Millisecond), r.agreed.Round(100*time.Millisecond), len(r.violations))
 }
 
 // modelFigures add up the runs, for the closing figures.
@@ -538,12 +555,12 @@ func (r *modelRun) run() {
 	var mu sync.Mutex
 	closed := false
 	// queue sends f to the writer name's queue, which runs its writes in
-	// order; none once the queues are closed.
-	queue := func(name string, f func()) {
+	// order; none once the queues are closed (false).
+	queue := func(name string, f func()) bool {
 		mu.Lock()
 		defer mu.Unlock()
 		if closed {
-			return
+			return false
 		}
 		q, ok := queues[name]
 		if !ok {
@@ -556,21 +573,33 @@ func (r *modelRun) run() {
 			})
 		}
 		q <- f
+		return true
 	}
 	r.began = time.Now()
 	// Each kubelet renews its Lease every 10 s besides its steps, as the
 	// kubelet's lease controller does: the cluster's node-lifecycle
-	// controller judges the node by it.
+	// controller judges the node by it. It goes on until the judge has
+	// decided: the site's operations and the gateways' restarts may last
+	// past the schedule's end, the judge waits for agreement up to 30 s,
+	// and the cluster marks a node whose Lease is not renewed for 50 s
+	// Unknown (its --node-monitor-grace-period).
 	renewing, stopRenewing := context.WithCancel(r.t.Context())
+	var renewers sync.WaitGroup
+	r.stopRenewing = func() {
+		stopRenewing()
+		renewers.Wait()
+	}
 	for _, k := range r.kubelets {
-		wg.Go(func() {
+		renewers.Go(func() {
 			for {
 				select {
 				case <-renewing.Done():
 					return
 				case <-time.After(10 * time.Second):
 				}
-				queue("kubelet-"+strconv.Itoa(k.n), func() { k.renew(-2, 0) })
+				if !queue("kubelet-"+strconv.Itoa(k.n), func() { k.renew(-2, 0) }) {
+					k.renew(-2, 0)
+				}
 			}
 		})
 	}
@@ -589,7 +618,6 @@ func (r *modelRun) run() {
 			queue("local-"+strconv.Itoa(st.G), func() { r.localStep(i, st) })
 		}
 	}
-	stopRenewing()
 	mu.Lock()
 	for _, q := range queues {
 		close(q)
@@ -620,12 +648,14 @@ func (r *modelRun) fault(st judge.Step) {
 		return
 	case judge.Kill:
 		if g.down {
+			g.outages = append(g.outages, fmt.Sprintf("not killed at %.2fs: not serving yet", time.Since(r.began).Seconds()))
 			return
 		}
 		r.kills++
 		g.down = true
 		g.p.kill()
 		g.restarts = append(g.restarts, time.Now())
+		g.outages = append(g.outages, fmt.Sprintf("killed at %.2fs", time.Since(r.began).Seconds()))
 		if len(r.gws) == 3 {
 			r.restarting.Go(func() { r.probeWrites(g, time.Now()) })
 		}
@@ -657,6 +687,7 @@ func (r *modelRun) startAgain(g *modelGateway) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.down = false
+	g.outages = append(g.outages, fmt.Sprintf("started at %.2fs, serving (%v) at %.2fs", g.restarts[len(g.restarts)-1].Sub(r.began).Seconds(), ok, time.Since(r.began).Seconds()))
 	if !ok || g.p.hasExited() {
 		r.t.Errorf("gateway %s did not serve again within 90 s of its kill\n%s", g.name, g.p.logs())
 	}
@@ -797,6 +828,7 @@ func (r *modelRun) memberReset(i int, g *modelGateway) {
 	r.takeDown(g)
 	g.mu.Lock()
 	g.restarts = append(g.restarts, time.Now()) // removed: out of the quorum
+	g.outages = append(g.outages, fmt.Sprintf("removed from the site at %.2fs", time.Since(r.began).Seconds()))
 	g.mu.Unlock()
 	// Refused while the members have not reached each other for 5 s
 	// (a member just started again): the operator retries, as it says.
@@ -1539,7 +1571,7 @@ func (r *modelRun) records(ctx context.Context, f judge.Final) ([]judge.Record, 
 // and checks the invariants.
 func (r *modelRun) judge() modelResult {
 	t := r.t
-	res := modelResult{counts: r.h.Counts(), faults: r.faults, kills: r.kills, steps: len(r.s.Steps), gateways: len(r.gws)}
+	res := modelResult{counts: r.h.Counts(), faults: r.faults, kills: r.kills, steps: len(r.s.Steps), gateways: len(r.gws), began: r.began}
 	limit := 10 * time.Second
 	for _, g := range r.gws {
 		g.mu.Lock()
@@ -1550,6 +1582,7 @@ func (r *modelRun) judge() modelResult {
 		g.mu.Unlock()
 	}
 	back := time.Now()
+	res.back = back
 	writes := r.h.Writes()
 	res.writes = writes
 	var violations []judge.Violation
@@ -1566,12 +1599,18 @@ func (r *modelRun) judge() modelResult {
 		} else {
 			violations = []judge.Violation{{Invariant: judge.Agree, What: err.Error()}}
 		}
+		if seen := fmt.Sprintf("%d disagree, the first: %s", len(violations), violations[0]); len(res.waits) == 0 || !strings.HasSuffix(res.waits[len(res.waits)-1], seen) {
+			res.waits = append(res.waits, fmt.Sprintf("  %5.1fs: %s", time.Since(back).Seconds(), seen))
+		}
 		if time.Since(back) > 30*time.Second {
 			res.agreed = time.Since(back)
 			break
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+	// The renewals after the writes' snapshot write the Leases' durations
+	// of then: the invariants hold them as they were.
+	r.stopRenewing()
 	if len(violations) == 0 && res.agreed > limit {
 		violations = append(violations, judge.Violation{Invariant: judge.Agree, What: fmt.Sprintf("every side agreed %s after the links' return, more than %s", res.agreed.Round(100*time.Millisecond), limit)})
 	}
@@ -1600,6 +1639,13 @@ func (r *modelRun) judge() modelResult {
 	r.mu.Unlock()
 	if names := res.namesOf(); len(names) > 0 {
 		for _, g := range r.gws {
+			g.mu.Lock()
+			out := slices.Clone(g.outages)
+			g.mu.Unlock()
+			for _, at := range logTimes(g.p.logs(), "Stopping to start again") {
+				out = append(out, fmt.Sprintf("started itself again at %.2fs", at.Sub(r.began).Seconds()))
+			}
+			res.outages = append(res.outages, fmt.Sprintf("  %s (%s): %s", g.name, g.node, strings.Join(out, "; ")))
 			res.logs = append(res.logs, mirrorLogOf(g.name, g.p.logs(), names)...)
 		}
 		for _, ref := range res.refsOf() {
