@@ -220,14 +220,17 @@ func startNodeEdge(t *testing.T, c *cluster, node string, pods int) *nodeEdge {
 	e := &nodeEdge{t: t, node: node, ns: "ns-" + node, dir: dir}
 	e.link = link.New(t, strings.TrimPrefix(c.url, "https://"))
 	upstream := filepath.Join(dir, "upstream.kubeconfig")
-	writeTokenKubeconfig(t, "https://"+e.link.Addr, c.token, upstream)
+	writeTokenKubeconfig(t, "https://"+e.link.Addr, gatewayIdentity(t, c, node), upstream)
 	// A fixed port: the kubelet keeps its kubeconfig across a restart of
 	// kubestore.
 	e.args = []string{"--upstream-kubeconfig", upstream, "--node-name", node, "--secure-port", strconv.Itoa(freePort(t))}
 	e.p = start(t, filepath.Join(dir, "data"), e.args...)
 	e.cs = e.p.clientset()
 	e.pods = seedNode(t, c.cs, e.ns, node, pods)
-	e.hollow = newHollowNode(t, node, e.p.kubeconfig)
+	// The kubelet on its own node's certificate, as deployed; its
+	// kubeconfig names the fixed port, and stays across kubestore's
+	// restarts.
+	e.hollow = newHollowNode(t, node, e.p.nodeKubeconfig(node))
 	e.hollow.startKubelet()
 	return e
 }
@@ -456,9 +459,14 @@ func runOutage(t *testing.T, c *cluster, e *nodeEdge, o outage) {
 	e.link.Restore()
 	back := time.Now()
 	want := []string{e.pods[0], e.pods[2], "while-down"}
-	var diff string
+	// diff is what differs now; waited, what differed longest (a slow
+	// convergence's log says which).
+	var diff, waited string
 	ok := eventually(20*time.Second, func() bool {
 		diff = e.compare(ctx, c, want, offlineEvents)
+		if diff != "" {
+			waited = fmt.Sprintf("%s after the return: %s", time.Since(back).Round(100*time.Millisecond), diff)
+		}
 		return diff == ""
 	})
 	// A restarted kubestore counts from 0: its relists are all after the
@@ -469,6 +477,9 @@ func runOutage(t *testing.T, c *cluster, e *nodeEdge, o outage) {
 	}
 	t.Logf("%s: outage of %s (hung %t, kubelet restarted %t, kubestore restarted %t): converged %t in %s; %.0f relists of the pods",
 		e.node, o.length, o.hung, o.restartKubelet, o.restartKubestor, ok, time.Since(back).Round(100*time.Millisecond), relisted)
+	if ok && time.Since(back) > 5*time.Second {
+		t.Logf("%s: still differing %s", e.node, waited)
+	}
 	if !ok {
 		t.Errorf("%s: 20 s after the link came back: %s", e.node, diff)
 	}

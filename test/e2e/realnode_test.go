@@ -1067,11 +1067,8 @@ func realNodeThroughMirror(t *testing.T, base string, images []string) {
 		t.Helper()
 		return mustRun(t, "kubectl", append([]string{"--kubeconfig", c.kubeconfig}, args...)...)
 	}
-	kubectl("apply", "-f", "../../docs/node/gateway-rbac.yaml")
-	kubectl("create", "serviceaccount", "--namespace", "kube-system", "gateway-"+node)
-	kubectl("create", "clusterrolebinding", "gateway-"+node, "--clusterrole", "kubestore-gateway", "--serviceaccount", "kube-system:gateway-"+node)
+	token := gatewayIdentity(t, c, node)
 	defineInClusterCustom(t, kubectl, "kube-system:gateway-"+node)
-	token := strings.TrimSpace(kubectl("create", "token", "--namespace", "kube-system", "gateway-"+node, "--duration", "24h"))
 	l := link.New(t, strings.TrimPrefix(c.url, "https://"))
 	kc := filepath.Join(shortTempDir(t), "upstream.kubeconfig")
 	writeEdgeKubeconfig(t, c.kubeconfig, l.Addr, token, kc)

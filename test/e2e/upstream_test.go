@@ -175,6 +175,22 @@ type hollowNode struct {
 	proxy           *process
 }
 
+// gatewayIdentity gives node's gateway its identity on c, as the README
+// says: the ClusterRole of docs/node/gateway-rbac.yaml (applied again, it
+// is unchanged), a ServiceAccount gateway-<node> of kube-system bound to
+// it, and a token of it, which it returns.
+func gatewayIdentity(t *testing.T, c *cluster, node string) string {
+	t.Helper()
+	kubectl := func(args ...string) string {
+		t.Helper()
+		return mustRun(t, "kubectl", append([]string{"--kubeconfig", c.kubeconfig}, args...)...)
+	}
+	kubectl("apply", "-f", "../../docs/node/gateway-rbac.yaml")
+	kubectl("create", "serviceaccount", "--namespace", "kube-system", "gateway-"+node)
+	kubectl("create", "clusterrolebinding", "gateway-"+node, "--clusterrole", "kubestore-gateway", "--serviceaccount", "kube-system:gateway-"+node)
+	return strings.TrimSpace(kubectl("create", "token", "--namespace", "kube-system", "gateway-"+node, "--duration", "24h"))
+}
+
 func newHollowNode(t *testing.T, name, kubeconfig string) *hollowNode {
 	t.Helper()
 	return &hollowNode{t: t, bin: upstreamBinary(t, "kubemark"), name: name, kubeconfig: kubeconfig, ports: freePorts(t, 2)}
