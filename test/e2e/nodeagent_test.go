@@ -438,9 +438,7 @@ func runOutage(t *testing.T, c *cluster, e *nodeEdge, o outage) {
 	createPod(t, c.cs, nodePod(e.ns, "while-down", e.node))
 	must(t, c.cs.CoreV1().Pods(e.ns).Delete(ctx, e.pods[1], metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}))
 	time.Sleep(min(o.length/3, 40*time.Second))
-	// kubestore first, as a node boots: launch removes the kubeconfig of
-	// kubestore's last run until it writes its own, and the kubelet reads
-	// that file as it starts (it exited, not found, in a CI run).
+	// kubestore first, as a node boots.
 	if o.restartKubestor {
 		e.restart()
 	}
@@ -459,7 +457,7 @@ func runOutage(t *testing.T, c *cluster, e *nodeEdge, o outage) {
 	e.link.Restore()
 	back := time.Now()
 	want := []string{e.pods[0], e.pods[2], "while-down"}
-	// diff is what differs now; waited, what differed longest (a slow
+	// diff is what differs now; waited, what differed last (a slow
 	// convergence's log says which).
 	var diff, waited string
 	ok := eventually(20*time.Second, func() bool {
