@@ -648,14 +648,14 @@ func (r *modelRun) fault(st judge.Step) {
 		return
 	case judge.Kill:
 		if g.down {
-			g.outages = append(g.outages, fmt.Sprintf("not killed at %.2fs: not serving yet", time.Since(r.began).Seconds()))
+			g.outages = append(g.outages, "not killed at "+r.at(time.Now())+": not serving yet")
 			return
 		}
 		r.kills++
 		g.down = true
 		g.p.kill()
 		g.restarts = append(g.restarts, time.Now())
-		g.outages = append(g.outages, fmt.Sprintf("killed at %.2fs", time.Since(r.began).Seconds()))
+		g.outages = append(g.outages, "killed at "+r.at(time.Now()))
 		if len(r.gws) == 3 {
 			r.restarting.Go(func() { r.probeWrites(g, time.Now()) })
 		}
@@ -664,6 +664,10 @@ func (r *modelRun) fault(st judge.Step) {
 	}
 	g.lastFault = st.Op
 }
+
+// at is when t was, from the schedule's start, for a failed schedule's
+// report.
+func (r *modelRun) at(t time.Time) string { return fmt.Sprintf("%.2fs", t.Sub(r.began).Seconds()) }
 
 // startAgain starts a killed gateway again on its data and ports, joining
 // its site through another member as after a reboot.
@@ -687,7 +691,7 @@ func (r *modelRun) startAgain(g *modelGateway) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.down = false
-	g.outages = append(g.outages, fmt.Sprintf("started at %.2fs, serving (%v) at %.2fs", g.restarts[len(g.restarts)-1].Sub(r.began).Seconds(), ok, time.Since(r.began).Seconds()))
+	g.outages = append(g.outages, fmt.Sprintf("started at %s, serving (%v) at %s", r.at(g.restarts[len(g.restarts)-1]), ok, r.at(time.Now())))
 	if !ok || g.p.hasExited() {
 		r.t.Errorf("gateway %s did not serve again within 90 s of its kill\n%s", g.name, g.p.logs())
 	}
@@ -828,7 +832,7 @@ func (r *modelRun) memberReset(i int, g *modelGateway) {
 	r.takeDown(g)
 	g.mu.Lock()
 	g.restarts = append(g.restarts, time.Now()) // removed: out of the quorum
-	g.outages = append(g.outages, fmt.Sprintf("removed from the site at %.2fs", time.Since(r.began).Seconds()))
+	g.outages = append(g.outages, "removed from the site at "+r.at(time.Now()))
 	g.mu.Unlock()
 	// Refused while the members have not reached each other for 5 s
 	// (a member just started again): the operator retries, as it says.
@@ -1643,7 +1647,7 @@ func (r *modelRun) judge() modelResult {
 			out := slices.Clone(g.outages)
 			g.mu.Unlock()
 			for _, at := range logTimes(g.p.logs(), "Stopping to start again") {
-				out = append(out, fmt.Sprintf("started itself again at %.2fs", at.Sub(r.began).Seconds()))
+				out = append(out, "started itself again at "+r.at(at))
 			}
 			res.outages = append(res.outages, fmt.Sprintf("  %s (%s): %s", g.name, g.node, strings.Join(out, "; ")))
 			res.logs = append(res.logs, mirrorLogOf(g.name, g.p.logs(), names)...)
