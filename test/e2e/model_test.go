@@ -22,10 +22,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -467,32 +465,13 @@ func clusterUpstream(t *testing.T, nodes []string) *modelUpstream {
 	return &modelUpstream{server: c.url, kubeconfig: c.kubeconfig, tokens: gatewayTokens(t, c, nodes)}
 }
 
-// gatewayTokens gives each node's gateway a ServiceAccount of kube-system,
-// bound by RBAC to what a gateway mirrors and writes, and returns a token
-// of each, by node.
+// gatewayTokens gives each node's gateway its identity as deployed
+// (gatewayIdentity: the shipped ClusterRole, a ServiceAccount bound to it)
+// and returns a token of each, by node.
 func gatewayTokens(t *testing.T, c *cluster, nodes []string) map[string]string {
-	ctx := t.Context()
 	tokens := map[string]string{}
-	_, err := c.cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "kubestore-gateway"},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"nodes", "nodes/status", "pods", "pods/status", "configmaps", "secrets", "services", "events", "namespaces"}, Verbs: []string{"*"}},
-			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"*"}},
-			{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"csinodes"}, Verbs: []string{"*"}},
-			{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"*"}},
-		}}, metav1.CreateOptions{})
-	must(t, err)
 	for _, n := range nodes {
-		sa := "gateway-" + n
-		_, err := c.cs.CoreV1().ServiceAccounts("kube-system").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{})
-		must(t, err)
-		_, err = c.cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: sa},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "kubestore-gateway"},
-			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "kube-system", Name: sa}}}, metav1.CreateOptions{})
-		must(t, err)
-		tr, err := c.cs.CoreV1().ServiceAccounts("kube-system").CreateToken(ctx, sa, &authenticationv1.TokenRequest{
-			Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo[int64](24 * 3600)}}, metav1.CreateOptions{})
-		must(t, err)
-		tokens[n] = tr.Status.Token
+		tokens[n] = gatewayIdentity(t, c, n)
 	}
 	return tokens
 }
