@@ -177,6 +177,8 @@ func TestSmoke(t *testing.T) {
 	case p.Skipped == "" && (p.Store == nil || p.Store.ConfigMaps != 100 || p.Store.AfterLists.VmRSS <= 0 || p.Store.AfterRestart.VmRSS <= 0 ||
 		p.Store.PeerAfterLists.VmRSS <= 0 || p.Store.PeerAfterRestart.VmRSS <= 0):
 		t.Errorf("peer store comparison = %+v, want 100 ConfigMaps and both servers' memory after the LISTs and after a restart", p.Store)
+	case p.Skipped == "" && (!storeSpeedMeasured(p.Store.Speed) || !storeSpeedMeasured(p.Store.PeerSpeed)):
+		t.Errorf("peer store comparison: kubestore %+v, peer %+v, want both servers' creates and every LIST variant timed", p.Store.Speed, p.Store.PeerSpeed)
 	case p.Skipped != "" && os.Getenv("KUBESTORE_UPSTREAM_BIN_DIR") != "":
 		t.Errorf("peer skipped with KUBESTORE_UPSTREAM_BIN_DIR set: %s", p.Skipped)
 	}
@@ -385,4 +387,18 @@ func TestBenchControllersAreTheServers(t *testing.T) {
 	if !slices.Equal(benchControllers, config.Controllers) {
 		t.Errorf("the bench measures %v, --controllers knows %v", benchControllers, config.Controllers)
 	}
+}
+
+// storeSpeedMeasured says whether s holds the creates and the six LIST
+// variants of the store comparison, each timed.
+func storeSpeedMeasured(s StoreSpeed) bool {
+	if s.CreatesPerSec <= 0 || s.CreateCPUMs < 0 || len(s.Lists) != 6 {
+		return false
+	}
+	for _, l := range s.Lists {
+		if l.MedianMs <= 0 || l.Items < 100 || l.ServerCPUMs < 0 {
+			return false
+		}
+	}
+	return true
 }

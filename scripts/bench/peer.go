@@ -36,20 +36,39 @@ type PeerResult struct {
 
 // StoreCompare is the store section's ConfigMaps (10,000 of 1 KiB at
 // -scale=1, alone in their namespace) loaded into a fresh kubestore and a
-// fresh kube-apiserver + etcd, one after the other in the same run: the
-// memory of each after storeCompareLists LISTs of them, then -idle after
-// a restart on the same data.
+// fresh kube-apiserver + etcd, one after the other in the same run: how
+// fast each creates and LISTs them, the memory of each after
+// storeCompareLists LISTs of them, then -idle after a restart on the same
+// data.
 type StoreCompare struct {
-	ConfigMaps       int `json:"configMaps"`
-	AfterLists       Mem `json:"afterLists"`
-	AfterRestart     Mem `json:"afterRestart"`
-	PeerAfterLists   Mem `json:"peerAfterLists"`
-	PeerAfterRestart Mem `json:"peerAfterRestart"`
+	ConfigMaps       int        `json:"configMaps"`
+	AfterLists       Mem        `json:"afterLists"`
+	AfterRestart     Mem        `json:"afterRestart"`
+	PeerAfterLists   Mem        `json:"peerAfterLists"`
+	PeerAfterRestart Mem        `json:"peerAfterRestart"`
+	Speed            StoreSpeed `json:"speed"`
+	PeerSpeed        StoreSpeed `json:"peerSpeed"`
 }
 
-// storeCompareLists LISTs of the ConfigMaps: the six variants of the
-// store section without gzip, five times each.
-const storeCompareLists = 30
+// StoreSpeed is how fast one kind of server created and LISTed the
+// ConfigMaps of StoreCompare. CPU is the server's: kubestore's process,
+// or kube-apiserver's and etcd's together.
+type StoreSpeed struct {
+	CreatesPerSec float64 `json:"createsPerSec"`
+	CreateCPUMs   float64 `json:"createCPUMs"`
+	// Lists are the variants of listVariants without gzip, each
+	// storeCompareRounds-1 timed runs (Cache is "").
+	Lists []ListResult `json:"lists"`
+}
+
+// storeCompareRounds rounds of LISTs, each round every variant of the
+// store section without gzip once, in turn; the first round is a warm-up
+// that is not timed.
+const storeCompareRounds = 5
+
+// storeCompareLists LISTs of the ConfigMaps: the six variants of
+// listVariants without gzip, storeCompareRounds times each.
+const storeCompareLists = 6 * storeCompareRounds
 
 // PeerRun is one fresh pair holding Scale copies of the gateway set.
 type PeerRun struct {
@@ -88,9 +107,17 @@ func (b *bench) peer(ctx context.Context) error {
 	return b.storeCompare(ctx, etcdBin, apiserverBin)
 }
 
-// storeStart starts one kind of server on its data dir: its client config,
-// its memory reader and its stop.
-type storeStart func(ctx context.Context) (*rest.Config, func(what string) (Mem, error), func() error, error)
+// storeStart starts one kind of server on its data dir.
+type storeStart func(ctx context.Context) (*storeServer, error)
+
+// storeServer is one kind of server of StoreCompare, started.
+type storeServer struct {
+	cfg *rest.Config
+	// mem reads its memory, cpu its CPU time so far, stop stops it.
+	mem  func(what string) (Mem, error)
+	cpu  func() time.Duration
+	stop func() error
+}
 
 // storeCompare measures StoreCompare, kubestore first.
 func (b *bench) storeCompare(ctx context.Context, etcdBin, apiserverBin string) error {
@@ -98,22 +125,32 @@ func (b *bench) storeCompare(ctx context.Context, etcdBin, apiserverBin string) 
 	b.res.Peer.Store = c
 	ksDir, peerDir := filepath.Join(b.root, "compare-kubestore"), filepath.Join(b.root, "compare-peer")
 	var err error
-	c.AfterLists, c.AfterRestart, err = b.storeCompareOne(ctx, "kubestore", func(ctx context.Context) (*rest.Config, func(string) (Mem, error), func() error, error) {
+	c.Speed, c.AfterLists, c.AfterRestart, err = b.storeCompareOne(ctx, "kubestore", func(ctx context.Context) (*storeServer, error) {
 		srv, _, err := b.startOn(ctx, ksDir, "compare")
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, err
 		}
-		return srv.cfg, func(what string) (Mem, error) { return b.memOf(srv, what) }, func() error { return stopServer(srv) }, nil
+		return &storeServer{
+			cfg:  srv.cfg,
+			mem:  func(what string) (Mem, error) { return b.memOf(srv, what) },
+			cpu:  func() time.Duration { return processesCPU(srv) },
+			stop: func() error { return stopServer(srv) },
+		}, nil
 	})
 	if err != nil {
 		return err
 	}
-	c.PeerAfterLists, c.PeerAfterRestart, err = b.storeCompareOne(ctx, "peer", func(ctx context.Context) (*rest.Config, func(string) (Mem, error), func() error, error) {
+	c.PeerSpeed, c.PeerAfterLists, c.PeerAfterRestart, err = b.storeCompareOne(ctx, "peer", func(ctx context.Context) (*storeServer, error) {
 		p, err := b.startPeer(ctx, peerDir, etcdBin, apiserverBin)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, err
 		}
-		return p.cfg, func(what string) (Mem, error) { return b.memOfPeer(p, what) }, func() error { p.stop(); return nil }, nil
+		return &storeServer{
+			cfg:  p.cfg,
+			mem:  func(what string) (Mem, error) { return b.memOfPeer(p, what) },
+			cpu:  func() time.Duration { return processesCPU(p.apiserver, p.etcd) },
+			stop: func() error { p.stop(); return nil },
+		}, nil
 	})
 	if err != nil {
 		return err
@@ -123,57 +160,75 @@ func (b *bench) storeCompare(ctx context.Context, etcdBin, apiserverBin string) 
 	return nil
 }
 
-// storeCompareOne loads the ConfigMaps into a fresh server, LISTs them,
-// restarts it on the same data and idles: the memory after the LISTs and
-// after the idle.
-func (b *bench) storeCompareOne(ctx context.Context, name string, start storeStart) (afterLists, afterRestart Mem, err error) {
-	cfg, mem, stop, err := start(ctx)
+// storeCompareOne loads the ConfigMaps into a fresh server and LISTs them
+// (how fast), restarts it on the same data and idles: the memory after
+// the LISTs and after the idle.
+func (b *bench) storeCompareOne(ctx context.Context, name string, start storeStart) (speed StoreSpeed, afterLists, afterRestart Mem, err error) {
+	srv, err := start(ctx)
 	if err != nil {
-		return afterLists, afterRestart, err
+		return speed, afterLists, afterRestart, err
 	}
-	err = b.configMapsAndLists(ctx, cfg)
+	speed, err = b.configMapsAndLists(ctx, name, srv)
 	if err == nil {
-		afterLists, err = mem(fmt.Sprintf("%s: %d ConfigMaps after %d LISTs", name, b.o.ConfigMaps, storeCompareLists))
+		afterLists, err = srv.mem(fmt.Sprintf("%s: %d ConfigMaps after %d LISTs", name, b.o.ConfigMaps, storeCompareLists))
 	}
-	if serr := stop(); err == nil {
+	if serr := srv.stop(); err == nil {
 		err = serr
 	}
 	if err != nil {
-		return afterLists, afterRestart, fmt.Errorf("%s with the ConfigMaps: %w", name, err)
+		return speed, afterLists, afterRestart, fmt.Errorf("%s with the ConfigMaps: %w", name, err)
 	}
-	if _, mem, stop, err = start(ctx); err != nil {
-		return afterLists, afterRestart, fmt.Errorf("%s restarted on the ConfigMaps: %w", name, err)
+	if srv, err = start(ctx); err != nil {
+		return speed, afterLists, afterRestart, fmt.Errorf("%s restarted on the ConfigMaps: %w", name, err)
 	}
-	defer stop() //nolint:errcheck // the figure is taken
+	defer srv.stop() //nolint:errcheck // the figure is taken
 	if err := sleep(ctx, b.o.Idle); err != nil {
-		return afterLists, afterRestart, err
+		return speed, afterLists, afterRestart, err
 	}
-	afterRestart, err = mem(fmt.Sprintf("%s: %d ConfigMaps, idle after a restart", name, b.o.ConfigMaps))
-	return afterLists, afterRestart, err
+	afterRestart, err = srv.mem(fmt.Sprintf("%s: %d ConfigMaps, idle after a restart", name, b.o.ConfigMaps))
+	return speed, afterLists, afterRestart, err
+}
+
+// processesCPU is the CPU time of the servers so far, summed; 0 for one
+// that cannot be read (it has exited, and the run fails on that).
+func processesCPU(servers ...*server) time.Duration {
+	var sum time.Duration
+	for _, s := range servers {
+		d, _ := cpuTime(s.pid())
+		sum += d
+	}
+	return sum
 }
 
 // configMapsAndLists creates the store section's ConfigMaps in their
-// namespace and LISTs them storeCompareLists times.
-func (b *bench) configMapsAndLists(ctx context.Context, cfg *rest.Config) error {
-	srv := &server{cfg: cfg}
+// namespace from the concurrent clients, then LISTs them
+// storeCompareRounds times in every variant without gzip, the variants
+// in turn: how fast, by the clock and by the server's CPU.
+func (b *bench) configMapsAndLists(ctx context.Context, name string, srv *storeServer) (StoreSpeed, error) {
+	var speed StoreSpeed
 	cs := make([]*kubernetes.Clientset, b.o.Clients)
 	for i := range cs {
-		cs[i] = clientFor(srv, true)
+		cs[i] = clientFor(&server{cfg: srv.cfg}, true)
 	}
 	if err := createBenchNamespace(ctx, cs[0]); err != nil {
-		return err
+		return speed, err
 	}
-	if _, err := parallel(ctx, b.o.Clients, b.o.ConfigMaps, func(ctx context.Context, w, i int) error {
+	cpu := srv.cpu()
+	d, err := parallel(ctx, b.o.Clients, b.o.ConfigMaps, func(ctx context.Context, w, i int) error {
 		_, err := cs[w].CoreV1().ConfigMaps(benchNamespace).Create(ctx, configMap(i), metav1.CreateOptions{})
 		return err
-	}); err != nil {
-		return fmt.Errorf("creating configmaps: %w", err)
+	})
+	if err != nil {
+		return speed, fmt.Errorf("creating configmaps: %w", err)
 	}
-	lc := rest.CopyConfig(cfg)
+	speed.CreatesPerSec = float64(b.o.ConfigMaps) / d.Seconds()
+	speed.CreateCPUMs = ms(srv.cpu()-cpu) / float64(b.o.ConfigMaps)
+	b.logf("%s: %d configmaps created in %v: %.0f/s, server CPU %.2f ms each", name, b.o.ConfigMaps, d.Round(time.Millisecond), speed.CreatesPerSec, speed.CreateCPUMs)
+	lc := rest.CopyConfig(srv.cfg)
 	lc.DisableCompression = true
 	hc, err := rest.HTTPClientFor(lc)
 	if err != nil {
-		return err
+		return speed, err
 	}
 	defer hc.CloseIdleConnections()
 	var variants []listVariant
@@ -182,21 +237,39 @@ func (b *bench) configMapsAndLists(ctx context.Context, cfg *rest.Config) error 
 			variants = append(variants, v)
 		}
 	}
-	base := cfg.Host + "/api/v1/namespaces/" + benchNamespace + "/configmaps"
-	for i := range storeCompareLists {
-		v := variants[i%len(variants)]
-		accept := contentJSON
-		if v.format == "protobuf" {
-			accept = contentProtobuf
-		}
-		if _, items, _, _, err := listOnce(ctx, hc, base, accept, v); err != nil {
-			return fmt.Errorf("LIST %s %s: %w", v.format, v.variant, err)
-		} else if items < b.o.ConfigMaps {
-			// kubestore's namespace also holds kube-root-ca.crt.
-			return fmt.Errorf("LIST %s %s: %d items, want at least %d", v.format, v.variant, items, b.o.ConfigMaps)
+	times := make([][]time.Duration, len(variants))
+	cpus := make([]time.Duration, len(variants))
+	speed.Lists = make([]ListResult, len(variants))
+	base := srv.cfg.Host + "/api/v1/namespaces/" + benchNamespace + "/configmaps"
+	for round := range storeCompareRounds {
+		for i, v := range variants {
+			accept := contentJSON
+			if v.format == "protobuf" {
+				accept = contentProtobuf
+			}
+			before := srv.cpu()
+			took, items, pages, size, err := listOnce(ctx, hc, base, accept, v)
+			if err != nil {
+				return speed, fmt.Errorf("LIST %s %s: %w", v.format, v.variant, err)
+			} else if items < b.o.ConfigMaps {
+				// kubestore's namespace also holds kube-root-ca.crt.
+				return speed, fmt.Errorf("LIST %s %s: %d items, want at least %d", v.format, v.variant, items, b.o.ConfigMaps)
+			}
+			if round == 0 {
+				speed.Lists[i] = ListResult{Format: v.format, Variant: v.variant, Items: items, Pages: pages, Bytes: size}
+				continue
+			}
+			cpus[i] += srv.cpu() - before
+			times[i] = append(times[i], took)
 		}
 	}
-	return nil
+	for i := range speed.Lists {
+		l := &speed.Lists[i]
+		l.MedianMs, l.P99Ms = ms(percentile(times[i], 50)), ms(percentile(times[i], 99))
+		l.ServerCPUMs = ms(cpus[i]) / float64(len(times[i]))
+		b.logf("%s: LIST %s %s: median %.1f ms, server CPU %.1f ms", name, l.Format, l.Variant, l.MedianMs, l.ServerCPUMs)
+	}
+	return speed, nil
 }
 
 func (b *bench) peerRun(ctx context.Context, p *peerPair, scale int, r *PeerResult, first bool) error {
@@ -423,5 +496,29 @@ func peerRows(row func(figure, value string, t target), r *Result) {
 			text, t := ratio(f.ours.VmRSS, f.theirs.VmRSS, 0.25)
 			row("peer: "+f.what+", RSS (anonymous)", fmt.Sprintf("%s (%s)%s (%s)", mib(f.theirs.VmRSS), mib(f.theirs.RssAnon), text, mib(f.ours.RssAnon)), t)
 		}
+		storeSpeedRows(row, c)
+	}
+}
+
+// storeSpeedRows are the store comparison's creates and LISTs, the peer's
+// beside kubestore's, against issue 53's targets: creates at least twice
+// as fast, LISTs in at most three quarters of the peer's time.
+func storeSpeedRows(row func(figure, value string, t target), c *StoreCompare) {
+	ours, theirs := c.Speed, c.PeerSpeed
+	if ours.CreatesPerSec > 0 && theirs.CreatesPerSec > 0 {
+		q := ours.CreatesPerSec / theirs.CreatesPerSec
+		row(fmt.Sprintf("peer: %d ConfigMaps created", c.ConfigMaps),
+			fmt.Sprintf("%.0f/s, CPU %.2f ms each; kubestore %.0f/s, %.2f ms each: %.2fx as fast", theirs.CreatesPerSec, theirs.CreateCPUMs, ours.CreatesPerSec, ours.CreateCPUMs, q),
+			target{">= 2x", q >= 2})
+	}
+	for i, p := range theirs.Lists {
+		if i >= len(ours.Lists) || p.MedianMs == 0 {
+			continue
+		}
+		k := ours.Lists[i]
+		q := k.MedianMs / p.MedianMs
+		row(fmt.Sprintf("peer: LIST %d cm %s %s", p.Items, p.Format, p.Variant),
+			fmt.Sprintf("p50 %.1f ms, CPU %.0f ms; kubestore p50 %.1f ms, CPU %.0f ms: %.2fx the time (CPU %.2fx)", p.MedianMs, p.ServerCPUMs, k.MedianMs, k.ServerCPUMs, q, k.ServerCPUMs/max(p.ServerCPUMs, 1)),
+			target{"<= 0.75x", q <= 0.75})
 	}
 }
