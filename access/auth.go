@@ -28,16 +28,17 @@ import (
 var healthPaths = []string{"/healthz", "/livez", "/readyz"}
 
 // Authenticator accepts, in order, unix-socket peers by their uid (see
-// PeerConnContext), client certificates clientCA verifies, the bearer
-// tokens of --token-auth-file and those of the tokens authenticators
-// (ServiceAccount tokens); requests with none of them are anonymous on
-// the health endpoints and 401 everywhere else.
+// PeerConnContext), client certificates clientCA verifies (a chain is
+// verified again after certCacheTTL, or at once when the bundle
+// changes), the bearer tokens of --token-auth-file and those of the
+// tokens authenticators (ServiceAccount tokens); requests with none of
+// them are anonymous on the health endpoints and 401 everywhere else.
 func (a *Access) Authenticator(clientCA dynamiccertificates.CAContentProvider, tokens ...authenticator.Token) authenticator.Request {
 	conditions := make([]apiserver.AnonymousAuthCondition, 0, len(healthPaths))
 	for _, p := range healthPaths {
 		conditions = append(conditions, apiserver.AnonymousAuthCondition{Path: p})
 	}
-	var certs authenticator.Request = x509.NewDynamic(clientCA.VerifyOptions, x509.CommonNameUserConversion)
+	var certs authenticator.Request = newCertCache(x509.NewDynamic(clientCA.VerifyOptions, x509.CommonNameUserConversion), clientCA.VerifyOptions)
 	if ca, ok := clientCA.(*caProvider); ok {
 		certs = observed(certs, ca)
 	}

@@ -517,8 +517,13 @@ func storeSpeedRows(row func(figure, value string, t target), c *StoreCompare) {
 		}
 		k := ours.Lists[i]
 		q := k.MedianMs / p.MedianMs
+		// CPU is read in clock ticks (10 ms): a small LIST's may read 0.
+		cpu := "CPU ratio n/a"
+		if k.ServerCPUMs > 0 && p.ServerCPUMs > 0 {
+			cpu = fmt.Sprintf("CPU %.2fx", k.ServerCPUMs/p.ServerCPUMs)
+		}
 		row(fmt.Sprintf("peer: LIST %d cm %s %s", p.Items, p.Format, p.Variant),
-			fmt.Sprintf("p50 %.1f ms, CPU %.0f ms; kubestore p50 %.1f ms, CPU %.0f ms: %.2fx the time (CPU %.2fx)", p.MedianMs, p.ServerCPUMs, k.MedianMs, k.ServerCPUMs, q, k.ServerCPUMs/max(p.ServerCPUMs, 1)),
+			fmt.Sprintf("p50 %.1f ms, CPU %.0f ms; kubestore p50 %.1f ms, CPU %.0f ms: %.2fx the time (%s)", p.MedianMs, p.ServerCPUMs, k.MedianMs, k.ServerCPUMs, q, cpu),
 			target{"<= 0.75x", q <= 0.75})
 	}
 }
