@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	genericapiserver "k8s.io/apiserver/pkg/server"
-	"k8s.io/client-go/kubernetes"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	networkingv1client "k8s.io/client-go/kubernetes/typed/networking/v1"
 	"k8s.io/client-go/rest"
@@ -283,7 +282,7 @@ func (b *builder) startKubernetesService(s *Server, cidr netip.Prefix, loopback 
 	loopback = rest.CopyConfig(loopback)
 	loopback.WarningHandler = rest.NoWarnings{}
 	s.addWorker("kubestore-kubernetes-service", func(ctx context.Context) {
-		client, err := kubernetes.NewForConfig(loopback)
+		client, err := serviceip.NewKubernetesServiceWriter(loopback)
 		if err != nil {
 			klog.ErrorS(err, "The Service default/kubernetes")
 			return

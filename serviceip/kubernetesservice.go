@@ -13,7 +13,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	discoveryv1client "k8s.io/client-go/kubernetes/typed/discovery/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
@@ -59,14 +61,45 @@ type KubernetesService struct {
 	port    int32
 	address netip.Addr // invalid: none
 	read    KubernetesServiceReader
-	write   kubernetes.Interface
+	write   KubernetesServiceWriter
 
 	reported string
 }
 
+// KubernetesServiceWriter writes default/kubernetes's Service, Endpoints
+// and EndpointSlice: the two groups of kubernetes.Interface it needs.
+// kubestore passes the two typed clients alone (NewKubernetesServiceWriter):
+// a whole kubernetes.Clientset in the binary keeps every group's typed
+// client and apply configurations, 17 MB of it (docs/PERFORMANCE.md).
+type KubernetesServiceWriter interface {
+	CoreV1() corev1client.CoreV1Interface
+	DiscoveryV1() discoveryv1client.DiscoveryV1Interface
+}
+
+// NewKubernetesServiceWriter is a KubernetesServiceWriter on cfg.
+func NewKubernetesServiceWriter(cfg *rest.Config) (KubernetesServiceWriter, error) {
+	core, err := corev1client.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	discovery, err := discoveryv1client.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return serviceWriter{core: core, discovery: discovery}, nil
+}
+
+type serviceWriter struct {
+	core      corev1client.CoreV1Interface
+	discovery discoveryv1client.DiscoveryV1Interface
+}
+
+func (w serviceWriter) CoreV1() corev1client.CoreV1Interface                { return w.core }
+func (w serviceWriter) DiscoveryV1() discoveryv1client.DiscoveryV1Interface { return w.discovery }
+
 // NewKubernetesService keeps default/kubernetes at the first address of
 // cidr (the primary service range) to port on address (invalid: none).
-func NewKubernetesService(cidr netip.Prefix, port int, address netip.Addr, read KubernetesServiceReader, write kubernetes.Interface) *KubernetesService {
+func NewKubernetesService(cidr netip.Prefix, port int, address netip.Addr, read KubernetesServiceReader, write KubernetesServiceWriter) *KubernetesService {
 	return &KubernetesService{ip: config.KubernetesServiceIP(cidr), port: int32(port), address: address, read: read, write: write}
 }
 

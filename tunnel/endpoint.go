@@ -18,8 +18,12 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	authenticationv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
+	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 )
@@ -40,7 +44,7 @@ const addressIndex = "address"
 // Endpoint is the cloud's end: it holds each node's tunnel and routes
 // kube-apiserver's CONNECT requests to the node that owns the destination.
 type Endpoint struct {
-	client    kubernetes.Interface
+	client    ClusterClient
 	clientCAs *x509.CertPool
 	nodes     cache.SharedIndexInformer
 
@@ -48,13 +52,61 @@ type Endpoint struct {
 	sessions map[string]*yamux.Session
 }
 
+// ClusterClient is what the endpoint asks the cluster: its Nodes, and the
+// reviews of gateways' tokens and of what they may tunnel to. A
+// kubernetes.Interface is one; 'kubestore tunnel-endpoint' passes the
+// three typed clients alone (NewClusterClient), as a whole kubernetes.Clientset
+// in the binary keeps every group's typed client and apply configurations.
+type ClusterClient interface {
+	CoreV1() corev1client.CoreV1Interface
+	AuthenticationV1() authenticationv1client.AuthenticationV1Interface
+	AuthorizationV1() authorizationv1client.AuthorizationV1Interface
+}
+
+// NewClusterClient is a ClusterClient on cfg.
+func NewClusterClient(cfg *rest.Config) (ClusterClient, error) {
+	core, err := corev1client.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	authn, err := authenticationv1client.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	authz, err := authorizationv1client.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return clients{core: core, authn: authn, authz: authz}, nil
+}
+
+type clients struct {
+	core  corev1client.CoreV1Interface
+	authn authenticationv1client.AuthenticationV1Interface
+	authz authorizationv1client.AuthorizationV1Interface
+}
+
+func (c clients) CoreV1() corev1client.CoreV1Interface { return c.core }
+func (c clients) AuthenticationV1() authenticationv1client.AuthenticationV1Interface {
+	return c.authn
+}
+func (c clients) AuthorizationV1() authorizationv1client.AuthorizationV1Interface { return c.authz }
+
 // NewEndpoint is an endpoint reading the cluster's Nodes with client (and
 // validating gateways' bearer tokens with its TokenReview); clientCAs
 // verify gateways' client certificates (nil: tokens only).
-func NewEndpoint(client kubernetes.Interface, clientCAs *x509.CertPool) *Endpoint {
+func NewEndpoint(client ClusterClient, clientCAs *x509.CertPool) *Endpoint {
 	registerMetrics()
-	nodes := informers.NewSharedInformerFactory(client, 0).Core().V1().Nodes().Informer()
-	nodes.AddIndexers(cache.Indexers{addressIndex: func(obj any) ([]string, error) {
+	// As client-go's Node informer builds it, on the core group's client.
+	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return client.CoreV1().Nodes().List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return client.CoreV1().Nodes().Watch(ctx, opts)
+		},
+	}, client)
+	nodes := cache.NewSharedIndexInformer(lw, &corev1.Node{}, 0, cache.Indexers{addressIndex: func(obj any) ([]string, error) {
 		n, ok := obj.(*corev1.Node)
 		if !ok {
 			return nil, nil

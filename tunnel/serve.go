@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/component-base/metrics/legacyregistry"
@@ -91,7 +90,7 @@ func ServeEndpoint(ctx context.Context, o EndpointOptions) error {
 		return invalid(FlagKubeconfig, o.Kubeconfig, err.Error())
 	}
 	cfg.UserAgent = "kubestore-tunnel-endpoint"
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := NewClusterClient(cfg)
 	if err != nil {
 		return invalid(FlagKubeconfig, o.Kubeconfig, err.Error())
 	}
