@@ -293,3 +293,56 @@ func TestConfigReadsNoFiles(t *testing.T) {
 		}
 	}
 }
+
+// wholeClientset are the constructors, by import path, that make every API
+// group's client-go code reachable: the Clientset's and the informer
+// factory's. The binary links text/template, which keeps every exported
+// method of every reachable type, so one call keeps every group's typed
+// clients, informers and apply configurations: 18 MB twice before
+// (docs/PERFORMANCE.md, issues 14 and 53).
+var wholeClientset = map[string][]string{
+	"k8s.io/client-go/kubernetes": {"New", "NewForConfig", "NewForConfigAndClient", "NewForConfigOrDie"},
+	"k8s.io/client-go/informers":  {"NewSharedInformerFactory", "NewSharedInformerFactoryWithOptions", "NewFilteredSharedInformerFactory"},
+}
+
+// The binary makes no whole Clientset or informer factory: each package
+// builds the typed clients and informers of the groups it uses.
+func TestNoWholeClientset(t *testing.T) {
+	fset := token.NewFileSet()
+	for name := range modulePackages(t) {
+		dir := name
+		if name == "main" {
+			dir = "."
+		}
+		pkg, err := build.ImportDir(dir, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, file := range pkg.GoFiles {
+			f, err := parser.ParseFile(fset, filepath.Join(dir, file), nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			local := map[string]string{}
+			for _, imp := range f.Imports {
+				path, _ := strconv.Unquote(imp.Path.Value)
+				n := path[strings.LastIndex(path, "/")+1:]
+				if imp.Name != nil {
+					n = imp.Name.Name
+				}
+				local[n] = path
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				sel, ok := n.(*ast.SelectorExpr)
+				if !ok {
+					return true
+				}
+				if x, ok := sel.X.(*ast.Ident); ok && slices.Contains(wholeClientset[local[x.Name]], sel.Sel.Name) {
+					t.Errorf("%s: %s.%s keeps every API group's client-go code in the binary (~18 MB): build the typed clients and informers of the groups used",
+						fset.Position(sel.Pos()), local[x.Name], sel.Sel.Name)
+				}
+				return true
+			})
+		}
+	}
+}
