@@ -70,7 +70,7 @@ type KubernetesService struct {
 // and EndpointSlice: the two groups of kubernetes.Interface it needs.
 // kubestore passes the two typed clients alone (NewKubernetesServiceWriter):
 // a whole kubernetes.Clientset in the binary keeps every group's typed
-// client and apply configurations, 17 MB of it (docs/PERFORMANCE.md).
+// client and apply configurations, 16 MB of it (docs/PERFORMANCE.md).
 type KubernetesServiceWriter interface {
 	CoreV1() corev1client.CoreV1Interface
 	DiscoveryV1() discoveryv1client.DiscoveryV1Interface
