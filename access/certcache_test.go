@@ -71,9 +71,7 @@ func (ca *testCA) issue(t *testing.T, user string, notAfter time.Time) *x509.Cer
 }
 
 func (ca *testCA) options() x509.VerifyOptions {
-	pool := x509.NewCertPool()
-	pool.AddCert(ca.cert)
-	return x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	return x509.VerifyOptions{Roots: poolOf(ca.cert), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
 }
 
 // countingCache is a certCache in front of upstream's authenticator, with

@@ -92,7 +92,7 @@ func TestLoadPKICreatesPrivateFilesAndReusesThem(t *testing.T) {
 	if !slices.Equal(cert.DNSNames, []string{"localhost"}) || len(cert.IPAddresses) != 1 || cert.IPAddresses[0].String() != "10.0.0.7" {
 		t.Errorf("serving certificate covers %v %v, want localhost and 10.0.0.7", cert.DNSNames, cert.IPAddresses)
 	}
-	if _, err := cert.Verify(x509.VerifyOptions{Roots: ca2pool(ca), DNSName: "localhost", KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: poolOf(ca), DNSName: "localhost", KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
 		t.Errorf("serving certificate does not verify for localhost: %v", err)
 	}
 
@@ -106,12 +106,6 @@ func TestLoadPKICreatesPrivateFilesAndReusesThem(t *testing.T) {
 			t.Errorf("a second load rewrote %s", name)
 		}
 	}
-}
-
-func ca2pool(ca *x509.Certificate) *x509.CertPool {
-	pool := x509.NewCertPool()
-	pool.AddCert(ca)
-	return pool
 }
 
 // A serving certificate is issued again when it no longer fits: a host
@@ -245,7 +239,7 @@ func TestWriteKubeconfig(t *testing.T) {
 	if cert.Subject.CommonName != AdminUser || !slices.Equal(cert.Subject.Organization, []string{user.SystemPrivilegedGroup}) {
 		t.Errorf("client certificate is %q %v", cert.Subject.CommonName, cert.Subject.Organization)
 	}
-	if _, err := cert.Verify(x509.VerifyOptions{Roots: ca2pool(parseCert(t, p.CAPEM())), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: poolOf(parseCert(t, p.CAPEM())), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
 		t.Errorf("client certificate does not verify as a client: %v", err)
 	}
 	for _, name := range []string{"admin.crt", "admin.key"} {
