@@ -94,7 +94,7 @@ func runModel(t *testing.T, n int, up func(t *testing.T, nodes []string) *modelU
 		total.add(res)
 		t.Logf("schedule %d: %s", s.Seed, res.summary())
 		if os.Getenv("KUBESTORE_MODEL_VERBOSE") != "" {
-			t.Logf("schedule %d's writes refused or unanswered:\n%s", s.Seed, strings.Join(res.notAcked(), "\n"))
+			t.Logf("schedule %d's writes refused or unanswered:\n%s\nthe gateways out:\n%s\nwhile the judge waited:\n%s", s.Seed, strings.Join(res.notAcked(), "\n"), strings.Join(res.outages, "\n"), strings.Join(res.waits, "\n"))
 		}
 		if len(res.violations) == 0 {
 			continue
@@ -258,9 +258,10 @@ type modelResult struct {
 	// resumed is, per kill in a site of three, how soon writes through
 	// every other member were acknowledged again.
 	resumed []time.Duration
-	// began is when the schedule began, back when the links returned:
-	// the report's times count from began.
-	began, back time.Time
+	// began is when the schedule began, back when the links returned,
+	// serving when every gateway served after that: the report's times
+	// count from began.
+	began, back, serving time.Time
 	// outages is, per gateway, when it was out and served again.
 	outages []string
 	// waits is what the judge found as it waited for agreement, when it
@@ -377,8 +378,8 @@ func (r modelResult) summary() string {
 	for _, d := range r.resumed {
 		resumed = append(resumed, d.Round(10*time.Millisecond).String())
 	}
-	return fmt.Sprintf("%d gateways, %d steps, writes: %s; faults and operations %v, kills %d (writes through the others resumed after %v); the links returned %s after the schedule's start; every side agreed %s after that; violations %d",
-		r.gateways, r.steps, strings.Join(counts, ", "), r.faults, r.kills, resumed, r.back.Sub(r.began).Round(100*time.Millisecond), r.agreed.Round(100*time.Millisecond), len(r.violations))
+	return fmt.Sprintf("%d gateways, %d steps, writes: %s; faults and operations %v, kills %d (writes through the others resumed after %v); the links returned %s after the schedule's start; every gateway served %s and every side agreed %s after that; violations %d",
+		r.gateways, r.steps, strings.Join(counts, ", "), r.faults, r.kills, resumed, r.back.Sub(r.began).Round(100*time.Millisecond), r.serving.Sub(r.back).Round(100*time.Millisecond), r.agreed.Round(100*time.Millisecond), len(r.violations))
 }
 
 // modelFigures add up the runs, for the closing figures.
@@ -1550,8 +1551,28 @@ func (r *modelRun) records(ctx context.Context, f judge.Final) ([]judge.Record, 
 	return out, nil
 }
 
-// judge restores every link, waits until every side agrees (or 30 s),
-// and checks the invariants.
+// serving waits until every gateway answers /readyz (its etcd member's
+// peers aside, as startAgain), at most d, and says when.
+func (r *modelRun) serving(d time.Duration) time.Time {
+	for _, g := range r.gws {
+		eventually(d, func() bool { return g.p.hasExited() || g.p.readyAt("/readyz?exclude=etcd-members") })
+	}
+	return time.Now()
+}
+
+// startedItselfSince reports whether a gateway logged that it stops to
+// start again after t.
+func (r *modelRun) startedItselfSince(t time.Time) bool {
+	for _, g := range r.gws {
+		if slices.ContainsFunc(logTimes(g.p.logs(), "Stopping to start again"), func(at time.Time) bool { return at.After(t) }) {
+			return true
+		}
+	}
+	return false
+}
+
+// judge restores every link, waits until every gateway serves and every
+// side agrees (or 30 s after that), and checks the invariants.
 func (r *modelRun) judge() modelResult {
 	t := r.t
 	res := modelResult{counts: r.h.Counts(), faults: r.faults, kills: r.kills, steps: len(r.s.Steps), gateways: len(r.gws), began: r.began}
@@ -1566,10 +1587,22 @@ func (r *modelRun) judge() modelResult {
 	}
 	back := time.Now()
 	res.back = back
+	// The limit counts from the moment every gateway serves, too: one may
+	// still be starting when the schedule's operations are done (killed
+	// near the end, or started by itself again to leave a CA behind after
+	// a rotation's finish; found by CI on seed 4 with three suites side
+	// by side: 11.7 s). Its start is bounded where it is tested (the
+	// kills' restarts, TestSiteCARotation); the mirror's catching up
+	// after it is what the limit is for. A member whose turn to start
+	// again came while the judge waited starts the clock again.
+	res.serving = r.serving(30 * time.Second)
 	writes := r.h.Writes()
 	res.writes = writes
 	var violations []judge.Violation
 	for {
+		if r.startedItselfSince(res.serving) {
+			res.serving = r.serving(30 * time.Second)
+		}
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		f, err := r.final(ctx)
 		cancel()
@@ -1585,7 +1618,7 @@ func (r *modelRun) judge() modelResult {
 		if seen := fmt.Sprintf("%d disagree, the first: %s", len(violations), violations[0]); len(res.waits) == 0 || !strings.HasSuffix(res.waits[len(res.waits)-1], seen) {
 			res.waits = append(res.waits, fmt.Sprintf("  %5.1fs: %s", time.Since(back).Seconds(), seen))
 		}
-		if time.Since(back) > 30*time.Second {
+		if time.Since(res.serving) > 30*time.Second {
 			res.agreed = time.Since(back)
 			break
 		}
@@ -1594,8 +1627,8 @@ func (r *modelRun) judge() modelResult {
 	// The renewals after the writes' snapshot write the Leases' durations
 	// of then: the invariants hold them as they were.
 	r.stopRenewing()
-	if len(violations) == 0 && res.agreed > limit {
-		violations = append(violations, judge.Violation{Invariant: judge.Agree, What: fmt.Sprintf("every side agreed %s after the links' return, more than %s", res.agreed.Round(100*time.Millisecond), limit)})
+	if late := res.agreed - res.serving.Sub(back); len(violations) == 0 && late > limit {
+		violations = append(violations, judge.Violation{Invariant: judge.Agree, What: fmt.Sprintf("every side agreed %s after the links' return and every gateway serving, more than %s", late.Round(100*time.Millisecond), limit)})
 	}
 	// Local objects stay local.
 	if nss, err := r.cluster.CoreV1().Namespaces().List(t.Context(), metav1.ListOptions{}); err == nil {
@@ -1620,17 +1653,22 @@ func (r *modelRun) judge() modelResult {
 	r.mu.Lock()
 	res.resumed = r.resumed
 	r.mu.Unlock()
-	if names := res.namesOf(); len(names) > 0 {
-		for _, g := range r.gws {
-			g.mu.Lock()
-			out := slices.Clone(g.outages)
-			g.mu.Unlock()
-			for _, at := range logTimes(g.p.logs(), "Stopping to start again") {
-				out = append(out, "started itself again at "+r.at(at))
-			}
-			res.outages = append(res.outages, fmt.Sprintf("  %s (%s): %s", g.name, g.node, strings.Join(out, "; ")))
+	// Every gateway's outages, for a violation of any kind (an agreement
+	// that came late names no object).
+	names := res.namesOf()
+	for _, g := range r.gws {
+		g.mu.Lock()
+		out := slices.Clone(g.outages)
+		g.mu.Unlock()
+		for _, at := range logTimes(g.p.logs(), "Stopping to start again") {
+			out = append(out, "started itself again at "+r.at(at))
+		}
+		res.outages = append(res.outages, fmt.Sprintf("  %s (%s): %s", g.name, g.node, strings.Join(out, "; ")))
+		if len(names) > 0 {
 			res.logs = append(res.logs, mirrorLogOf(g.name, g.p.logs(), names)...)
 		}
+	}
+	if len(names) > 0 {
 		for _, ref := range res.refsOf() {
 			res.logs = append(res.logs, "  upstream "+ref.String()+": "+r.lastWriters(ref))
 		}
