@@ -25,15 +25,15 @@ import (
 const startupSettleTime = 10 * time.Second
 
 // trimInterval is how often the heap is checked for memory it holds but
-// no longer uses.
-const trimInterval = 15 * time.Second
+// no longer uses: a burst's slack is returned 5–10 s after it ended.
+const trimInterval = 5 * time.Second
 
 // Release returns what only the start needed, then keeps returning
 // what a burst left behind. 10 s after the start it frees the garbage of
 // building the API (debug.FreeOSMemory) and the pages of the binary and
 // of the database that the start touched (releaseStartupPages). Then,
 // every trimInterval, it frees the heap again when it holds much more
-// than the live objects (heapSlack): the Go runtime
+// than after the last trim, while it is quiet (heap.quietSince): the Go runtime
 // lets the heap grow to twice the live heap between collections and returns
 // the rest to the system only slowly, so after a burst of writes or LISTs
 // an idle device would otherwise stay near the burst's peak. Measured in
@@ -53,7 +53,8 @@ func Release(ctx context.Context) {
 	}
 	// What the heap holds right after a trim: the live objects and the
 	// fragmentation of their spans, which no collection gives back.
-	_, floor, cycles := heapSlack()
+	last := readHeap()
+	floor := last.held
 	tick := time.NewTicker(trimInterval)
 	defer tick.Stop()
 	for {
@@ -62,57 +63,75 @@ func Release(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		live, held, now := heapSlack()
+		now := readHeap()
 		// The heap shrank (objects deleted, the cache's history moved
 		// on) and the runtime returned it: measure growth from there.
-		floor = min(floor, held)
-		// A collection since the last look means the runtime is busy
-		// collecting on its own; a forced one would only add to it.
-		busy := now != cycles
-		cycles = now
-		if busy || held <= floor+trimThreshold(live) {
+		floor = min(floor, now.held)
+		quiet := now.quietSince(last)
+		last = now
+		if !quiet || now.held <= floor+trimThreshold(now.live) {
 			continue
 		}
 		debug.FreeOSMemory()
-		_, floor, cycles = heapSlack()
-		klog.V(3).InfoS("Returned unused heap memory", "liveBytes", live, "heldBytes", held, "nowHeldBytes", floor)
+		last = readHeap()
+		floor = last.held
+		klog.V(3).InfoS("Returned unused heap memory", "liveBytes", now.live, "heldBytes", now.held, "nowHeldBytes", floor)
 	}
 }
 
 // trimThreshold is how much more than after the last trim the heap may
 // hold before it is trimmed again: a quarter of the live heap, at least
-// 8 MiB. Only a quiet heap is trimmed (no collection in the last
-// trimInterval): under load the runtime collects on its own, and forcing
-// more took the idle CPU of a server with 10,000 ConfigMaps from 1.5 to
-// 4.2 % at GOGC=50.
+// 8 MiB.
 func trimThreshold(live uint64) uint64 { return max(live/4, 8<<20) }
+
+// heap is what the runtime's metrics say of the heap at one moment.
+type heap struct {
+	// live is the live heap as of the last collection; held what the
+	// heap holds from the system (objects, live and dead not yet swept,
+	// unused span space, and free pages not yet returned).
+	live, held uint64
+	// cycles counts the collections so far, allocs the bytes allocated.
+	cycles, allocs uint64
+}
+
+// quietSince reports whether the heap was quiet since an earlier look:
+// no collection, and less allocated than a sixteenth of the trim's
+// threshold a second (at that rate the heap needs more than 16 s to
+// hold the threshold again, and a trim is not undone at once). Only a
+// quiet heap is trimmed: under load the runtime collects on its own,
+// and forcing more took the idle CPU of a server with 10,000 ConfigMaps
+// from 1.5 to 4.2 % at GOGC=50.
+func (h heap) quietSince(earlier heap) bool {
+	return h.cycles == earlier.cycles && h.allocs-earlier.allocs < trimThreshold(h.live)/16*uint64(trimInterval/time.Second)
+}
 
 var heapMetrics = []metrics.Sample{
 	{Name: "/gc/cycles/total:gc-cycles"},
+	{Name: "/gc/heap/allocs:bytes"},
 	{Name: "/gc/heap/live:bytes"},
 	{Name: "/memory/classes/heap/objects:bytes"},
 	{Name: "/memory/classes/heap/unused:bytes"},
 	{Name: "/memory/classes/heap/free:bytes"},
 }
 
-// heapSlack reports the live heap as of the last collection, what the
-// heap holds from the system (objects, live and dead not yet swept,
-// unused span space, and free pages not yet returned), and the number of
-// collections so far.
-func heapSlack() (live, held, cycles uint64) {
+// readHeap reads the heap's metrics.
+func readHeap() heap {
 	metrics.Read(heapMetrics)
+	var h heap
 	for i, m := range heapMetrics {
 		if m.Value.Kind() != metrics.KindUint64 {
 			continue
 		}
 		switch i {
 		case 0:
-			cycles = m.Value.Uint64()
+			h.cycles = m.Value.Uint64()
 		case 1:
-			live = m.Value.Uint64()
+			h.allocs = m.Value.Uint64()
+		case 2:
+			h.live = m.Value.Uint64()
 		default:
-			held += m.Value.Uint64()
+			h.held += m.Value.Uint64()
 		}
 	}
-	return live, held, cycles
+	return h
 }
