@@ -1414,7 +1414,13 @@ func (g *modelGateway) outTimes() []time.Time {
 	g.mu.Lock()
 	times := slices.Clone(g.restarts)
 	g.mu.Unlock()
-	return append(times, logTimes(g.p.logs(), "Stopping to start again")...)
+	return append(times, g.selfRestarts()...)
+}
+
+// selfRestarts is when g stopped to start again by itself (server's
+// requestRestart: a CA left behind after a rotation's finish).
+func (g *modelGateway) selfRestarts() []time.Time {
+	return logTimes(g.p.logs(), "Stopping to start again")
 }
 
 // memberSettles is how long a member started again, or rejoined, may take
@@ -1564,7 +1570,7 @@ func (r *modelRun) serving(d time.Duration) time.Time {
 // start again after t.
 func (r *modelRun) startedItselfSince(t time.Time) bool {
 	for _, g := range r.gws {
-		if slices.ContainsFunc(logTimes(g.p.logs(), "Stopping to start again"), func(at time.Time) bool { return at.After(t) }) {
+		if slices.ContainsFunc(g.selfRestarts(), func(at time.Time) bool { return at.After(t) }) {
 			return true
 		}
 	}
@@ -1660,7 +1666,7 @@ func (r *modelRun) judge() modelResult {
 		g.mu.Lock()
 		out := slices.Clone(g.outages)
 		g.mu.Unlock()
-		for _, at := range logTimes(g.p.logs(), "Stopping to start again") {
+		for _, at := range g.selfRestarts() {
 			out = append(out, "started itself again at "+r.at(at))
 		}
 		res.outages = append(res.outages, fmt.Sprintf("  %s (%s): %s", g.name, g.node, strings.Join(out, "; ")))
